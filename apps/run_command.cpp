@@ -1,0 +1,151 @@
+#include "apps/run_command.hpp"
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "actors/server.hpp"
+#include "apps/progress_printer.hpp"
+#include "devices/host_inventory.hpp"
+#include "runtime/validate.hpp"
+
+namespace cdui::apps {
+
+namespace {
+
+volatile std::sig_atomic_t interrupted = 0;
+
+extern "C" void on_interrupt(int) {
+  interrupted = 1;
+}
+
+/// How often the event loop wakes up to look at Ctrl+C when no event arrives.
+constexpr std::chrono::milliseconds poll_interval{200};
+
+void print_final_metrics(const std::string& metrics_json) {
+  auto metrics = nlohmann::json::parse(metrics_json, nullptr, false);
+  if (!metrics.is_object() || metrics.empty())
+    return;
+  std::printf("final metrics:\n");
+  for (const auto& [node, values] : metrics.items()) {
+    for (const auto& [name, v] : values.items()) {
+      if (v.is_number_float())
+        std::printf("  %s.%s = %.4f\n", node.c_str(), name.c_str(), v.get<double>());
+      else
+        std::printf("  %s.%s = %s\n", node.c_str(), name.c_str(), v.dump().c_str());
+    }
+  }
+}
+
+} // namespace
+
+std::optional<std::string> read_graph_file(const std::filesystem::path& path) {
+  std::ifstream in{path, std::ios::binary};
+  if (!in) {
+    std::fprintf(stderr, "cdui: cannot read %s\n", path.c_str());
+    return std::nullopt;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+/// Validates a graph's text; prints every error naming the file and returns nullptr when invalid.
+std::optional<runtime::validated_graph> check_graph(const std::filesystem::path& file,
+                                                    const std::string& text) {
+  auto result = runtime::validate_graph(std::string_view{text});
+  if (auto* errors = std::get_if<std::vector<runtime::graph_error>>(&result)) {
+    for (const auto& e : *errors)
+      std::fprintf(stderr, "%s: %s\n", file.c_str(), e.message.c_str());
+    return std::nullopt;
+  }
+  return std::get<runtime::validated_graph>(std::move(result));
+}
+
+int validate_command(const std::filesystem::path& graph_file) {
+  auto text = read_graph_file(graph_file);
+  if (!text)
+    return exit_usage;
+  auto graph = check_graph(graph_file, *text);
+  if (!graph)
+    return exit_usage;
+  std::printf("%s: valid (%zu nodes, %zu edges)\n", graph_file.c_str(), graph->g.nodes.size(),
+              graph->g.edges.size());
+  return exit_ok;
+}
+
+int run_command(const run_command_options& options) {
+  auto text = read_graph_file(options.graph_file);
+  if (!text)
+    return exit_usage;
+  if (!check_graph(options.graph_file, *text))
+    return exit_usage;
+  std::signal(SIGINT, on_interrupt);
+  std::signal(SIGTERM, on_interrupt);
+
+  server srv;
+  run_request request;
+  request.graph_json = *text;
+  request.name = options.name.empty() ? options.graph_file.stem().string() : options.name;
+  request.device = options.device;
+  request.has_seed = options.seed.has_value();
+  request.seed = options.seed.value_or(0);
+  auto submitted = srv.submit(std::move(request));
+  if (!submitted.ok()) {
+    std::fprintf(stderr, "cdui: %s\n", submitted.error.c_str());
+    return exit_usage;
+  }
+  const auto& id = submitted.run_id;
+  auto queued = srv.info(id);
+  std::printf("run %s queued on %s (%s)\n", id.c_str(), queued ? queued->queue_key.c_str() : "?",
+              (srv.home() / "runs" / id).c_str());
+  std::fflush(stdout);
+
+  progress_printer printer{stdout, ::isatty(STDOUT_FILENO) == 1};
+  bool cancel_sent = false;
+  std::uint64_t cursor = 0;
+  for (;;) {
+    if (interrupted && !cancel_sent) {
+      printer.close_line();
+      std::printf("interrupted: cancelling run %s\n", id.c_str());
+      std::fflush(stdout);
+      srv.cancel(id);
+      cancel_sent = true;
+    }
+    auto batch = srv.events(id, cursor, poll_interval);
+    for (const auto& e : batch.events) {
+      printer.print(e);
+      cursor = e.cursor;
+    }
+    if (batch.finished)
+      break;
+  }
+  printer.close_line();
+  auto final_state = srv.wait(id);
+  auto seconds = static_cast<double>(final_state.finished_ms - final_state.created_ms) / 1000.0;
+  std::printf("run %s %s in %.1f s\n", id.c_str(), std::string{to_string(final_state.status)}.c_str(),
+              seconds);
+  print_final_metrics(final_state.final_metrics);
+  if (final_state.status == run_status::failed)
+    std::fprintf(stderr, "cdui: run %s failed: %s\n", id.c_str(), final_state.error.c_str());
+  std::fflush(stdout);
+  if (cancel_sent)
+    return exit_interrupted;
+  return final_state.status == run_status::succeeded ? exit_ok : exit_run_failed;
+}
+
+int devices_command() {
+  auto inventory = devices::host_inventory::probe();
+  std::printf("%-8s %-6s %s\n", "DEVICE", "SLOTS", "DESCRIPTION");
+  for (const auto& d : inventory.devices())
+    std::printf("%-8s %-6d %s\n", d.name.c_str(), d.slot_limit, d.label.c_str());
+  return exit_ok;
+}
+
+} // namespace cdui::apps

@@ -1,0 +1,52 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+
+namespace cdui::devices {
+
+enum class device_kind { cpu, cuda, mps, sim, auto_select };
+
+/// A device string as the user wrote it, parsed. `index` is absent for a bare kind ("cuda") and for a
+/// kind whose index could not be read ("cuda:abc"); `malformed` tells the two apart.
+struct device_spec {
+  device_kind kind = device_kind::cpu;
+  std::optional<int> index;
+  bool malformed = false;
+  std::string text;
+};
+
+/// Why a device string means nothing at all (not even a device kind).
+struct device_parse_error {
+  std::string message;
+};
+
+/// Parses cpu, auto, cuda, cuda:N, mps, mps:N, sim, sim:N. A string with a known prefix and an
+/// unreadable index ("cuda:", "cuda:abc", "cuda:0:1", "cuda: 0") parses as that kind, malformed:
+/// it is still an unambiguous request for that kind of device.
+[[nodiscard]] std::variant<device_spec, device_parse_error> parse_device(std::string_view text);
+
+/// What this host offers, as far as device resolution is concerned.
+struct host_devices {
+  int cuda_count = 0;
+  int current_cuda = 0;
+  bool has_mps = false;
+  int sim_count = 0;
+};
+
+/// The device a run or node executes on, and the sentence to record when it is not what was asked.
+struct resolved_device {
+  /// Canonical name: cpu, cuda:N, mps:0 or sim:N. Also the key of the device's run queue.
+  std::string name;
+  /// A run_warning of kind device_fallback, when the request could not be honoured as written.
+  std::optional<std::string> fallback_warning;
+};
+
+/// Resolves a parsed device against the host, with the fallback rules of the training-memory seed:
+/// an accelerator kind the host lacks falls back to the CPU; a bad or out-of-range index of a kind the
+/// host has falls back to that kind's current device, never to the CPU.
+[[nodiscard]] resolved_device resolve_device(const device_spec& spec, const host_devices& host);
+
+} // namespace cdui::devices

@@ -1,0 +1,42 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "devices/device.hpp"
+
+namespace cdui::devices {
+
+/// One device this host offers to runs.
+struct offered_device {
+  std::string name;   // cpu, cuda:0, sim:1
+  std::string label;  // what a listing shows
+  /// Runs admitted at once: two on the CPU, one on an accelerator (seed 001, "Slots and limits").
+  int slot_limit = 1;
+};
+
+/// The CPU admits two runs at a time (seed 001: "two on the CPU").
+inline constexpr int cpu_slot_limit = 2;
+/// An accelerator admits one run at a time (seed 001: "one run at a time on an accelerator").
+inline constexpr int accelerator_slot_limit = 1;
+
+/// What this host offers: its CPU and every accelerator libtorch sees.
+class host_inventory {
+public:
+  /// Probes the host (core count, CUDA devices through libtorch).
+  [[nodiscard]] static host_inventory probe();
+
+  [[nodiscard]] const std::vector<offered_device>& devices() const { return devices_; }
+  [[nodiscard]] const host_devices& counts() const { return counts_; }
+  [[nodiscard]] int cores() const { return cores_; }
+
+  /// Intra-op threads for one run on `device`: the CPU's cores shared among its slots, at least 1.
+  [[nodiscard]] int cores_per_run(const std::string& device) const;
+
+private:
+  std::vector<offered_device> devices_;
+  host_devices counts_;
+  int cores_ = 1;
+};
+
+} // namespace cdui::devices

@@ -1,0 +1,34 @@
+#pragma once
+
+#include <string>
+
+#include "messages/run_status.hpp"
+
+namespace cdui {
+
+/// How an executor ended a run: the final status, the error sentence when it failed, and the final
+/// metrics of every node as a JSON object {node id: {name: value}}.
+struct run_outcome {
+  run_status status = run_status::succeeded;
+  std::string error;
+  std::string final_metrics = "{}";
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, run_outcome& x) {
+  return f(x.status, x.error, x.final_metrics);
+}
+
+/// The answer to a submit: a run id, or the sentence that says why the run was refused.
+struct submit_result {
+  std::string run_id;
+  std::string error;
+  [[nodiscard]] bool ok() const { return error.empty(); }
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, submit_result& x) {
+  return f(x.run_id, x.error);
+}
+
+} // namespace cdui

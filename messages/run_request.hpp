@@ -1,0 +1,50 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "messages/run_status.hpp"
+
+namespace cdui {
+
+/// What a front door asks for when it submits a run: the graph (JSON text) and the run's options.
+struct run_request {
+  std::string graph_json;
+  std::string name;
+  /// The run's default device; nodes without a device of their own use it. Empty: each node's own.
+  std::string device;
+  /// The seed of every random number generator of the run, when has_seed; otherwise one is drawn
+  /// and recorded in the run's execution_start event.
+  bool has_seed = false;
+  std::uint64_t seed = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, run_request& x) {
+  return f(x.graph_json, x.name, x.device, x.has_seed, x.seed);
+}
+
+/// What anyone may ask about a run.
+struct run_info {
+  std::string id;
+  std::string name;
+  run_status status = run_status::queued;
+  /// The device key whose queue the run waits in (cpu, cuda:0, sim:1).
+  std::string queue_key;
+  /// 1-based position within its queue while queued; 0 otherwise.
+  std::uint32_t queue_position = 0;
+  std::string error;
+  std::int64_t created_ms = 0;
+  std::int64_t started_ms = 0;
+  std::int64_t finished_ms = 0;
+  /// Final metrics of every node that reported any, as a JSON object {node id: {name: value}}.
+  std::string final_metrics = "{}";
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, run_info& x) {
+  return f(x.id, x.name, x.status, x.queue_key, x.queue_position, x.error, x.created_ms, x.started_ms,
+           x.finished_ms, x.final_metrics);
+}
+
+} // namespace cdui

@@ -1,0 +1,42 @@
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "devices/device.hpp"
+#include "messages/run_outcome.hpp"
+#include "runtime/validate.hpp"
+
+namespace cdui::runtime {
+
+/// Receives a run's events as they happen: the event type and its data object.
+using event_sink = std::function<void(const std::string& type, const nlohmann::json& data)>;
+
+/// Everything the engine needs to execute one run; it knows nothing of actors or sockets.
+struct run_context {
+  std::string run_id;
+  /// Where the run's files go (checkpoints/ inside it); relative paths of saver nodes resolve here.
+  std::filesystem::path run_dir;
+  /// The run's device; a node whose device param the graph leaves out uses it. Empty: cpu.
+  std::string device;
+  std::uint64_t seed = 0;
+  /// Intra-op threads when a node does not set num_threads: the cores of the run's slot.
+  int num_threads = 1;
+  devices::host_devices host;
+  /// Set to ask the run to stop; honoured between batches and between nodes.
+  std::shared_ptr<const std::atomic<bool>> stop;
+  event_sink emit;
+};
+
+/// Executes a validated graph node by node in topological order, emitting execution_start,
+/// node_status, progress, metric, run_warning and exactly one of execution_complete,
+/// execution_error or execution_stopped. Never throws: a node's failure is the run's outcome.
+[[nodiscard]] run_outcome execute(const validated_graph& graph, const run_context& ctx);
+
+} // namespace cdui::runtime

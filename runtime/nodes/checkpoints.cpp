@@ -1,0 +1,131 @@
+// ModelSaver, CheckpointSaver and CheckpointLoader: torch archives written to a temp name and renamed.
+#include <fstream>
+#include <sstream>
+
+#include <torch/torch.h>
+
+#include "runtime/node_call.hpp"
+#include "runtime/nodes/builtin.hpp"
+#include "runtime/nodes/values.hpp"
+#include "storage/home.hpp"
+
+namespace cdui::runtime::nodes {
+
+namespace {
+
+/// A relative path names a file in the run's checkpoints/ folder.
+std::filesystem::path resolve_path(node_call& call) {
+  std::filesystem::path p = call.string_param("path");
+  return p.is_absolute() ? p : call.run().run_dir / "checkpoints" / p;
+}
+
+void write_archive(torch::serialize::OutputArchive& archive, const std::filesystem::path& path) {
+  std::ostringstream out;
+  archive.save_to(out);
+  std::filesystem::create_directories(path.parent_path());
+  storage::write_file_atomic(path, out.str());
+}
+
+at::Tensor bytes_tensor(const std::string& bytes) {
+  auto t = torch::empty({static_cast<std::int64_t>(bytes.size())}, torch::kUInt8);
+  std::memcpy(t.data_ptr(), bytes.data(), bytes.size());
+  return t;
+}
+
+std::string tensor_bytes(const at::Tensor& t) {
+  auto c = t.contiguous();
+  return {static_cast<const char*>(c.data_ptr()), static_cast<std::size_t>(c.numel())};
+}
+
+port_values run_model_saver(node_call& call) {
+  auto model = call.input<model_value>("model");
+  auto path = resolve_path(call);
+  torch::serialize::OutputArchive archive;
+  model->module->save(archive);
+  write_archive(archive, path);
+  call.final_metrics = {{"path", path.string()}};
+  return {};
+}
+
+port_values run_checkpoint_saver(node_call& call) {
+  auto model = call.input<model_value>("model");
+  auto path = resolve_path(call);
+  torch::serialize::OutputArchive archive, model_archive;
+  model->module->save(model_archive);
+  archive.write("model", model_archive);
+  std::int64_t epoch = 0;
+  if (call.has_input("optimizer_state")) {
+    auto state = call.input<optimizer_state_value>("optimizer_state");
+    archive.write("optimizer", bytes_tensor(state->bytes));
+    epoch = state->epoch;
+  }
+  archive.write("epoch", torch::tensor(epoch, torch::kInt64));
+  write_archive(archive, path);
+  call.final_metrics = {{"path", path.string()}, {"epoch", epoch}};
+  return {};
+}
+
+port_values run_checkpoint_loader(node_call& call) {
+  auto model = call.input<model_value>("model");
+  auto path = resolve_path(call);
+  if (!std::filesystem::exists(path))
+    throw node_error("param 'path': no checkpoint at " + path.string());
+  torch::serialize::InputArchive archive, model_archive;
+  try {
+    archive.load_from(path.string());
+    if (!archive.try_read("model", model_archive))
+      throw node_error(path.string() + " is not a CheckpointSaver checkpoint (it has no model)");
+    model->module->load(model_archive);
+  } catch (const c10::Error& e) {
+    throw node_error("cannot load " + path.string() + " into this model: "
+                     + std::string{e.what_without_backtrace()}.substr(0, 300));
+  }
+  auto state = std::make_shared<optimizer_state_value>();
+  at::Tensor optimizer_bytes, epoch;
+  if (archive.try_read("optimizer", optimizer_bytes))
+    state->bytes = tensor_bytes(optimizer_bytes);
+  if (archive.try_read("epoch", epoch))
+    state->epoch = epoch.item<std::int64_t>();
+  call.final_metrics = {{"path", path.string()}, {"epoch", state->epoch}};
+  return {{"model", make_value(std::move(model))},
+          {"optimizer_state", make_value(std::move(state))}};
+}
+
+param_spec path_param(const char* fallback) {
+  return {"path", param_kind::string, fallback, -INFINITY, INFINITY, {},
+          "the file; a relative path is inside the run's checkpoints/ folder"};
+}
+
+} // namespace
+
+void register_checkpoint_nodes(node_registry& registry) {
+  node_spec saver;
+  saver.type = "ModelSaver";
+  saver.help = "Saves the model's weights.";
+  saver.params = {path_param("model.pt")};
+  saver.inputs = {{"model", port_type::model, true, ""}};
+  saver.run = run_model_saver;
+  registry.add(std::move(saver));
+
+  node_spec ckpt;
+  ckpt.type = "CheckpointSaver";
+  ckpt.help = "Saves the model, the optimizer's state and the epoch, to resume training later.";
+  ckpt.params = {path_param("checkpoint.pt")};
+  ckpt.inputs = {{"model", port_type::model, true, ""},
+                 {"optimizer_state", port_type::optimizer_state, false, "from TrainingLoop"}};
+  ckpt.run = run_checkpoint_saver;
+  registry.add(std::move(ckpt));
+
+  node_spec loader;
+  loader.type = "CheckpointLoader";
+  loader.help = "Loads a CheckpointSaver checkpoint into a model of the same architecture.";
+  loader.params = {{"path", param_kind::string, nlohmann::json{}, -INFINITY, INFINITY, {},
+                    "the checkpoint; a relative path is inside the run's checkpoints/ folder"}};
+  loader.inputs = {{"model", port_type::model, true, "the architecture to load into"}};
+  loader.outputs = {{"model", port_type::model, true, ""},
+                    {"optimizer_state", port_type::optimizer_state, true, "for TrainingLoop"}};
+  loader.run = run_checkpoint_loader;
+  registry.add(std::move(loader));
+}
+
+} // namespace cdui::runtime::nodes

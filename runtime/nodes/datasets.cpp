@@ -1,0 +1,319 @@
+// Dataset node: Fashion-MNIST from Debian's gzipped IDX files, generated toy sets, and CSV files.
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <torch/torch.h>
+#include <zlib.h>
+
+#include "runtime/node_call.hpp"
+#include "runtime/nodes/builtin.hpp"
+#include "runtime/nodes/values.hpp"
+
+namespace cdui::runtime::nodes {
+
+namespace {
+
+/// Where Debian's dataset-fashion-mnist package puts the files.
+constexpr const char* fashion_mnist_root = "/usr/share/datasets/fashion-mnist";
+/// Fashion-MNIST's pixel mean and standard deviation over the training split, after /255.
+constexpr double fashion_mnist_mean = 0.2860;
+constexpr double fashion_mnist_std = 0.3530;
+
+std::string read_gzip(const std::string& path) {
+  gzFile file = gzopen(path.c_str(), "rb");
+  if (file == nullptr)
+    throw node_error("cannot open " + path
+                     + " (is Debian's dataset-fashion-mnist package installed?)");
+  std::string bytes;
+  char buf[1 << 16];
+  int n = 0;
+  while ((n = gzread(file, buf, sizeof buf)) > 0)
+    bytes.append(buf, static_cast<std::size_t>(n));
+  bool failed = n < 0;
+  gzclose(file);
+  if (failed)
+    throw node_error("cannot decompress " + path);
+  return bytes;
+}
+
+std::uint32_t big_endian_u32(const std::string& bytes, std::size_t offset) {
+  auto b = [&](std::size_t i) { return static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[offset + i])); };
+  return (b(0) << 24) | (b(1) << 16) | (b(2) << 8) | b(3);
+}
+
+/// Parses an IDX file (magic 0x00000800 | rank, big-endian dims, then uint8 data) into a tensor.
+at::Tensor read_idx(const std::string& path, std::int64_t limit) {
+  auto bytes = read_gzip(path);
+  if (bytes.size() < 4 || bytes[0] != 0 || bytes[1] != 0 || bytes[2] != 0x08)
+    throw node_error(path + " is not an IDX file of unsigned bytes");
+  auto rank = static_cast<std::size_t>(static_cast<unsigned char>(bytes[3]));
+  std::vector<std::int64_t> dims;
+  std::size_t count = 1;
+  for (std::size_t i = 0; i < rank; ++i) {
+    dims.push_back(big_endian_u32(bytes, 4 + 4 * i));
+    count *= static_cast<std::size_t>(dims.back());
+  }
+  auto header = 4 + 4 * rank;
+  if (bytes.size() != header + count)
+    throw node_error(path + " is truncated: expected " + std::to_string(header + count)
+                     + " bytes, found " + std::to_string(bytes.size()));
+  auto all = torch::from_blob(bytes.data() + header, dims, torch::kUInt8);
+  if (limit > 0 && limit < dims[0])
+    all = all.narrow(0, 0, limit);
+  return all.clone();
+}
+
+dataset_value fashion_mnist(node_call& call) {
+  auto root = call.string_param("root");
+  auto prefix = call.string_param("split") == "test" ? "t10k" : "train";
+  auto limit = call.int_param("limit");
+  auto images = read_idx(root + "/" + prefix + "-images-idx3-ubyte.gz", limit);
+  auto labels = read_idx(root + "/" + prefix + "-labels-idx1-ubyte.gz", limit);
+  dataset_value d;
+  d.name = "fashion_mnist";
+  d.inputs = ((images.to(torch::kFloat32) / 255.0 - fashion_mnist_mean) / fashion_mnist_std)
+               .unsqueeze(1)
+               .contiguous();
+  d.targets = labels.to(torch::kInt64);
+  d.num_classes = 10;
+  d.sample_shape = {1, images.size(1), images.size(2)};
+  return d;
+}
+
+/// A generator for one dataset node: the run seed, the dataset's name and split, so a train and a
+/// test split of the same toy set differ and each is the same on every run with that seed.
+at::Generator dataset_rng(node_call& call) {
+  auto key = call.string_param("name") + "/" + call.string_param("split");
+  auto seed = call.run().seed ^ (std::hash<std::string>{}(key) * 0x9E3779B97F4A7C15ULL);
+  return at::make_generator<at::CPUGeneratorImpl>(seed);
+}
+
+/// Shuffles rows of x and y together.
+void shuffle_rows(at::Tensor& x, at::Tensor& y, at::Generator& gen) {
+  auto perm = torch::randperm(x.size(0), gen, torch::kInt64);
+  x = x.index_select(0, perm);
+  y = y.index_select(0, perm);
+}
+
+dataset_value two_class_toy(node_call& call, bool moons) {
+  auto gen = dataset_rng(call);
+  auto n = call.int_param("n_samples");
+  auto noise = call.number_param("noise");
+  auto n_out = n / 2;
+  auto n_in = n - n_out;
+  auto t_out = torch::linspace(0, M_PI, n_out, torch::kFloat64);
+  auto t_in = torch::linspace(0, M_PI, n_in, torch::kFloat64);
+  at::Tensor outer, inner;
+  if (moons) {
+    outer = torch::stack({torch::cos(t_out), torch::sin(t_out)}, 1);
+    inner = torch::stack({1 - torch::cos(t_in), 1 - torch::sin(t_in) - 0.5}, 1);
+  } else {
+    auto t2_out = torch::linspace(0, 2 * M_PI, n_out + 1, torch::kFloat64).narrow(0, 0, n_out);
+    auto t2_in = torch::linspace(0, 2 * M_PI, n_in + 1, torch::kFloat64).narrow(0, 0, n_in);
+    auto factor = call.number_param("factor");
+    outer = torch::stack({torch::cos(t2_out), torch::sin(t2_out)}, 1);
+    inner = torch::stack({torch::cos(t2_in), torch::sin(t2_in)}, 1) * factor;
+  }
+  auto x = torch::cat({outer, inner}, 0);
+  x = x + noise * torch::randn(x.sizes(), gen, torch::kFloat64);
+  auto y = torch::cat({torch::zeros({n_out}, torch::kInt64), torch::ones({n_in}, torch::kInt64)});
+  shuffle_rows(x, y, gen);
+  dataset_value d;
+  d.name = moons ? "moons" : "circles";
+  d.inputs = x.to(torch::kFloat32);
+  d.targets = y;
+  d.num_classes = 2;
+  d.sample_shape = {2};
+  return d;
+}
+
+dataset_value blobs(node_call& call) {
+  auto gen = dataset_rng(call);
+  auto n = call.int_param("n_samples");
+  auto k = call.int_param("n_classes");
+  auto f = call.int_param("n_features");
+  auto centers = torch::rand({k, f}, gen, torch::kFloat64) * 20.0 - 10.0;
+  auto y = torch::arange(n, torch::kInt64).remainder(k);
+  auto x = centers.index_select(0, y)
+           + call.number_param("cluster_std") * torch::randn({n, f}, gen, torch::kFloat64);
+  shuffle_rows(x, y, gen);
+  dataset_value d;
+  d.name = "blobs";
+  d.inputs = x.to(torch::kFloat32);
+  d.targets = y;
+  d.num_classes = k;
+  d.sample_shape = {f};
+  return d;
+}
+
+dataset_value regression(node_call& call) {
+  auto gen = dataset_rng(call);
+  auto n = call.int_param("n_samples");
+  auto f = call.int_param("n_features");
+  auto x = torch::randn({n, f}, gen, torch::kFloat64);
+  // The same true weights for every split of a run: drawn from a generator that ignores the split.
+  auto w_gen = at::make_generator<at::CPUGeneratorImpl>(call.run().seed + 1);
+  auto w = torch::randn({f, 1}, w_gen, torch::kFloat64) / std::sqrt(static_cast<double>(f));
+  auto y = x.matmul(w) + call.number_param("noise") * torch::randn({n, 1}, gen, torch::kFloat64);
+  dataset_value d;
+  d.name = "regression";
+  d.inputs = x.to(torch::kFloat32);
+  d.targets = y.to(torch::kFloat32);
+  d.classification = false;
+  d.sample_shape = {f};
+  return d;
+}
+
+std::vector<std::string> split_csv_line(const std::string& line) {
+  std::vector<std::string> cells;
+  std::stringstream in{line};
+  std::string cell;
+  while (std::getline(in, cell, ','))
+    cells.push_back(cell);
+  if (!line.empty() && line.back() == ',')
+    cells.emplace_back();
+  for (auto& c : cells) {
+    c.erase(0, c.find_first_not_of(" \t\r\""));
+    c.erase(c.find_last_not_of(" \t\r\"") + 1);
+  }
+  return cells;
+}
+
+dataset_value csv(node_call& call) {
+  auto path = call.string_param("path");
+  std::ifstream in{path};
+  if (!in)
+    throw node_error("param 'path': cannot open " + path);
+  std::string line;
+  if (!std::getline(in, line))
+    throw node_error("param 'path': " + path + " is empty");
+  auto header = split_csv_line(line);
+  auto label_name = call.string_param("label_column");
+  std::size_t label = header.size() - 1;
+  if (!label_name.empty()) {
+    auto it = std::find(header.begin(), header.end(), label_name);
+    if (it == header.end())
+      throw node_error("param 'label_column': " + path + " has no column '" + label_name + "'");
+    label = static_cast<std::size_t>(it - header.begin());
+  }
+  bool classify = call.string_param("task") == "classification";
+  std::vector<float> features;
+  std::vector<std::string> labels;
+  std::size_t row = 1;
+  while (std::getline(in, line)) {
+    ++row;
+    if (line.find_first_not_of(" \t\r") == std::string::npos)
+      continue;
+    auto cells = split_csv_line(line);
+    if (cells.size() != header.size())
+      throw node_error(path + " line " + std::to_string(row) + ": " + std::to_string(cells.size())
+                       + " columns, the header has " + std::to_string(header.size()));
+    for (std::size_t c = 0; c < cells.size(); ++c) {
+      if (c == label) {
+        labels.push_back(cells[c]);
+        continue;
+      }
+      try {
+        features.push_back(std::stof(cells[c]));
+      } catch (const std::exception&) {
+        throw node_error(path + " line " + std::to_string(row) + ", column '" + header[c]
+                         + "': '" + cells[c] + "' is not a number");
+      }
+    }
+  }
+  auto n = static_cast<std::int64_t>(labels.size());
+  if (n == 0)
+    throw node_error("param 'path': " + path + " has a header but no rows");
+  auto f = static_cast<std::int64_t>(header.size()) - 1;
+  dataset_value d;
+  d.name = "csv";
+  d.inputs = torch::tensor(features).reshape({n, f});
+  d.sample_shape = {f};
+  d.classification = classify;
+  if (classify) {
+    std::map<std::string, std::int64_t> classes;
+    for (const auto& l : labels)
+      classes.emplace(l, 0);
+    std::int64_t next = 0;
+    for (auto& [name, id] : classes)
+      id = next++;
+    std::vector<std::int64_t> ids;
+    for (const auto& l : labels)
+      ids.push_back(classes[l]);
+    d.targets = torch::tensor(ids, torch::kInt64);
+    d.num_classes = next;
+  } else {
+    std::vector<float> values;
+    for (std::size_t i = 0; i < labels.size(); ++i) {
+      try {
+        values.push_back(std::stof(labels[i]));
+      } catch (const std::exception&) {
+        throw node_error(path + " line " + std::to_string(i + 2) + ": the label '" + labels[i]
+                         + "' is not a number (task is regression)");
+      }
+    }
+    d.targets = torch::tensor(values).reshape({n, 1});
+  }
+  return d;
+}
+
+port_values run_dataset(node_call& call) {
+  auto name = call.string_param("name");
+  dataset_value d;
+  if (name == "fashion_mnist")
+    d = fashion_mnist(call);
+  else if (name == "moons" || name == "circles")
+    d = two_class_toy(call, name == "moons");
+  else if (name == "blobs")
+    d = blobs(call);
+  else if (name == "regression")
+    d = regression(call);
+  else
+    d = csv(call);
+  call.final_metrics = {{"samples", d.size()}};
+  return {{"dataset", make_value(std::make_shared<dataset_value>(std::move(d)))}};
+}
+
+std::vector<graph_error> check_dataset(const graph_node& node) {
+  if (node.params["name"] == "csv" && node.params["path"].get<std::string>().empty())
+    return {{node.id, "path",
+             "node '" + node.id + "' (Dataset): param 'path' is required when name is csv"}};
+  return {};
+}
+
+} // namespace
+
+void register_dataset_nodes(node_registry& registry) {
+  using nlohmann::json;
+  node_spec spec;
+  spec.type = "Dataset";
+  spec.help = "A dataset held in memory: Fashion-MNIST, a generated toy set or a CSV file.";
+  spec.params = {
+    {"name", param_kind::choice, json{},
+     -INFINITY, INFINITY, {"fashion_mnist", "moons", "circles", "blobs", "regression", "csv"},
+     "which dataset"},
+    {"split", param_kind::choice, "train", -INFINITY, INFINITY, {"train", "test"}, "which split"},
+    {"root", param_kind::string, fashion_mnist_root, -INFINITY, INFINITY, {},
+     "fashion_mnist: the folder of the gzipped IDX files"},
+    {"limit", param_kind::integer, 0, 0, INFINITY, {}, "fashion_mnist: the first N samples (0: all)"},
+    {"n_samples", param_kind::integer, 1000, 2, 10'000'000, {}, "generated sets: samples"},
+    {"noise", param_kind::number, 0.1, 0, INFINITY, {}, "generated sets: Gaussian noise"},
+    {"factor", param_kind::number, 0.5, 0.01, 0.99, {}, "circles: inner radius / outer"},
+    {"n_features", param_kind::integer, 2, 1, 100'000, {}, "blobs, regression: features"},
+    {"n_classes", param_kind::integer, 3, 2, 10'000, {}, "blobs: classes"},
+    {"cluster_std", param_kind::number, 1.0, 0, INFINITY, {}, "blobs: spread of each class"},
+    {"path", param_kind::string, "", -INFINITY, INFINITY, {}, "csv: the file (header row first)"},
+    {"label_column", param_kind::string, "", -INFINITY, INFINITY, {},
+     "csv: the label's column name (empty: the last column)"},
+    {"task", param_kind::choice, "classification", -INFINITY, INFINITY,
+     {"classification", "regression"}, "csv: what the label is"},
+  };
+  spec.outputs = {{"dataset", port_type::dataset, true, "the samples and their targets"}};
+  spec.check = check_dataset;
+  spec.run = run_dataset;
+  registry.add(std::move(spec));
+}
+
+} // namespace cdui::runtime::nodes

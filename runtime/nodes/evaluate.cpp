@@ -1,0 +1,79 @@
+// EvaluateModel node: loss and accuracy of a model over a DataLoader.
+#include <torch/torch.h>
+
+#include "runtime/node_call.hpp"
+#include "runtime/nodes/builtin.hpp"
+#include "runtime/nodes/values.hpp"
+
+namespace cdui::runtime::nodes {
+
+evaluation evaluate(torch::nn::Sequential& model, const loader_value& loader,
+                    const loss_value* loss, c10::Device device) {
+  torch::NoGradGuard no_grad;
+  bool was_training = model->is_training();
+  model->eval();
+  evaluation result;
+  double loss_sum = 0.0;
+  std::int64_t correct = 0;
+  for (std::int64_t b = 0; b < loader.num_batches(); ++b) {
+    auto [x, y] = get_batch(loader, at::Tensor{}, b);
+    x = x.to(device);
+    y = y.to(device);
+    auto out = model->forward(x);
+    auto n = x.size(0);
+    if (loss != nullptr)
+      loss_sum += compute_loss(*loss, out, y).item<double>() * static_cast<double>(n);
+    if (loader.dataset->classification)
+      correct += out.argmax(1).eq(y).sum().item<std::int64_t>();
+    result.samples += n;
+  }
+  if (was_training)
+    model->train();
+  if (result.samples > 0) {
+    result.loss = loss_sum / static_cast<double>(result.samples);
+    result.accuracy = static_cast<double>(correct) / static_cast<double>(result.samples);
+  }
+  return result;
+}
+
+namespace {
+
+port_values run_evaluate(node_call& call) {
+  auto model = call.input<model_value>("model");
+  auto loader = call.input<loader_value>("dataloader");
+  auto loss = call.has_input("loss_fn") ? call.input<loss_value>("loss_fn") : nullptr;
+  if (model->input_shape != loader->dataset->sample_shape)
+    throw node_error("the model takes samples of another shape than dataset "
+                     + loader->dataset->name);
+  auto params = model->module->parameters();
+  auto device = params.empty() ? c10::Device{c10::kCPU} : params.front().device();
+  auto result = evaluate(model->module, *loader, loss.get(), device);
+  call.final_metrics = {{"samples", result.samples}};
+  if (loader->dataset->classification) {
+    call.final_metrics["accuracy"] = result.accuracy;
+    call.metric("accuracy", result.accuracy, 0);
+  }
+  if (loss) {
+    call.final_metrics["loss"] = result.loss;
+    call.metric("loss", result.loss, 0);
+  }
+  return {{"metrics", make_value(std::make_shared<nlohmann::json>(call.final_metrics))}};
+}
+
+} // namespace
+
+void register_evaluate_node(node_registry& registry) {
+  node_spec spec;
+  spec.type = "EvaluateModel";
+  spec.help = "Accuracy (for classes) and loss (with a loss_fn) of a model over a DataLoader.";
+  spec.inputs = {
+    {"model", port_type::model, true, ""},
+    {"dataloader", port_type::dataloader, true, ""},
+    {"loss_fn", port_type::loss_fn, false, "report the loss too"},
+  };
+  spec.outputs = {{"metrics", port_type::metrics, true, "accuracy, loss, samples"}};
+  spec.run = run_evaluate;
+  registry.add(std::move(spec));
+}
+
+} // namespace cdui::runtime::nodes

@@ -1,0 +1,125 @@
+// Loss, Optimizer and LRScheduler nodes: each gives a recipe that TrainingLoop applies.
+#include <cmath>
+
+#include <torch/torch.h>
+
+#include "runtime/node_call.hpp"
+#include "runtime/nodes/builtin.hpp"
+#include "runtime/nodes/values.hpp"
+
+namespace cdui::runtime::nodes {
+
+at::Tensor compute_loss(const loss_value& loss, const at::Tensor& output, const at::Tensor& target) {
+  if (loss.kind == "cross_entropy")
+    return torch::nn::functional::cross_entropy(output, target);
+  return torch::nn::functional::mse_loss(output, target.to(output.scalar_type()));
+}
+
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const optimizer_value& spec,
+                                                        std::vector<at::Tensor> parameters) {
+  namespace optim = torch::optim;
+  if (spec.name == "sgd")
+    return std::make_unique<optim::SGD>(
+      parameters,
+      optim::SGDOptions(spec.lr).momentum(spec.momentum).weight_decay(spec.weight_decay));
+  if (spec.name == "adam")
+    return std::make_unique<optim::Adam>(
+      parameters, optim::AdamOptions(spec.lr).weight_decay(spec.weight_decay));
+  if (spec.name == "adamw")
+    return std::make_unique<optim::AdamW>(
+      parameters, optim::AdamWOptions(spec.lr).weight_decay(spec.weight_decay));
+  return std::make_unique<optim::RMSprop>(
+    parameters,
+    optim::RMSpropOptions(spec.lr).momentum(spec.momentum).weight_decay(spec.weight_decay));
+}
+
+void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {
+  for (auto& group : optimizer.param_groups())
+    group.options().set_lr(lr);
+}
+
+double scheduled_lr(const scheduler_value& s, double base_lr, std::int64_t epochs_done) {
+  if (s.kind == "step")
+    return base_lr * std::pow(s.gamma, static_cast<double>(epochs_done / s.step_size));
+  // Cosine annealing over t_max epochs, as torch.optim.lr_scheduler.CosineAnnealingLR's closed form.
+  auto t = static_cast<double>(std::min(epochs_done, s.t_max));
+  return s.eta_min + (base_lr - s.eta_min) * (1 + std::cos(M_PI * t / s.t_max)) / 2;
+}
+
+namespace {
+
+port_values run_loss(node_call& call) {
+  auto loss = std::make_shared<loss_value>();
+  loss->kind = call.string_param("kind");
+  return {{"loss_fn", make_value(std::move(loss))}};
+}
+
+port_values run_optimizer(node_call& call) {
+  auto opt = std::make_shared<optimizer_value>();
+  opt->name = call.string_param("name");
+  opt->lr = call.number_param("lr");
+  opt->weight_decay = call.number_param("weight_decay");
+  opt->momentum = call.number_param("momentum");
+  return {{"optimizer", make_value(std::move(opt))}};
+}
+
+port_values run_scheduler(node_call& call) {
+  auto s = std::make_shared<scheduler_value>();
+  s->kind = call.string_param("kind");
+  s->step_size = call.int_param("step_size");
+  s->gamma = call.number_param("gamma");
+  s->t_max = call.int_param("t_max");
+  s->eta_min = call.number_param("eta_min");
+  return {{"scheduler", make_value(std::move(s))}};
+}
+
+std::vector<graph_error> check_optimizer(const graph_node& node) {
+  auto name = node.params["name"].get<std::string>();
+  if (node.params["momentum"].get<double>() != 0.0 && (name == "adam" || name == "adamw"))
+    return {{node.id, "momentum", "node '" + node.id + "' (Optimizer): param 'momentum' applies "
+                                    "to sgd and rmsprop, not " + name}};
+  return {};
+}
+
+} // namespace
+
+void register_loss_and_optimizer_nodes(node_registry& registry) {
+  node_spec loss;
+  loss.type = "Loss";
+  loss.help = "The training objective: cross_entropy for classes, mse for values.";
+  loss.params = {{"kind", param_kind::choice, "cross_entropy", -INFINITY, INFINITY,
+                  {"cross_entropy", "mse"}, "the loss function (a mean over the batch)"}};
+  loss.outputs = {{"loss_fn", port_type::loss_fn, true, ""}};
+  loss.run = run_loss;
+  registry.add(std::move(loss));
+
+  node_spec opt;
+  opt.type = "Optimizer";
+  opt.help = "How TrainingLoop updates the weights.";
+  opt.params = {
+    {"name", param_kind::choice, "adamw", -INFINITY, INFINITY, {"sgd", "adam", "adamw", "rmsprop"}, ""},
+    {"lr", param_kind::number, 1e-3, 1e-12, 100, {}, "learning rate"},
+    {"weight_decay", param_kind::number, 0.0, 0, 10, {}, ""},
+    {"momentum", param_kind::number, 0.0, 0, 0.9999, {}, "sgd and rmsprop"},
+  };
+  opt.outputs = {{"optimizer", port_type::optimizer, true, ""}};
+  opt.check = check_optimizer;
+  opt.run = run_optimizer;
+  registry.add(std::move(opt));
+
+  node_spec sched;
+  sched.type = "LRScheduler";
+  sched.help = "Changes the learning rate after every epoch.";
+  sched.params = {
+    {"kind", param_kind::choice, "step", -INFINITY, INFINITY, {"step", "cosine"}, ""},
+    {"step_size", param_kind::integer, 10, 1, INFINITY, {}, "step: epochs between decays"},
+    {"gamma", param_kind::number, 0.1, 0, 1, {}, "step: the decay factor"},
+    {"t_max", param_kind::integer, 10, 1, INFINITY, {}, "cosine: epochs to reach eta_min"},
+    {"eta_min", param_kind::number, 0.0, 0, INFINITY, {}, "cosine: the lowest rate"},
+  };
+  sched.outputs = {{"scheduler", port_type::scheduler, true, ""}};
+  sched.run = run_scheduler;
+  registry.add(std::move(sched));
+}
+
+} // namespace cdui::runtime::nodes

@@ -1,0 +1,245 @@
+// TrainingLoop node: trains a model over epochs of a DataLoader, validating after each epoch.
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include <torch/torch.h>
+
+#include "runtime/node_call.hpp"
+#include "runtime/nodes/builtin.hpp"
+#include "runtime/nodes/values.hpp"
+
+namespace cdui::runtime::nodes {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+/// What the loop reports when it ends (the seed's metric keys).
+struct loop_totals {
+  std::int64_t steps = 0;
+  std::int64_t batches = 0;
+  std::int64_t epochs_run = 0;
+  bool stopped_at_max_steps = false;
+  bool stopped = false;
+  double last_train_loss = std::numeric_limits<double>::quiet_NaN();
+  double last_val_loss = std::numeric_limits<double>::quiet_NaN();
+  double last_val_accuracy = std::numeric_limits<double>::quiet_NaN();
+};
+
+nlohmann::json number_or_null(double x) {
+  return std::isnan(x) ? nlohmann::json(nullptr) : nlohmann::json(x);
+}
+
+/// Rate-limits progress events: the first and last batch of an epoch always, otherwise at most one
+/// per interval (0: every batch).
+class progress_throttle {
+public:
+  explicit progress_throttle(std::int64_t interval_ms) : interval_(interval_ms) {}
+
+  bool due(std::int64_t batch, std::int64_t batches) {
+    auto now = clock::now();
+    if (interval_.count() > 0 && batch != 1 && batch != batches && now - last_ < interval_)
+      return false;
+    last_ = now;
+    return true;
+  }
+
+private:
+  std::chrono::milliseconds interval_;
+  clock::time_point last_{};
+};
+
+std::string save_optimizer(torch::optim::Optimizer& optimizer) {
+  torch::serialize::OutputArchive archive;
+  optimizer.save(archive);
+  std::ostringstream out;
+  archive.save_to(out);
+  return out.str();
+}
+
+void load_optimizer(torch::optim::Optimizer& optimizer, const std::string& bytes) {
+  std::istringstream in{bytes};
+  torch::serialize::InputArchive archive;
+  archive.load_from(in);
+  optimizer.load(archive);
+}
+
+void check_model_fits_data(const model_value& model, const dataset_value& data,
+                           const loss_value& loss) {
+  if (model.input_shape != data.sample_shape)
+    throw node_error("the model takes samples of another shape than the dataloader's dataset ("
+                     + data.name + "); connect the same dataset to the Model's 'dataset' input");
+  if (loss.kind == "cross_entropy") {
+    if (!data.classification)
+      throw node_error("loss cross_entropy needs class labels, but dataset " + data.name
+                       + " has values; use mse");
+    if (model.output_shape.size() != 1 || model.output_shape[0] != data.num_classes)
+      throw node_error("the model gives " + std::to_string(model.output_shape.empty() ? 0 : model.output_shape.back())
+                       + " outputs per sample, but dataset " + data.name + " has "
+                       + std::to_string(data.num_classes) + " classes; set the last Linear layer's "
+                       "out_features to " + std::to_string(data.num_classes));
+  } else if (data.classification) {
+    throw node_error("loss mse needs target values, but dataset " + data.name
+                     + " has class labels; use cross_entropy");
+  }
+}
+
+port_values run_training_loop(node_call& call) {
+  auto model = call.input<model_value>("model");
+  auto loader = call.input<loader_value>("dataloader");
+  auto loss = call.input<loss_value>("loss_fn");
+  auto opt_spec = call.input<optimizer_value>("optimizer");
+  auto val_loader = call.has_input("val_dataloader") ? call.input<loader_value>("val_dataloader")
+                                                      : nullptr;
+  auto scheduler = call.has_input("scheduler") ? call.input<scheduler_value>("scheduler") : nullptr;
+  check_model_fits_data(*model, *loader->dataset, *loss);
+  if (val_loader)
+    check_model_fits_data(*model, *val_loader->dataset, *loss);
+
+  auto epochs = call.int_param("epochs");
+  auto max_steps = call.int_param("max_steps");
+  auto clip = call.number_param("grad_clip_norm");
+  auto threads = call.int_param("num_threads");
+  auto device_name = call.resolve_device();
+  auto device = torch_device(device_name);
+  at::set_num_threads(static_cast<int>(threads > 0 ? threads : call.run().num_threads));
+
+  auto& net = model->module;
+  net->to(device);
+  auto optimizer = make_optimizer(*opt_spec, net->parameters());
+  std::int64_t epoch_offset = 0;
+  if (call.has_input("optimizer_state")) {
+    auto state = call.input<optimizer_state_value>("optimizer_state");
+    if (!state->bytes.empty())
+      load_optimizer(*optimizer, state->bytes);
+    epoch_offset = state->epoch;
+  }
+  auto batches_per_epoch = loader->num_batches();
+  call.emit("node_config", {{"device", device_name},
+                            {"precision", "fp32"},
+                            {"epochs", epochs},
+                            {"batches_per_epoch", batches_per_epoch},
+                            {"batch_size", loader->batch_size},
+                            {"effective_batch_size", loader->batch_size},
+                            {"num_threads", at::get_num_threads()},
+                            {"optimizer", opt_spec->name},
+                            {"start_epoch", epoch_offset + 1}});
+
+  loop_totals totals;
+  progress_throttle throttle{call.int_param("progress_interval_ms")};
+  for (std::int64_t e = 1; e <= epochs && !totals.stopped && !totals.stopped_at_max_steps; ++e) {
+    auto epoch = epoch_offset + e;
+    if (scheduler)
+      set_learning_rate(*optimizer, scheduled_lr(*scheduler, opt_spec->lr, epoch - 1));
+    net->train();
+    auto order = epoch_order(*loader, call.rng());
+    double loss_sum = 0.0;
+    std::int64_t samples = 0;
+    auto epoch_start = clock::now();
+    for (std::int64_t b = 0; b < batches_per_epoch; ++b) {
+      if (call.stop_requested()) {
+        totals.stopped = true;
+        break;
+      }
+      auto [x, y] = get_batch(*loader, order, b);
+      x = x.to(device);
+      y = y.to(device);
+      optimizer->zero_grad();
+      auto batch_loss = compute_loss(*loss, net->forward(x), y);
+      batch_loss.backward();
+      if (clip > 0)
+        torch::nn::utils::clip_grad_norm_(net->parameters(), clip);
+      optimizer->step();
+      ++totals.steps;
+      ++totals.batches;
+      auto value = batch_loss.item<double>();
+      loss_sum += value * static_cast<double>(x.size(0));
+      samples += x.size(0);
+      if (throttle.due(b + 1, batches_per_epoch)) {
+        auto elapsed = std::chrono::duration<double>(clock::now() - epoch_start).count();
+        auto rate = elapsed > 0 ? static_cast<double>(samples) / elapsed : 0.0;
+        auto eta = rate > 0 ? static_cast<double>(loader->dataset->size() - samples) / rate : 0.0;
+        call.emit("progress", {{"epoch", epoch},
+                               {"epochs", epoch_offset + epochs},
+                               {"batch", b + 1},
+                               {"batches", batches_per_epoch},
+                               {"step", totals.steps},
+                               {"loss", value},
+                               {"samples_per_s", rate},
+                               {"eta_s", std::max(0.0, eta)}});
+      }
+      if (max_steps > 0 && totals.steps >= max_steps) {
+        totals.stopped_at_max_steps = true;
+        break;
+      }
+    }
+    if (totals.stopped || samples == 0)
+      break;
+    ++totals.epochs_run;
+    totals.last_train_loss = loss_sum / static_cast<double>(samples);
+    call.metric("train_loss", totals.last_train_loss, epoch);
+    if (val_loader) {
+      auto v = evaluate(net, *val_loader, loss.get(), device);
+      totals.last_val_loss = v.loss;
+      call.metric("val_loss", v.loss, epoch);
+      if (val_loader->dataset->classification) {
+        totals.last_val_accuracy = v.accuracy;
+        call.metric("val_accuracy", v.accuracy, epoch);
+      }
+    }
+  }
+
+  call.final_metrics = {{"final_train_loss", number_or_null(totals.last_train_loss)},
+                        {"final_val_loss", number_or_null(totals.last_val_loss)},
+                        {"total_steps", totals.steps},
+                        {"total_batches", totals.batches},
+                        {"total_epochs_run", totals.epochs_run},
+                        {"stopped_at_max_steps", totals.stopped_at_max_steps},
+                        {"precision", "fp32"}};
+  if (!std::isnan(totals.last_val_accuracy))
+    call.final_metrics["final_val_accuracy"] = totals.last_val_accuracy;
+  auto state = std::make_shared<optimizer_state_value>();
+  state->bytes = save_optimizer(*optimizer);
+  state->epoch = epoch_offset + totals.epochs_run;
+  auto metrics = std::make_shared<nlohmann::json>(call.final_metrics);
+  return {{"model", make_value(std::move(model))},
+          {"metrics", make_value(std::move(metrics))},
+          {"optimizer_state", make_value(std::move(state))}};
+}
+
+} // namespace
+
+void register_training_loop_node(node_registry& registry) {
+  node_spec spec;
+  spec.type = "TrainingLoop";
+  spec.help = "Trains the model; validates after every epoch when val_dataloader is connected.";
+  spec.params = {
+    {"epochs", param_kind::integer, 1, 1, 1'000'000, {}, ""},
+    {"max_steps", param_kind::integer, 0, 0, INFINITY, {}, "stop after this many optimizer steps (0: none)"},
+    {"grad_clip_norm", param_kind::number, 0.0, 0, INFINITY, {}, "clip the gradient norm (0: off)"},
+    {"device", param_kind::string, "cpu", -INFINITY, INFINITY, {}, "cpu, auto, cuda, cuda:N, mps, sim:N"},
+    {"num_threads", param_kind::integer, 0, 0, 1024, {}, "intra-op threads (0: the cores of the run's slot)"},
+    {"progress_interval_ms", param_kind::integer, 100, 0, 60'000, {},
+     "at most one progress event per interval, besides each epoch's first and last batch (0: every batch)"},
+  };
+  spec.inputs = {
+    {"model", port_type::model, true, ""},
+    {"dataloader", port_type::dataloader, true, "training batches"},
+    {"loss_fn", port_type::loss_fn, true, ""},
+    {"optimizer", port_type::optimizer, true, ""},
+    {"val_dataloader", port_type::dataloader, false, "validation after every epoch"},
+    {"scheduler", port_type::scheduler, false, ""},
+    {"optimizer_state", port_type::optimizer_state, false, "resume: the optimizer's state and epoch"},
+  };
+  spec.outputs = {
+    {"model", port_type::model, true, "the trained model"},
+    {"metrics", port_type::metrics, true, ""},
+    {"optimizer_state", port_type::optimizer_state, true, "for CheckpointSaver"},
+  };
+  spec.run = run_training_loop;
+  registry.add(std::move(spec));
+}
+
+} // namespace cdui::runtime::nodes

@@ -1,0 +1,124 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+#include <torch/nn/modules/container/sequential.h>
+
+namespace torch::optim {
+class Optimizer;
+}
+
+/// The values built-in nodes pass along edges. Private to runtime/nodes.
+namespace cdui::runtime::nodes {
+
+/// Port type names; two ports connect only when these match.
+namespace port_type {
+inline constexpr const char* dataset = "dataset";
+inline constexpr const char* dataloader = "dataloader";
+inline constexpr const char* model = "model";
+inline constexpr const char* loss_fn = "loss_fn";
+inline constexpr const char* optimizer = "optimizer";
+inline constexpr const char* scheduler = "scheduler";
+inline constexpr const char* optimizer_state = "optimizer_state";
+inline constexpr const char* metrics = "metrics";
+} // namespace port_type
+
+/// A whole dataset held on the host: inputs [N, ...], targets [N] (class ids) or [N, k] (values).
+struct dataset_value {
+  std::string name;
+  at::Tensor inputs;
+  at::Tensor targets;
+  bool classification = true;
+  std::int64_t num_classes = 0;
+  /// The shape of one sample, without the batch dimension.
+  std::vector<std::int64_t> sample_shape;
+
+  [[nodiscard]] std::int64_t size() const { return inputs.size(0); }
+};
+
+struct loader_value {
+  std::shared_ptr<const dataset_value> dataset;
+  std::int64_t batch_size = 32;
+  bool shuffle = true;
+  bool drop_last = false;
+
+  [[nodiscard]] std::int64_t num_batches() const {
+    auto n = dataset->size();
+    return drop_last ? n / batch_size : (n + batch_size - 1) / batch_size;
+  }
+};
+
+struct model_value {
+  torch::nn::Sequential module;
+  std::vector<std::int64_t> input_shape;
+  std::vector<std::int64_t> output_shape;
+  std::int64_t parameter_count = 0;
+};
+
+struct loss_value {
+  std::string kind;  // cross_entropy | mse
+};
+
+struct optimizer_value {
+  std::string name;  // sgd | adam | adamw | rmsprop
+  double lr = 1e-3;
+  double weight_decay = 0.0;
+  double momentum = 0.0;
+};
+
+struct scheduler_value {
+  std::string kind;  // step | cosine
+  std::int64_t step_size = 10;
+  double gamma = 0.1;
+  std::int64_t t_max = 10;
+  double eta_min = 0.0;
+};
+
+/// An optimizer's state as torch's archive bytes, and the epochs trained so far.
+struct optimizer_state_value {
+  std::string bytes;
+  std::int64_t epoch = 0;
+};
+
+/// Builds the optimizer the spec describes over `parameters`.
+[[nodiscard]] std::unique_ptr<torch::optim::Optimizer>
+make_optimizer(const optimizer_value& spec, std::vector<at::Tensor> parameters);
+
+/// Sets every param group's learning rate.
+void set_learning_rate(torch::optim::Optimizer& optimizer, double lr);
+
+/// The learning rate after `epochs_done` epochs under the schedule.
+[[nodiscard]] double scheduled_lr(const scheduler_value& s, double base_lr,
+                                  std::int64_t epochs_done);
+
+/// The mean loss over a batch.
+[[nodiscard]] at::Tensor compute_loss(const loss_value& loss, const at::Tensor& output,
+                                      const at::Tensor& target);
+
+/// Batch `b` of the loader under `order` (a permutation of the dataset, or undefined for in order).
+struct batch {
+  at::Tensor inputs;
+  at::Tensor targets;
+};
+[[nodiscard]] batch get_batch(const loader_value& loader, const at::Tensor& order, std::int64_t b);
+
+/// The order of one epoch: a permutation drawn from `rng` when the loader shuffles, else undefined.
+[[nodiscard]] at::Tensor epoch_order(const loader_value& loader, at::Generator& rng);
+
+/// The torch device a cdui device name executes on (sim cards execute on the CPU).
+[[nodiscard]] c10::Device torch_device(const std::string& name);
+
+/// Loss and accuracy of a model over every batch of a loader, in eval mode and under no_grad.
+struct evaluation {
+  double loss = 0.0;
+  double accuracy = 0.0;
+  std::int64_t samples = 0;
+};
+[[nodiscard]] evaluation evaluate(torch::nn::Sequential& model, const loader_value& loader,
+                                  const loss_value* loss, c10::Device device);
+
+} // namespace cdui::runtime::nodes

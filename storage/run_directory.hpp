@@ -1,0 +1,34 @@
+#pragma once
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "messages/run_event.hpp"
+
+namespace cdui::storage {
+
+/// A run's folder, $CODEFYUI_HOME/runs/<id>/: graph.json, events.jsonl (one event a line),
+/// output.log (what a person reads) and checkpoints/.
+class run_directory {
+public:
+  /// Creates the folder and its checkpoints/ if needed, and writes graph.json.
+  run_directory(const std::filesystem::path& home, const std::string& run_id,
+                std::string_view graph_json);
+
+  [[nodiscard]] const std::filesystem::path& path() const { return path_; }
+  [[nodiscard]] std::filesystem::path checkpoints() const { return path_ / "checkpoints"; }
+
+  /// Appends the event to events.jsonl and a readable line to output.log; both are flushed.
+  void append(const run_event& event);
+
+private:
+  std::filesystem::path path_;
+  std::ofstream events_;
+  std::ofstream log_;
+};
+
+/// The human-readable line output.log gets for an event.
+[[nodiscard]] std::string log_line(const run_event& event);
+
+} // namespace cdui::storage
