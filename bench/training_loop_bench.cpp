@@ -1,0 +1,355 @@
+// TrainingLoop steps/s against a bare libtorch loop written here: same model, same data, batch 64,
+// AdamW, one intra-op thread, measured alternately in one process.
+//
+//   bench_training_loop [--rounds R] [--steps N] [--warmup W] [--seed S] [--progress-ms P]
+//
+// What is timed, and why it is fair:
+//  - TrainingLoop side: a graph Dataset -> DataLoader -> Model -> Loss/Optimizer -> TrainingLoop
+//    (max_steps = N) runs through cdui::runtime::execute. Only the TrainingLoop node is timed: the
+//    engine's node_status "completed" event carries the node's own "seconds" (measured by the
+//    engine around the node's run), so loading Fashion-MNIST and building the model, which are
+//    separate nodes, are excluded. What remains is everything the node pays for: building the
+//    optimizer, the per-batch work (shuffle, batch gather, forward/backward/step, loss.item,
+//    throttled progress events, the stop flag), the end-of-epoch metric and the optimizer-state
+//    snapshot it returns.
+//  - Bare side: the loop a practitioner writes by hand. The timer covers building the AdamW
+//    optimizer and the loop itself (randperm per epoch, index_select, zero_grad, forward,
+//    cross_entropy, backward, step, loss.item<double>()). The data is read once, outside the timer.
+//  - Both sides start each round from the same weights: the bare side initialises its layers from
+//    a generator seeded like the engine's run generator, in the Model node's order, then draws its
+//    epoch permutations from that generator as TrainingLoop does. Both therefore do exactly the
+//    same arithmetic on the same batches, which the benchmark checks by comparing the mean loss
+//    of the first epoch (when a round covers a whole epoch).
+//  - Rounds alternate bare, loop, bare, loop, ... so that machine noise hits both sides; the
+//    median of each side is reported. A short warm-up of each side runs first and is not counted.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/torch.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "runtime/engine.hpp"
+#include "runtime/validate.hpp"
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+constexpr const char* data_root = "/usr/share/datasets/fashion-mnist";
+// The Dataset node's normalisation of Fashion-MNIST (runtime/nodes/datasets.cpp).
+constexpr double fashion_mnist_mean = 0.2860;
+constexpr double fashion_mnist_std = 0.3530;
+constexpr std::int64_t batch_size = 64;
+constexpr double learning_rate = 1e-3;
+constexpr double weight_decay = 0.01;  // AdamW's default in PyTorch; set explicitly on all sides
+
+struct options {
+  int rounds = 5;
+  std::int64_t steps = 2000;
+  std::int64_t warmup = 200;
+  std::uint64_t seed = 42;
+  std::int64_t progress_ms = 100;  // TrainingLoop's default
+};
+
+options parse_args(int argc, char** argv) {
+  options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc)
+        throw std::runtime_error("missing value after " + a);
+      return argv[++i];
+    };
+    if (a == "--rounds")
+      o.rounds = std::stoi(next());
+    else if (a == "--steps")
+      o.steps = std::stoll(next());
+    else if (a == "--warmup")
+      o.warmup = std::stoll(next());
+    else if (a == "--seed")
+      o.seed = std::stoull(next());
+    else if (a == "--progress-ms")
+      o.progress_ms = std::stoll(next());
+    else if (a == "-h" || a == "--help") {
+      std::cout << "usage: bench_training_loop [--rounds R=5] [--steps N=2000] [--warmup W=200]"
+                   " [--seed S=42] [--progress-ms P=100]\n";
+      std::exit(0);
+    } else {
+      throw std::runtime_error("unknown argument " + a);
+    }
+  }
+  if (o.rounds < 1 || o.steps < 1 || o.warmup < 0)
+    throw std::runtime_error("--rounds and --steps must be >= 1, --warmup >= 0");
+  return o;
+}
+
+// ---- data ------------------------------------------------------------------------------------
+
+std::string read_gzip(const std::string& path) {
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (f == nullptr)
+    throw std::runtime_error("cannot open " + path + " (install dataset-fashion-mnist)");
+  std::string bytes;
+  std::vector<char> buf(1 << 16);
+  int n = 0;
+  while ((n = gzread(f, buf.data(), static_cast<unsigned>(buf.size()))) > 0)
+    bytes.append(buf.data(), static_cast<std::size_t>(n));
+  gzclose(f);
+  if (n < 0)
+    throw std::runtime_error("cannot decompress " + path);
+  return bytes;
+}
+
+at::Tensor read_idx(const std::string& path) {
+  auto bytes = read_gzip(path);
+  auto u8 = [&](std::size_t i) { return static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[i])); };
+  if (bytes.size() < 4 || u8(0) != 0 || u8(1) != 0 || u8(2) != 8)
+    throw std::runtime_error(path + " is not an IDX file of unsigned bytes");
+  std::vector<std::int64_t> dims;
+  for (std::size_t d = 0; d < u8(3); ++d) {
+    auto o = 4 + 4 * d;
+    dims.push_back((u8(o) << 24) | (u8(o + 1) << 16) | (u8(o + 2) << 8) | u8(o + 3));
+  }
+  auto header = 4 + 4 * dims.size();
+  return torch::from_blob(bytes.data() + header, dims, torch::kUInt8).clone();
+}
+
+struct dataset {
+  at::Tensor inputs;   // [N, 1, 28, 28] float32, normalised as the Dataset node does
+  at::Tensor targets;  // [N] int64
+};
+
+dataset load_train_split() {
+  auto images = read_idx(std::string(data_root) + "/train-images-idx3-ubyte.gz");
+  auto labels = read_idx(std::string(data_root) + "/train-labels-idx1-ubyte.gz");
+  dataset d;
+  d.inputs = ((images.to(torch::kFloat32) / 255.0 - fashion_mnist_mean) / fashion_mnist_std)
+               .unsqueeze(1)
+               .contiguous();
+  d.targets = labels.to(torch::kInt64);
+  return d;
+}
+
+// ---- the bare libtorch loop --------------------------------------------------------------------
+
+struct side_result {
+  double seconds = 0.0;
+  std::int64_t steps = 0;
+  double first_epoch_loss = std::nan("");  // mean over the first epoch's samples, if completed
+};
+
+/// Flatten, Linear 784->256, ReLU, Linear 256->10, initialised like the Model node: PyTorch's
+/// default U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weight then bias, layer by layer, from `gen`.
+torch::nn::Sequential make_model(at::Generator& gen) {
+  namespace nn = torch::nn;
+  nn::Sequential net(nn::Flatten(), nn::Linear(784, 256), nn::ReLU(), nn::Linear(256, 10));
+  torch::NoGradGuard no_grad;
+  for (const auto& child : net->children()) {
+    if (auto* lin = child->as<nn::Linear>()) {
+      auto bound = 1.0 / std::sqrt(static_cast<double>(lin->options.in_features()));
+      for (auto& p : lin->parameters(false))
+        p.uniform_(-bound, bound, gen);
+    }
+  }
+  net->train();
+  return net;
+}
+
+side_result run_bare(const dataset& data, std::int64_t max_steps, std::uint64_t seed) {
+  // Not timed: the model (in the graph, this is the Model node's work).
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  auto net = make_model(gen);
+  const auto n = data.inputs.size(0);
+  const auto batches = (n + batch_size - 1) / batch_size;
+
+  side_result r;
+  auto start = clock_type::now();
+  torch::optim::AdamW optimizer(net->parameters(),
+                                torch::optim::AdamWOptions(learning_rate).weight_decay(weight_decay));
+  bool done = false;
+  for (std::int64_t epoch = 1; !done; ++epoch) {
+    auto order = torch::randperm(n, gen, torch::kInt64);
+    double loss_sum = 0.0;
+    std::int64_t samples = 0;
+    for (std::int64_t b = 0; b < batches; ++b) {
+      auto idx = order.narrow(0, b * batch_size, std::min(batch_size, n - b * batch_size));
+      auto x = data.inputs.index_select(0, idx);
+      auto y = data.targets.index_select(0, idx);
+      optimizer.zero_grad();
+      auto loss = torch::nn::functional::cross_entropy(net->forward(x), y);
+      loss.backward();
+      optimizer.step();
+      loss_sum += loss.item<double>() * static_cast<double>(x.size(0));
+      samples += x.size(0);
+      if (++r.steps >= max_steps) {
+        done = true;
+        break;
+      }
+    }
+    if (epoch == 1 && samples == n)
+      r.first_epoch_loss = loss_sum / static_cast<double>(samples);
+  }
+  r.seconds = std::chrono::duration<double>(clock_type::now() - start).count();
+  return r;
+}
+
+// ---- the TrainingLoop side ---------------------------------------------------------------------
+
+std::string graph_json(std::int64_t max_steps, std::int64_t progress_ms) {
+  // Enough epochs that max_steps is what ends the loop.
+  auto epochs = max_steps / (60000 / batch_size) + 2;
+  nlohmann::json g = {
+    {"nodes",
+     {{{"id", "train_data"}, {"type", "Dataset"}, {"params", {{"name", "fashion_mnist"}, {"split", "train"}}}},
+      {{"id", "train_loader"}, {"type", "DataLoader"}, {"params", {{"batch_size", batch_size}, {"shuffle", true}}}},
+      {{"id", "model"},
+       {"type", "Model"},
+       {"params",
+        {{"layers",
+          {{{"type", "Flatten"}},
+           {{"type", "Linear"}, {"out_features", 256}},
+           {{"type", "ReLU"}},
+           {{"type", "Linear"}, {"out_features", 10}}}}}}},
+      {{"id", "loss"}, {"type", "Loss"}, {"params", {{"kind", "cross_entropy"}}}},
+      {{"id", "optimizer"},
+       {"type", "Optimizer"},
+       {"params", {{"name", "adamw"}, {"lr", learning_rate}, {"weight_decay", weight_decay}}}},
+      {{"id", "loop"},
+       {"type", "TrainingLoop"},
+       {"params", {{"epochs", epochs}, {"max_steps", max_steps}, {"progress_interval_ms", progress_ms}}}}}},
+    {"edges",
+     {{{"from", "train_data.dataset"}, {"to", "train_loader.dataset"}},
+      {{"from", "train_data.dataset"}, {"to", "model.dataset"}},
+      {{"from", "model.model"}, {"to", "loop.model"}},
+      {{"from", "train_loader.dataloader"}, {"to", "loop.dataloader"}},
+      {{"from", "loss.loss_fn"}, {"to", "loop.loss_fn"}},
+      {{"from", "optimizer.optimizer"}, {"to", "loop.optimizer"}}}}};
+  return g.dump();
+}
+
+cdui::runtime::validated_graph validated(std::int64_t max_steps, std::int64_t progress_ms) {
+  auto result = cdui::runtime::validate_graph(graph_json(max_steps, progress_ms));
+  if (auto* errors = std::get_if<std::vector<cdui::runtime::graph_error>>(&result)) {
+    std::string text = "benchmark graph is invalid:";
+    for (const auto& e : *errors)
+      text += "\n  " + e.message;
+    throw std::runtime_error(text);
+  }
+  return std::get<cdui::runtime::validated_graph>(std::move(result));
+}
+
+struct loop_run {
+  side_result result;
+  std::int64_t events = 0;
+};
+
+loop_run run_loop(const cdui::runtime::validated_graph& graph, const std::filesystem::path& dir,
+                  std::uint64_t seed) {
+  loop_run out;
+  double loop_seconds = -1.0;
+  cdui::runtime::run_context ctx;
+  ctx.run_id = "bench";
+  ctx.run_dir = dir;
+  ctx.seed = seed;
+  ctx.num_threads = 1;
+  ctx.stop = std::make_shared<std::atomic<bool>>(false);
+  // The sink counts events, which is all a consumer must cost the engine; it also picks the loop
+  // node's own duration out of its node_status "completed" event (one event per node per run).
+  ctx.emit = [&](const std::string& type, const nlohmann::json& data) {
+    ++out.events;
+    if (type == "node_status" && data["node"] == "loop" && data["status"] == "completed")
+      loop_seconds = data["seconds"].get<double>();
+  };
+  auto outcome = cdui::runtime::execute(graph, ctx);
+  if (outcome.status != cdui::run_status::succeeded || loop_seconds < 0)
+    throw std::runtime_error("the TrainingLoop run did not complete: " + outcome.error);
+  auto metrics = nlohmann::json::parse(outcome.final_metrics).at("loop");
+  out.result.seconds = loop_seconds;
+  out.result.steps = metrics.at("total_steps").get<std::int64_t>();
+  if (metrics.at("total_epochs_run").get<std::int64_t>() >= 1 && metrics.at("final_train_loss").is_number()) {
+    // final_train_loss is the mean of the last completed epoch; with max_steps < 2 epochs that
+    // is the first one.
+    out.result.first_epoch_loss = metrics.at("final_train_loss").get<double>();
+  }
+  return out;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  auto m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+} // namespace
+
+int main(int argc, char** argv) try {
+  auto opt = parse_args(argc, argv);
+  at::set_num_threads(1);
+  auto dir = std::filesystem::temp_directory_path()
+             / ("cdui-bench-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+
+  std::printf("TrainingLoop vs bare libtorch: Fashion-MNIST train, MLP 784-256-10, AdamW lr %g wd %g,"
+              " batch %lld, shuffle, %d intra-op thread(s)\n",
+              learning_rate, weight_decay, static_cast<long long>(batch_size), at::get_num_threads());
+  std::printf("%d rounds x %lld steps, alternating; warm-up %lld steps each; progress_interval_ms %lld\n",
+              opt.rounds, static_cast<long long>(opt.steps), static_cast<long long>(opt.warmup),
+              static_cast<long long>(opt.progress_ms));
+  std::fflush(stdout);
+
+  auto data = load_train_split();
+  auto graph = validated(opt.steps, opt.progress_ms);
+  if (opt.warmup > 0) {
+    auto warm = validated(opt.warmup, opt.progress_ms);
+    (void)run_bare(data, opt.warmup, opt.seed);
+    (void)run_loop(warm, dir, opt.seed);
+  }
+
+  std::vector<double> bare_rates, loop_rates;
+  side_result last_bare, last_loop;
+  std::int64_t events = 0;
+  for (int r = 1; r <= opt.rounds; ++r) {
+    last_bare = run_bare(data, opt.steps, opt.seed);
+    at::set_num_threads(1);
+    auto l = run_loop(graph, dir, opt.seed);
+    at::set_num_threads(1);
+    last_loop = l.result;
+    events = l.events;
+    if (last_bare.steps != opt.steps || last_loop.steps != opt.steps)
+      throw std::runtime_error("a side ran another number of steps than --steps");
+    bare_rates.push_back(static_cast<double>(last_bare.steps) / last_bare.seconds);
+    loop_rates.push_back(static_cast<double>(last_loop.steps) / last_loop.seconds);
+    std::printf("round %d: bare %.0f steps/s, TrainingLoop %.0f steps/s (%.3f)\n", r,
+                bare_rates.back(), loop_rates.back(), loop_rates.back() / bare_rates.back());
+    std::fflush(stdout);
+  }
+  std::filesystem::remove_all(dir);
+
+  auto bare = median(bare_rates);
+  auto loop = median(loop_rates);
+  std::printf("events per TrainingLoop run: %lld\n", static_cast<long long>(events));
+  if (!std::isnan(last_bare.first_epoch_loss) && !std::isnan(last_loop.first_epoch_loss))
+    std::printf("same computation: first-epoch mean loss bare %.9f, TrainingLoop %.9f (%s)\n",
+                last_bare.first_epoch_loss, last_loop.first_epoch_loss,
+                last_bare.first_epoch_loss == last_loop.first_epoch_loss ? "identical" : "DIFFERENT");
+  std::printf("bare libtorch: %.0f steps/s (median of %d)\n", bare, opt.rounds);
+  std::printf("TrainingLoop: %.0f steps/s (median of %d)\n", loop, opt.rounds);
+  std::printf("ratio TrainingLoop/bare: %.3f (goal >= 0.95)\n", loop / bare);
+  return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "bench_training_loop: %s\n", e.what());
+  return 1;
+}

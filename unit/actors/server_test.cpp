@@ -1,0 +1,251 @@
+// The embedded runtime end to end: the facade, the run queue, device slots and run actors, with real
+// training on generated data.
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "actors/server.hpp"
+#include "unit/test_home.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+/// A moons MLP; `epochs` large makes a run that lasts until it is cancelled.
+std::string moons_graph(int epochs, int max_steps = 0) {
+  nlohmann::json g = {
+    {"nodes",
+     {{{"id", "data"}, {"type", "Dataset"}, {"params", {{"name", "moons"}, {"n_samples", 512}}}},
+      {{"id", "loader"}, {"type", "DataLoader"}, {"params", {{"batch_size", 32}}}},
+      {{"id", "model"},
+       {"type", "Model"},
+       {"params",
+        {{"layers",
+          {{{"type", "Linear"}, {"out_features", 16}},
+           {{"type", "ReLU"}},
+           {{"type", "Linear"}, {"out_features", 2}}}}}}},
+      {{"id", "loss"}, {"type", "Loss"}},
+      {{"id", "opt"}, {"type", "Optimizer"}, {"params", {{"name", "adam"}, {"lr", 0.01}}}},
+      {{"id", "loop"},
+       {"type", "TrainingLoop"},
+       {"params", {{"epochs", epochs}, {"max_steps", max_steps}}}}}},
+    {"edges",
+     {{{"from", "data.dataset"}, {"to", "loader.dataset"}},
+      {{"from", "data.dataset"}, {"to", "model.dataset"}},
+      {{"from", "model.model"}, {"to", "loop.model"}},
+      {{"from", "loader.dataloader"}, {"to", "loop.dataloader"}},
+      {{"from", "loss.loss_fn"}, {"to", "loop.loss_fn"}},
+      {{"from", "opt.optimizer"}, {"to", "loop.optimizer"}}}}};
+  return g.dump();
+}
+
+cdui::run_request request(std::string graph, std::string name = "") {
+  cdui::run_request r;
+  r.graph_json = std::move(graph);
+  r.name = std::move(name);
+  r.has_seed = true;
+  r.seed = 7;
+  return r;
+}
+
+cdui::run_status status_of(cdui::server& srv, const std::string& id) {
+  auto info = srv.info(id);
+  BOOST_REQUIRE(info.has_value());
+  return info->status;
+}
+
+/// Polls until the run has the status, or fails the test after 30 s.
+void await_status(cdui::server& srv, const std::string& id, cdui::run_status want) {
+  auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (status_of(srv, id) != want) {
+    BOOST_REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline,
+                          "run " << id << " never reached " << to_string(want));
+    std::this_thread::sleep_for(20ms);
+  }
+}
+
+std::vector<std::string> event_types(cdui::server& srv, const std::string& id) {
+  std::vector<std::string> types;
+  std::uint64_t cursor = 0;
+  for (;;) {
+    auto batch = srv.events(id, cursor);
+    for (const auto& e : batch.events) {
+      types.push_back(e.type);
+      cursor = e.cursor;
+    }
+    if (batch.events.empty())
+      return types;
+  }
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(server_test)
+
+BOOST_AUTO_TEST_CASE(a_run_trains_to_success_and_its_folder_holds_graph_events_and_log) {
+  cdui::test::temp_home home;
+  cdui::server srv{{home.path(), 2}};
+  auto submitted = srv.submit(request(moons_graph(2), "moons"));
+  BOOST_REQUIRE_MESSAGE(submitted.ok(), submitted.error);
+  auto done = srv.wait(submitted.run_id);
+  BOOST_TEST(to_string(done.status) == "succeeded");
+  BOOST_TEST(done.name == "moons");
+  BOOST_TEST(done.queue_key == "cpu");
+  BOOST_TEST(done.started_ms >= done.created_ms);
+  BOOST_TEST(done.finished_ms >= done.started_ms);
+  auto metrics = nlohmann::json::parse(done.final_metrics);
+  BOOST_TEST(metrics["loop"]["total_epochs_run"] == 2);
+  BOOST_TEST(metrics["loop"]["total_steps"] == 32);  // 512 / 32 batches, two epochs
+
+  auto types = event_types(srv, submitted.run_id);
+  BOOST_REQUIRE(!types.empty());
+  BOOST_TEST(types.front() == "execution_start");
+  BOOST_TEST(types.back() == "execution_complete");
+
+  auto dir = home.path() / "runs" / submitted.run_id;
+  BOOST_TEST(std::filesystem::exists(dir / "graph.json"));
+  BOOST_TEST(std::filesystem::exists(dir / "checkpoints"));
+  BOOST_TEST(std::filesystem::file_size(dir / "output.log") > 0u);
+  std::ifstream events{dir / "events.jsonl"};
+  std::string line;
+  std::size_t lines = 0;
+  while (std::getline(events, line)) {
+    auto e = nlohmann::json::parse(line);
+    BOOST_TEST(e["cursor"] == lines + 1);
+    ++lines;
+  }
+  BOOST_TEST(lines == types.size());
+}
+
+BOOST_AUTO_TEST_CASE(the_cpu_slot_runs_two_at_a_time_and_starts_the_rest_in_submit_order) {
+  cdui::test::temp_home home;
+  cdui::server srv{{home.path(), 2}};
+  std::vector<std::string> ids;
+  for (int i = 0; i < 4; ++i) {
+    auto s = srv.submit(request(moons_graph(1'000'000)));
+    BOOST_REQUIRE_MESSAGE(s.ok(), s.error);
+    ids.push_back(s.run_id);
+  }
+  await_status(srv, ids[0], cdui::run_status::running);
+  await_status(srv, ids[1], cdui::run_status::running);
+  std::this_thread::sleep_for(200ms);
+  BOOST_TEST(to_string(status_of(srv, ids[2])) == "queued");
+  BOOST_TEST(to_string(status_of(srv, ids[3])) == "queued");
+
+  // One ends: the oldest waiting run (the third), not the fourth, takes its place.
+  BOOST_TEST(srv.cancel(ids[1]));
+  BOOST_TEST(to_string(srv.wait(ids[1]).status) == "cancelled");
+  await_status(srv, ids[2], cdui::run_status::running);
+  std::this_thread::sleep_for(200ms);
+  BOOST_TEST(to_string(status_of(srv, ids[3])) == "queued");
+  BOOST_TEST(srv.info(ids[2])->started_ms >= srv.info(ids[0])->started_ms);
+
+  for (const auto& id : ids)
+    srv.cancel(id);
+  for (const auto& id : ids)
+    BOOST_TEST(to_string(srv.wait(id).status) == "cancelled");
+}
+
+BOOST_AUTO_TEST_CASE(a_queued_run_cancelled_never_starts) {
+  cdui::test::temp_home home;
+  cdui::server srv{{home.path(), 2}};
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i)
+    ids.push_back(srv.submit(request(moons_graph(1'000'000))).run_id);
+  await_status(srv, ids[0], cdui::run_status::running);
+  await_status(srv, ids[1], cdui::run_status::running);
+  BOOST_TEST(srv.cancel(ids[2]));
+  auto info = srv.wait(ids[2]);
+  BOOST_TEST(to_string(info.status) == "cancelled");
+  BOOST_TEST(info.started_ms == 0);
+  auto types = event_types(srv, ids[2]);
+  BOOST_TEST((types == std::vector<std::string>{"execution_stopped"}));
+  BOOST_TEST(!srv.cancel(ids[2]));  // already ended
+  srv.cancel(ids[0]);
+  srv.cancel(ids[1]);
+}
+
+BOOST_AUTO_TEST_CASE(a_running_run_cancelled_stops_between_batches) {
+  cdui::test::temp_home home;
+  cdui::server srv{{home.path(), 2}};
+  auto id = srv.submit(request(moons_graph(1'000'000))).run_id;
+  await_status(srv, id, cdui::run_status::running);
+  // Wait for training to be under way (a progress event) before stopping it.
+  std::uint64_t cursor = 0;
+  bool training = false;
+  while (!training) {
+    auto batch = srv.events(id, cursor, 1000ms);
+    for (const auto& e : batch.events) {
+      training = training || e.type == "progress";
+      cursor = e.cursor;
+    }
+  }
+  BOOST_TEST(srv.cancel(id));
+  auto info = srv.wait(id);
+  BOOST_TEST(to_string(info.status) == "cancelled");
+  auto types = event_types(srv, id);
+  BOOST_TEST(types.back() == "execution_stopped");
+}
+
+BOOST_AUTO_TEST_CASE(events_long_poll_returns_when_events_arrive_or_the_wait_ends) {
+  cdui::test::temp_home home;
+  cdui::server srv{{home.path(), 2}};
+  auto id = srv.submit(request(moons_graph(1, 4))).run_id;
+  auto done = srv.wait(id);
+  BOOST_TEST(to_string(done.status) == "succeeded");
+  auto all = srv.events(id, 0);
+  BOOST_TEST(all.finished);
+  auto last = all.events.back().cursor;
+  // After the end there is nothing more: the answer comes at once, finished, without waiting.
+  auto start = std::chrono::steady_clock::now();
+  auto none = srv.events(id, last, 5000ms);
+  BOOST_TEST(none.events.empty());
+  BOOST_TEST(none.finished);
+  BOOST_TEST((std::chrono::steady_clock::now() - start < 4000ms));
+  auto tail = srv.events(id, last - 1);
+  BOOST_TEST(tail.events.size() == 1u);
+  BOOST_TEST(tail.events.front().cursor == last);
+}
+
+BOOST_AUTO_TEST_CASE(refusals_name_what_was_wrong) {
+  cdui::test::temp_home home;
+  cdui::server srv{{home.path(), 2}};
+  auto invalid = srv.submit(request(R"({"nodes": [{"id": "x", "type": "Nope"}]})"));
+  BOOST_TEST(!invalid.ok());
+  BOOST_TEST(invalid.error.find("node 'x'") != std::string::npos);
+  BOOST_TEST(invalid.error.find("unknown node type 'Nope'") != std::string::npos);
+
+  auto r = request(moons_graph(1));
+  r.device = "gpu";
+  auto bad_device = srv.submit(r);
+  BOOST_TEST(!bad_device.ok());
+  BOOST_TEST(bad_device.error.find("option 'device'") != std::string::npos);
+
+  BOOST_TEST(!srv.info("nosuchid").has_value());
+  BOOST_CHECK_THROW(srv.wait("nosuchid"), std::invalid_argument);
+  BOOST_TEST(srv.runs().empty());
+}
+
+BOOST_AUTO_TEST_CASE(cuda_on_a_machine_without_cuda_runs_on_the_cpu_with_a_warning) {
+  cdui::test::temp_home home;
+  cdui::server srv{{home.path(), 2}};
+  auto r = request(moons_graph(1, 2));
+  r.device = "cuda:1";
+  auto s = srv.submit(r);
+  BOOST_REQUIRE(s.ok());
+  auto info = srv.wait(s.run_id);
+  BOOST_TEST(info.queue_key == "cpu");
+  BOOST_TEST(to_string(info.status) == "succeeded");
+  auto batch = srv.events(s.run_id, 0);
+  bool warned = false;
+  for (const auto& e : batch.events)
+    if (e.type == "run_warning")
+      warned = warned || nlohmann::json::parse(e.data)["kind"] == "device_fallback";
+  BOOST_TEST(warned);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
