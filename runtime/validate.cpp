@@ -108,11 +108,12 @@ public:
     read_nodes();
     if (!errors_.empty())
       return errors_;
+    // Params and edges are checked together so one pass reports every mistake of both kinds.
     check_params();
     read_edges();
+    check_required_inputs();
     if (!errors_.empty())
       return errors_;
-    check_required_inputs();
     order_nodes();
     if (!errors_.empty())
       return errors_;

@@ -1,0 +1,214 @@
+#include <algorithm>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <boost/test/unit_test.hpp>
+#include <nlohmann/json.hpp>
+
+#include "unit/runtime/run_helpers.hpp"
+#include "unit/runtime/saved_weights.hpp"
+#include "unit/test_home.hpp"
+
+using cdui::run_status;
+using cdui::test::add_edge;
+using cdui::test::add_node;
+using cdui::test::load_checkpoint_model;
+using cdui::test::load_weights;
+using cdui::test::params;
+using cdui::test::recorded_run;
+using cdui::test::require_succeeded;
+using cdui::test::run_graph;
+using cdui::test::same_weights;
+using nlohmann::json;
+
+namespace {
+
+/// Moons with adam, in order (no shuffle, no dropout), so a resumed run can retrace a straight one.
+json base_graph(int epochs) {
+  json doc = cdui::test::moons_graph();
+  params(doc, "loader")["shuffle"] = false;
+  params(doc, "loop")["epochs"] = epochs;
+  params(doc, "opt") = {{"name", "adam"}, {"lr", 0.01}};
+  return doc;
+}
+
+/// Trains `epochs` epochs, then saves a checkpoint and the model (checkpoints/ckpt.pt, trained.pt).
+json train_and_checkpoint(int epochs) {
+  json doc = base_graph(epochs);
+  add_node(doc, "ckpt", "CheckpointSaver", {{"path", "ckpt.pt"}});
+  add_node(doc, "save", "ModelSaver", {{"path", "trained.pt"}});
+  add_edge(doc, "loop.model", "ckpt.model");
+  add_edge(doc, "loop.optimizer_state", "ckpt.optimizer_state");
+  add_edge(doc, "loop.model", "save.model");
+  return doc;
+}
+
+/// A fresh Model loaded from `checkpoint`, saved as loaded.pt before it trains `epochs` more epochs
+/// and is saved as resumed.pt.
+json resume_from(const std::filesystem::path& checkpoint, int epochs) {
+  json doc = base_graph(epochs);
+  // The loaded model is saved before the loop trains it in place: "loaded" is listed first.
+  json nodes = json::array();
+  for (auto& n : doc["nodes"]) {
+    if (n["id"] == "loop")
+      nodes.push_back({{"id", "resume"}, {"type", "CheckpointLoader"},
+                       {"params", {{"path", checkpoint.string()}}}});
+    if (n["id"] == "loop")
+      nodes.push_back({{"id", "loaded"}, {"type", "ModelSaver"}, {"params", {{"path", "loaded.pt"}}}});
+    nodes.push_back(n);
+  }
+  doc["nodes"] = nodes;
+  add_node(doc, "save", "ModelSaver", {{"path", "resumed.pt"}});
+  for (auto& e : doc["edges"])
+    if (e["to"] == "loop.model")
+      e["from"] = "resume.model";
+  add_edge(doc, "model.model", "resume.model");
+  add_edge(doc, "resume.model", "loaded.model");
+  add_edge(doc, "resume.optimizer_state", "loop.optimizer_state");
+  add_edge(doc, "loop.model", "save.model");
+  return doc;
+}
+
+/// A graph that only loads `checkpoint` into a fresh Model: ids model, resume.
+json load_only(const std::filesystem::path& checkpoint, const json& layers) {
+  json doc = {{"nodes", json::array()}, {"edges", json::array()}};
+  add_node(doc, "model", "Model", {{"input_shape", {2}}, {"layers", layers}});
+  add_node(doc, "resume", "CheckpointLoader", {{"path", checkpoint.string()}});
+  add_edge(doc, "model.model", "resume.model");
+  return doc;
+}
+
+json moons_layers() { return cdui::test::moons_graph()["nodes"][4]["params"]["layers"]; }
+
+void expect_load_failure(const recorded_run& run, const std::filesystem::path& path,
+                         const std::string& why) {
+  BOOST_TEST_REQUIRE((run.outcome.status == run_status::failed));
+  const auto& error = run.outcome.error;
+  BOOST_TEST(error.rfind("Node CheckpointLoader (resume) failed: ", 0) == 0u, error);
+  BOOST_TEST(error.find(path.string()) != std::string::npos, error);
+  BOOST_TEST(error.find(why) != std::string::npos, error);
+  BOOST_TEST(run.of_type("execution_error").size() == 1u);
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(checkpoint_test)
+
+BOOST_AUTO_TEST_CASE(a_checkpoint_holds_the_trained_model_and_its_epoch) {
+  cdui::test::temp_home home;
+  auto run = run_graph(train_and_checkpoint(2), home.path());
+  require_succeeded(run);
+  auto ckpt = home.path() / "checkpoints" / "ckpt.pt";
+  BOOST_TEST(run.metrics["ckpt"]["path"] == ckpt.string());
+  BOOST_TEST(run.metrics["ckpt"]["epoch"] == 2);
+  BOOST_TEST(same_weights(load_checkpoint_model(ckpt), load_weights(home.path() / "checkpoints" / "trained.pt")));
+  // No temp file is left beside it.
+  std::vector<std::string> files;
+  for (const auto& f : std::filesystem::directory_iterator(home.path() / "checkpoints"))
+    files.push_back(f.path().filename().string());
+  std::sort(files.begin(), files.end());
+  BOOST_TEST(files == std::vector<std::string>({"ckpt.pt", "trained.pt"}), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(a_resumed_run_loads_the_model_and_continues_the_epochs) {
+  cdui::test::temp_home first, second;
+  auto saved = run_graph(train_and_checkpoint(2), first.path());
+  require_succeeded(saved);
+  auto ckpt = first.path() / "checkpoints" / "ckpt.pt";
+
+  auto resumed = run_graph(resume_from(ckpt, 1), second.path());
+  require_succeeded(resumed);
+  // The fresh model now holds the checkpoint's weights.
+  BOOST_TEST(same_weights(load_weights(second.path() / "checkpoints" / "loaded.pt"),
+                          load_weights(first.path() / "checkpoints" / "trained.pt")));
+  BOOST_TEST(resumed.metrics["resume"]["epoch"] == 2);
+  BOOST_TEST(resumed.metrics["resume"]["path"] == ckpt.string());
+  BOOST_TEST(resumed.config("loop")["start_epoch"] == 3);
+  BOOST_TEST(resumed.steps("loop", "train_loss") == std::vector<std::int64_t>({3}));
+  for (const auto& p : resumed.of_type("progress")) {
+    BOOST_TEST(p["epoch"] == 3);
+    BOOST_TEST(p["epochs"] == 3);
+  }
+  // The loaded model starts where the first run ended: the loss of its first epoch is below the
+  // first run's first epoch.
+  BOOST_TEST(resumed.series("loop", "train_loss")[0] < saved.series("loop", "train_loss")[0]);
+}
+
+BOOST_AUTO_TEST_CASE(resuming_retraces_an_uninterrupted_run) {
+  // 2 epochs + checkpoint + 2 epochs gives the weights of 4 epochs straight, when the optimizer's
+  // state (adam's moments and step count) is restored too.
+  cdui::test::temp_home straight, first, second;
+  auto whole = run_graph(train_and_checkpoint(4), straight.path());
+  require_succeeded(whole);
+  require_succeeded(run_graph(train_and_checkpoint(2), first.path()));
+  auto resumed = run_graph(resume_from(first.path() / "checkpoints" / "ckpt.pt", 2), second.path());
+  require_succeeded(resumed);
+
+  auto straight_loss = whole.series("loop", "train_loss");
+  auto resumed_loss = resumed.series("loop", "train_loss");
+  BOOST_REQUIRE_EQUAL(straight_loss.size(), 4u);
+  BOOST_REQUIRE_EQUAL(resumed_loss.size(), 2u);
+  BOOST_TEST(resumed_loss[0] == straight_loss[2]);
+  BOOST_TEST(resumed_loss[1] == straight_loss[3]);
+  BOOST_TEST(same_weights(load_weights(second.path() / "checkpoints" / "resumed.pt"),
+                          load_weights(straight.path() / "checkpoints" / "trained.pt")));
+  BOOST_TEST(resumed.metrics["eval"]["accuracy"] == whole.metrics["eval"]["accuracy"]);
+  BOOST_TEST(resumed.metrics["eval"]["loss"] == whole.metrics["eval"]["loss"]);
+}
+
+BOOST_AUTO_TEST_CASE(a_missing_checkpoint_fails_naming_the_path) {
+  cdui::test::temp_home home;
+  auto path = home.path() / "no-such-checkpoint.pt";
+  expect_load_failure(run_graph(load_only(path, moons_layers()), home.path()), path, "no checkpoint");
+}
+
+BOOST_AUTO_TEST_CASE(a_relative_checkpoint_path_is_looked_up_in_the_run_folder) {
+  cdui::test::temp_home home;
+  auto run = run_graph(load_only("ckpt.pt", moons_layers()), home.path());
+  expect_load_failure(run, home.path() / "checkpoints" / "ckpt.pt", "no checkpoint");
+}
+
+BOOST_AUTO_TEST_CASE(a_corrupt_checkpoint_fails_naming_the_path) {
+  cdui::test::temp_home home;
+  auto path = home.path() / "corrupt.pt";
+  {
+    std::ofstream out{path, std::ios::binary};
+    out << "this is not a torch archive";
+  }
+  expect_load_failure(run_graph(load_only(path, moons_layers()), home.path()), path, "cannot load");
+
+  // An empty file, as a crash while writing could leave.
+  { std::ofstream truncate{path, std::ios::binary | std::ios::trunc}; }
+  expect_load_failure(run_graph(load_only(path, moons_layers()), home.path()), path, "cannot load");
+}
+
+BOOST_AUTO_TEST_CASE(a_truncated_checkpoint_fails_naming_the_path) {
+  cdui::test::temp_home home;
+  require_succeeded(run_graph(train_and_checkpoint(1), home.path()));
+  auto good = home.path() / "checkpoints" / "ckpt.pt";
+  auto path = home.path() / "truncated.pt";
+  auto size = std::filesystem::file_size(good);
+  std::filesystem::copy_file(good, path);
+  std::filesystem::resize_file(path, size / 2);
+  expect_load_failure(run_graph(load_only(path, moons_layers()), home.path()), path, "cannot load");
+}
+
+BOOST_AUTO_TEST_CASE(a_model_file_is_not_a_checkpoint) {
+  cdui::test::temp_home home;
+  require_succeeded(run_graph(train_and_checkpoint(1), home.path()));
+  auto path = home.path() / "checkpoints" / "trained.pt";  // ModelSaver's, not CheckpointSaver's
+  expect_load_failure(run_graph(load_only(path, moons_layers()), home.path()), path,
+                      "not a CheckpointSaver checkpoint");
+}
+
+BOOST_AUTO_TEST_CASE(a_checkpoint_of_another_architecture_is_refused) {
+  cdui::test::temp_home home;
+  require_succeeded(run_graph(train_and_checkpoint(1), home.path()));
+  auto path = home.path() / "checkpoints" / "ckpt.pt";
+  auto wider = R"([{"type": "Linear", "out_features": 64}, {"type": "ReLU"},
+                   {"type": "Linear", "out_features": 2}])"_json;
+  expect_load_failure(run_graph(load_only(path, wider), home.path()), path, "into this model");
+}
+
+BOOST_AUTO_TEST_SUITE_END()

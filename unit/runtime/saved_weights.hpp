@@ -1,0 +1,66 @@
+#pragma once
+
+// Reads the weights a ModelSaver or CheckpointSaver wrote, with torch itself, to compare them.
+
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include <boost/test/unit_test.hpp>
+#include <torch/torch.h>
+
+namespace cdui::test {
+
+/// Every tensor of a torch archive, by its dotted path ("Linear1.weight").
+using named_tensors = std::map<std::string, at::Tensor>;
+
+namespace detail {
+
+inline void collect(torch::serialize::InputArchive& archive, const std::string& prefix,
+                    named_tensors& out) {
+  for (const auto& key : archive.keys()) {
+    at::Tensor tensor;
+    torch::serialize::InputArchive child;
+    if (archive.try_read(key, tensor))
+      out[prefix + key] = tensor;
+    else if (archive.try_read(key, child))
+      collect(child, prefix + key + ".", out);
+  }
+}
+
+} // namespace detail
+
+/// The weights in a model file that ModelSaver wrote.
+inline named_tensors load_weights(const std::filesystem::path& path) {
+  BOOST_TEST_REQUIRE(std::filesystem::exists(path), path.string() << " does not exist");
+  torch::serialize::InputArchive archive;
+  archive.load_from(path.string());
+  named_tensors out;
+  detail::collect(archive, "", out);
+  return out;
+}
+
+/// The model's weights in a checkpoint that CheckpointSaver wrote.
+inline named_tensors load_checkpoint_model(const std::filesystem::path& path) {
+  BOOST_TEST_REQUIRE(std::filesystem::exists(path), path.string() << " does not exist");
+  torch::serialize::InputArchive archive, model;
+  archive.load_from(path.string());
+  BOOST_TEST_REQUIRE(archive.try_read("model", model), path.string() << " has no model");
+  named_tensors out;
+  detail::collect(model, "", out);
+  return out;
+}
+
+/// True when both hold the same names and bitwise equal tensors.
+inline bool same_weights(const named_tensors& a, const named_tensors& b) {
+  if (a.size() != b.size())
+    return false;
+  for (const auto& [name, t] : a) {
+    auto other = b.find(name);
+    if (other == b.end() || !torch::equal(t, other->second))
+      return false;
+  }
+  return true;
+}
+
+} // namespace cdui::test
