@@ -35,9 +35,6 @@ caf::behavior device_slot(caf::stateful_actor<device_slot_state>* self, std::str
       self->state.runs.erase(run_id);
       pump(self);
     },
-    [=](atoms::position, const std::string& run_id) {
-      return static_cast<std::uint32_t>(self->state.queue.position(run_id));
-    },
   };
 }
 

@@ -17,8 +17,7 @@ struct device_slot_state {
 };
 
 /// One device's slot: a FIFO of run actors, admitted by message (cd_grant) while the slot has room.
-/// Protocol: (enqueue, run_id, run actor); (dequeue, run_id) -> bool; (release, run_id);
-/// (position, run_id) -> uint32.
+/// Protocol: (enqueue, run_id, run actor); (dequeue, run_id) -> bool; (release, run_id).
 caf::behavior device_slot(caf::stateful_actor<device_slot_state>* self, std::string key, int limit);
 
 } // namespace cdui::actors

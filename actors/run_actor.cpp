@@ -107,8 +107,10 @@ caf::behavior run_actor(self_ptr self, run_setup setup, caf::actor slot) {
       auto& st = self->state;
       st.slot_key = key;
       if (st.stop->load()) {
-        // Cancelled while the grant was on its way: give the slot straight back.
+        // Cancelled while the grant was on its way: give the slot straight back and end here.
         self->send(st.slot, atoms::release::value, st.setup.info.id);
+        append(self, "execution_stopped", R"({"reason":"cancelled before it started"})");
+        finish(self, run_outcome{run_status::cancelled, "", "{}"});
         return;
       }
       start(self);
@@ -118,11 +120,8 @@ caf::behavior run_actor(self_ptr self, run_setup setup, caf::actor slot) {
       wake_waiters(self);
     },
     [=](atoms::finished, const run_outcome& outcome) {
-      auto final_outcome = outcome;
-      if (self->state.stop->load() && outcome.status == run_status::succeeded)
-        final_outcome.status = run_status::cancelled;
       self->send(self->state.slot, atoms::release::value, self->state.setup.info.id);
-      finish(self, final_outcome);
+      finish(self, outcome);
     },
     [=](atoms::cancel) -> caf::result<bool> {
       auto& st = self->state;

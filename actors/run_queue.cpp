@@ -102,7 +102,8 @@ submit_result submit(self_ptr self, run_request& req) {
 
   auto id = setup.info.id;
   auto slot = slot_for(self, resolved.name);
-  auto warning = resolved.fallback_warning;
+  // A node's device falls back with its own warning when it runs; warn here only for the option.
+  auto warning = req.device.empty() ? std::nullopt : resolved.fallback_warning;
   auto run = self->spawn(run_actor, std::move(setup), slot);
   if (warning) {
     nlohmann::json data{{"kind", "device_fallback"}, {"message", *warning}};

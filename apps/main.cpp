@@ -15,7 +15,8 @@ int main(int argc, char** argv) {
   std::uint64_t seed = 0;
   auto* run = app.add_subcommand("run", "train a graph on the embedded runtime");
   run->add_option("graph", run_opts.graph_file, "the graph JSON file")->required();
-  run->add_option("--device", run_opts.device, "the run's device: cpu, auto, cuda, cuda:N, mps");
+  run->add_option("--device", run_opts.device,
+                  "the run's device: cpu, auto, cuda, cuda:N, mps, mps:N, sim, sim:N");
   auto* seed_opt = run->add_option("--seed", seed, "seed every random number generator (0..2^32-1)")
                      ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{4294967295ULL}));
   run->add_option("--name", run_opts.name, "a name for the run (64 characters at most)")

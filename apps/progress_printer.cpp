@@ -86,7 +86,7 @@ void progress_printer::print(const run_event& event) {
     std::fprintf(out_, "warning (%s): %s\n", data.value("kind", std::string{}).c_str(),
                  data.value("message", std::string{}).c_str());
   } else if (type == "execution_start") {
-    std::fprintf(out_, "started (seed %s, %d intra-op threads)\n", data["seed"].dump().c_str(),
+    std::fprintf(out_, "started (seed %s, intra-op threads: %d)\n", data["seed"].dump().c_str(),
                  data.value("num_threads", 1));
   } else if (type == "execution_error") {
     close_line();

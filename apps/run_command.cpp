@@ -21,7 +21,12 @@ namespace {
 
 volatile std::sig_atomic_t interrupted = 0;
 
-extern "C" void on_interrupt(int) {
+/// The first Ctrl+C asks the run to stop; a second one quits at once.
+extern "C" void on_interrupt(int sig) {
+  if (interrupted) {
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+  }
   interrupted = 1;
 }
 
@@ -103,7 +108,8 @@ int run_command(const run_command_options& options) {
   }
   const auto& id = submitted.run_id;
   auto queued = srv.info(id);
-  std::printf("run %s queued on %s (%s)\n", id.c_str(), queued ? queued->queue_key.c_str() : "?",
+  std::printf("run %s (%s) queued on %s, folder %s\n", id.c_str(),
+              queued ? queued->name.c_str() : "?", queued ? queued->queue_key.c_str() : "?",
               (srv.home() / "runs" / id).c_str());
   std::fflush(stdout);
 

@@ -60,7 +60,7 @@ BOOST_AUTO_TEST_CASE(fashion_mnist_mlp_reaches_84_percent_test_accuracy_in_two_e
   BOOST_TEST(printed_metric(r.out, "loop.total_epochs_run") == 2.0);
   BOOST_TEST(printed_metric(r.out, "evaluate.accuracy") >= 0.84);
   std::smatch id;
-  BOOST_REQUIRE(std::regex_search(r.out, id, std::regex{"run ([0-9a-f]{8}) queued on cpu"}));
+  BOOST_REQUIRE(std::regex_search(r.out, id, std::regex{"run ([0-9a-f]{8}) \\(fashion_mnist_mlp\\) queued on cpu"}));
   auto dir = home.path() / "runs" / id[1].str();
   BOOST_TEST(std::filesystem::exists(dir / "checkpoints" / "fashion_mnist_mlp.pt"));
   BOOST_TEST(std::filesystem::exists(dir / "events.jsonl"));
@@ -122,7 +122,7 @@ BOOST_AUTO_TEST_CASE(ctrl_c_cancels_the_run_and_the_process_exits_130) {
   BOOST_TEST(p.out().find("cancelled") != std::string::npos, p.out());
   std::smatch id;
   auto out = p.out();
-  BOOST_REQUIRE(std::regex_search(out, id, std::regex{"run ([0-9a-f]{8}) queued"}));
+  BOOST_REQUIRE(std::regex_search(out, id, std::regex{"run ([0-9a-f]{8}) \\(long\\) queued"}));
   std::ifstream events{home.path() / "runs" / id[1].str() / "events.jsonl"};
   std::string line, last;
   while (std::getline(events, line))

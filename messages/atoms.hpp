@@ -11,7 +11,6 @@ using enqueue = caf::atom_constant<caf::atom("cd_enqueue")>;
 using dequeue = caf::atom_constant<caf::atom("cd_dequeue")>;
 using grant = caf::atom_constant<caf::atom("cd_grant")>;
 using release = caf::atom_constant<caf::atom("cd_release")>;
-using position = caf::atom_constant<caf::atom("cd_pos")>;
 using append = caf::atom_constant<caf::atom("cd_append")>;
 using finished = caf::atom_constant<caf::atom("cd_finish")>;
 using cancel = caf::atom_constant<caf::atom("cd_cancel")>;
@@ -20,6 +19,5 @@ using wait = caf::atom_constant<caf::atom("cd_wait")>;
 using info = caf::atom_constant<caf::atom("cd_info")>;
 using list = caf::atom_constant<caf::atom("cd_list")>;
 using timeout = caf::atom_constant<caf::atom("cd_timeout")>;
-using shutdown = caf::atom_constant<caf::atom("cd_shutdn")>;
 
 } // namespace cdui::atoms

@@ -13,8 +13,8 @@ struct run_event {
   std::uint64_t cursor = 0;
   /// Milliseconds since the Unix epoch, when the event was appended.
   std::int64_t time_ms = 0;
-  /// execution_start, node_status, progress, metric, run_warning, log, execution_complete,
-  /// execution_error or execution_stopped.
+  /// execution_start, node_status, node_config, progress, metric, run_warning,
+  /// execution_complete, execution_error or execution_stopped.
   std::string type;
   std::string data;
 };

@@ -31,8 +31,6 @@ struct run_info {
   run_status status = run_status::queued;
   /// The device key whose queue the run waits in (cpu, cuda:0, sim:1).
   std::string queue_key;
-  /// 1-based position within its queue while queued; 0 otherwise.
-  std::uint32_t queue_position = 0;
   std::string error;
   std::int64_t created_ms = 0;
   std::int64_t started_ms = 0;
@@ -43,7 +41,7 @@ struct run_info {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, run_info& x) {
-  return f(x.id, x.name, x.status, x.queue_key, x.queue_position, x.error, x.created_ms, x.started_ms,
+  return f(x.id, x.name, x.status, x.queue_key, x.error, x.created_ms, x.started_ms,
            x.finished_ms, x.final_metrics);
 }
 

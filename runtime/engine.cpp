@@ -43,10 +43,17 @@ std::string short_what(const std::exception& e) {
 
 } // namespace
 
+void set_intra_op_threads(int n) {
+  // ATen initialises a thread's count lazily, from a process-wide value that a concurrent run may
+  // have just set; trigger that first, so the count set here is the one this thread keeps.
+  (void)at::get_num_threads();
+  at::set_num_threads(std::max(1, n));
+}
+
 run_outcome execute(const validated_graph& graph, const run_context& ctx) {
   auto started = std::chrono::steady_clock::now();
   auto rng = at::make_generator<at::CPUGeneratorImpl>(ctx.seed);
-  at::set_num_threads(std::max(1, ctx.num_threads));
+  set_intra_op_threads(ctx.num_threads);
   ctx.emit("execution_start", {{"run_id", ctx.run_id},
                                {"seed", ctx.seed},
                                {"device", ctx.device.empty() ? "cpu" : ctx.device},
@@ -68,6 +75,7 @@ run_outcome execute(const validated_graph& graph, const run_context& ctx) {
       outputs[node.id] = graph.specs[index]->run(call);
     } catch (const std::exception& e) {
       outcome.status = run_status::failed;
+      outcome.final_metrics = final_metrics.dump();
       outcome.error = "Node " + node.type + " (" + node.id + ") failed: " + short_what(e);
       ctx.emit("node_status", {{"node", node.id},
                                {"type", node.type},
@@ -80,7 +88,7 @@ run_outcome execute(const validated_graph& graph, const run_context& ctx) {
       final_metrics[node.id] = call.final_metrics;
     ctx.emit("node_status", {{"node", node.id},
                              {"type", node.type},
-                             {"status", "completed"},
+                             {"status", stopped() ? "stopped" : "completed"},
                              {"seconds", seconds_since(node_started)}});
   }
   outcome.final_metrics = final_metrics.dump();

@@ -34,6 +34,9 @@ struct run_context {
   event_sink emit;
 };
 
+/// Sets the intra-op threads of the calling thread only (other runs' threads keep theirs).
+void set_intra_op_threads(int n);
+
 /// Executes a validated graph node by node in topological order, emitting execution_start,
 /// node_status, progress, metric, run_warning and exactly one of execution_complete,
 /// execution_error or execution_stopped. Never throws: a node's failure is the run's outcome.

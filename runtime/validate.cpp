@@ -1,7 +1,11 @@
 #include "runtime/validate.hpp"
 
+#include "devices/device.hpp"
+
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <set>
@@ -31,11 +35,9 @@ std::string list_names(const Items& items, Name name) {
 }
 
 std::string format_number(double x) {
-  if (std::floor(x) == x && std::abs(x) < 1e15)
-    return std::to_string(static_cast<long long>(x));
-  auto text = std::to_string(x);
-  text.erase(text.find_last_not_of('0') + 1);
-  return text;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.10g", x);
+  return buf;
 }
 
 /// Checks one param value against its spec; returns the problem, or an empty string.
@@ -44,6 +46,9 @@ std::string check_param(const param_spec& spec, const nlohmann::json& v) {
     case param_kind::integer:
       if (!v.is_number_integer())
         return "must be an integer, got " + v.dump();
+      if (v.is_number_unsigned()
+          && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
+        return "is out of range (at most " + std::to_string(INT64_MAX) + "), got " + v.dump();
       break;
     case param_kind::number:
       if (!v.is_number())
@@ -205,6 +210,12 @@ private:
         } else if (auto problem = check_param(*p, v); !problem.empty()) {
           fail(node.id, name, label + ": param '" + name + "' " + problem);
           ok = false;
+        } else if (name == "device") {
+          auto parsed = devices::parse_device(v.get<std::string>());
+          if (auto* err = std::get_if<devices::device_parse_error>(&parsed)) {
+            fail(node.id, name, label + ": param 'device': " + err->message);
+            ok = false;
+          }
         }
       }
       for (const auto& p : spec.params) {
@@ -231,7 +242,6 @@ private:
       fail("", "edges", "\"edges\" must be a list");
       return;
     }
-    std::set<std::pair<std::string, std::string>> connected;
     for (std::size_t i = 0; i < edges->size(); ++i) {
       const auto& e = (*edges)[i];
       auto where = "edges[" + std::to_string(i) + "]";
@@ -246,6 +256,9 @@ private:
                           + e["from"].dump() + " -> " + e["to"].dump());
         continue;
       }
+      // An input an edge aims at counts as connected even when the edge is refused below, so
+      // the refusal is its only error.
+      targeted_.insert({to->node, to->port});
       const auto* out = find_port(*from, where, true);
       const auto* in = find_port(*to, where, false);
       if (out == nullptr || in == nullptr)
@@ -257,7 +270,7 @@ private:
                                    + to->node + "." + to->port + " takes " + in->type);
         continue;
       }
-      if (!connected.insert({to->node, to->port}).second) {
+      if (!wired_.insert({to->node, to->port}).second) {
         fail(to->node, to->port, where + " (" + arrow + "): input " + to->node + "." + to->port
                                    + " is already connected; an input takes one edge");
         continue;
@@ -285,9 +298,7 @@ private:
   }
 
   void check_required_inputs() {
-    std::set<std::pair<std::string, std::string>> connected;
-    for (const auto& e : result_.g.edges)
-      connected.insert({e.to.node, e.to.port});
+    const auto& connected = targeted_;
     for (std::size_t i = 0; i < result_.g.nodes.size(); ++i) {
       const auto& node = result_.g.nodes[i];
       for (const auto& port : result_.specs[i]->inputs)
@@ -323,9 +334,23 @@ private:
     }
     if (result_.order.size() == n)
       return;
+    // What is left holds the cycles and what hangs below them; peel off nodes with no successor
+    // left until only nodes on a cycle remain.
+    std::vector<bool> left(n);
+    for (std::size_t i = 0; i < n; ++i)
+      left[i] = indegree[i] > 0;
+    for (bool peeled = true; peeled;) {
+      peeled = false;
+      for (std::size_t i = 0; i < n; ++i) {
+        if (left[i] && std::none_of(next[i].begin(), next[i].end(), [&](auto j) { return left[j]; })) {
+          left[i] = false;
+          peeled = true;
+        }
+      }
+    }
     std::vector<std::string> cycle;
     for (std::size_t i = 0; i < n; ++i)
-      if (indegree[i] > 0)
+      if (left[i])
         cycle.push_back(result_.g.nodes[i].id);
     fail(cycle.front(), "", "the graph has a cycle through nodes " + join(cycle)
                               + "; a graph must flow one way");
@@ -336,6 +361,8 @@ private:
   validated_graph result_;
   std::map<std::string, std::size_t> index_;
   std::vector<graph_error> errors_;
+  std::set<std::pair<std::string, std::string>> targeted_;  // inputs some edge aims at
+  std::set<std::pair<std::string, std::string>> wired_;     // inputs an accepted edge feeds
 };
 
 } // namespace
@@ -357,6 +384,23 @@ validation_result validate_graph(std::string_view json_text, const node_registry
     return std::vector<graph_error>{
       {"", "", "malformed JSON at line " + std::to_string(line) + ", column "
                  + std::to_string(column) + ": " + reason}};
+  } catch (const nlohmann::json::exception& e) {
+    // Parses that fail past the syntax, such as a number too large for a double ("1e400").
+    std::string reason = e.what();
+    if (auto bracket = reason.find("] "); bracket != std::string::npos)
+      reason = reason.substr(bracket + 2);
+    // nlohmann names the offending literal in quotes but not where it is: find it in the text.
+    auto open = reason.find('\''), close = reason.rfind('\'');
+    if (open != std::string::npos && close > open) {
+      if (auto at = json_text.find(reason.substr(open + 1, close - open - 1));
+          at != std::string_view::npos) {
+        auto [line, column] = line_column(json_text, at);
+        return std::vector<graph_error>{
+          {"", "", "malformed JSON at line " + std::to_string(line) + ", column "
+                     + std::to_string(column) + ": " + reason}};
+      }
+    }
+    return std::vector<graph_error>{{"", "", "malformed JSON: " + reason}};
   }
   return validate_graph(doc, registry);
 }

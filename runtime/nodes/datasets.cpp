@@ -1,5 +1,8 @@
 // Dataset node: Fashion-MNIST from Debian's gzipped IDX files, generated toy sets, and CSV files.
+#include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <optional>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -181,6 +184,40 @@ std::vector<std::string> split_csv_line(const std::string& line) {
   return cells;
 }
 
+/// The whole cell as a number, or nullopt ("1.5abc" is not a number).
+std::optional<float> parse_number(const std::string& cell) {
+  if (cell.empty())
+    return std::nullopt;
+  char* end = nullptr;
+  auto value = std::strtof(cell.c_str(), &end);
+  if (end != cell.c_str() + cell.size())
+    return std::nullopt;
+  return value;
+}
+
+/// Class ids for labels: the labels themselves when all are integers >= 0 (so a test file with
+/// fewer classes keeps the ids of the training file), else the distinct labels in sorted order.
+std::pair<std::vector<std::int64_t>, std::int64_t> class_ids(const std::vector<std::string>& labels) {
+  std::vector<std::int64_t> ids;
+  bool integers = std::all_of(labels.begin(), labels.end(), [](const std::string& l) {
+    return !l.empty() && l.size() < 10 && std::all_of(l.begin(), l.end(), ::isdigit);
+  });
+  if (integers) {
+    for (const auto& l : labels)
+      ids.push_back(std::stoll(l));
+    return {ids, *std::max_element(ids.begin(), ids.end()) + 1};
+  }
+  std::map<std::string, std::int64_t> classes;
+  for (const auto& l : labels)
+    classes.emplace(l, 0);
+  std::int64_t next = 0;
+  for (auto& [name, id] : classes)
+    id = next++;
+  for (const auto& l : labels)
+    ids.push_back(classes[l]);
+  return {ids, next};
+}
+
 dataset_value csv(node_call& call) {
   auto path = call.string_param("path");
   std::ifstream in{path};
@@ -201,6 +238,7 @@ dataset_value csv(node_call& call) {
   bool classify = call.string_param("task") == "classification";
   std::vector<float> features;
   std::vector<std::string> labels;
+  std::vector<std::size_t> label_rows;
   std::size_t row = 1;
   while (std::getline(in, line)) {
     ++row;
@@ -213,14 +251,14 @@ dataset_value csv(node_call& call) {
     for (std::size_t c = 0; c < cells.size(); ++c) {
       if (c == label) {
         labels.push_back(cells[c]);
+        label_rows.push_back(row);
         continue;
       }
-      try {
-        features.push_back(std::stof(cells[c]));
-      } catch (const std::exception&) {
+      auto value = parse_number(cells[c]);
+      if (!value)
         throw node_error(path + " line " + std::to_string(row) + ", column '" + header[c]
                          + "': '" + cells[c] + "' is not a number");
-      }
+      features.push_back(*value);
     }
   }
   auto n = static_cast<std::int64_t>(labels.size());
@@ -233,26 +271,17 @@ dataset_value csv(node_call& call) {
   d.sample_shape = {f};
   d.classification = classify;
   if (classify) {
-    std::map<std::string, std::int64_t> classes;
-    for (const auto& l : labels)
-      classes.emplace(l, 0);
-    std::int64_t next = 0;
-    for (auto& [name, id] : classes)
-      id = next++;
-    std::vector<std::int64_t> ids;
-    for (const auto& l : labels)
-      ids.push_back(classes[l]);
+    auto [ids, count] = class_ids(labels);
     d.targets = torch::tensor(ids, torch::kInt64);
-    d.num_classes = next;
+    d.num_classes = count;
   } else {
     std::vector<float> values;
     for (std::size_t i = 0; i < labels.size(); ++i) {
-      try {
-        values.push_back(std::stof(labels[i]));
-      } catch (const std::exception&) {
-        throw node_error(path + " line " + std::to_string(i + 2) + ": the label '" + labels[i]
-                         + "' is not a number (task is regression)");
-      }
+      auto value = parse_number(labels[i]);
+      if (!value)
+        throw node_error(path + " line " + std::to_string(label_rows[i]) + ": the label '"
+                         + labels[i] + "' is not a number (task is regression)");
+      values.push_back(*value);
     }
     d.targets = torch::tensor(values).reshape({n, 1});
   }

@@ -87,11 +87,11 @@ std::vector<graph_error> check_model(const graph_node& node) {
         fail(layer_where(node, i, type) + ": missing '" + field + "'");
   }
   const auto& shape = node.params["input_shape"];
-  for (const auto& d : shape)
-    if (!d.is_number_integer() || d.get<std::int64_t>() < 1)
-      errors.push_back({node.id, "input_shape", "node '" + node.id
-                                                  + "' (Model): param 'input_shape' must list "
-                                                    "positive integers, got " + shape.dump()});
+  if (std::any_of(shape.begin(), shape.end(),
+                  [](const auto& d) { return !d.is_number_integer() || d.template get<std::int64_t>() < 1; }))
+    errors.push_back({node.id, "input_shape", "node '" + node.id
+                                                + "' (Model): param 'input_shape' must list "
+                                                  "positive integers, got " + shape.dump()});
   return errors;
 }
 

@@ -83,6 +83,13 @@ void check_model_fits_data(const model_value& model, const dataset_value& data,
   } else if (data.classification) {
     throw node_error("loss mse needs target values, but dataset " + data.name
                      + " has class labels; use cross_entropy");
+  } else {
+    std::vector<std::int64_t> target(data.targets.sizes().begin() + 1, data.targets.sizes().end());
+    if (model.output_shape != target)
+      throw node_error("the model gives " + std::to_string(model.output_shape.empty() ? 0 : model.output_shape.back())
+                       + " outputs per sample, but dataset " + data.name + " has "
+                       + std::to_string(target.empty() ? 1 : target.back())
+                       + " target values per sample; set the last Linear layer's out_features to match");
   }
 }
 
@@ -104,7 +111,7 @@ port_values run_training_loop(node_call& call) {
   auto threads = call.int_param("num_threads");
   auto device_name = call.resolve_device();
   auto device = torch_device(device_name);
-  at::set_num_threads(static_cast<int>(threads > 0 ? threads : call.run().num_threads));
+  set_intra_op_threads(static_cast<int>(threads > 0 ? threads : call.run().num_threads));
 
   auto& net = model->module;
   net->to(device);
