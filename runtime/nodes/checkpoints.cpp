@@ -37,6 +37,41 @@ std::string tensor_bytes(const at::Tensor& t) {
   return {static_cast<const char*>(c.data_ptr()), static_cast<std::size_t>(c.numel())};
 }
 
+std::string shape_text(c10::IntArrayRef sizes) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < sizes.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(sizes[i]);
+  return text + "]";
+}
+
+/// Throws unless every parameter and buffer of `module` is in `archive` with the same shape
+/// (torch's loader would otherwise swap in tensors of another shape without a word).
+void check_same_architecture(torch::nn::Module& module, torch::serialize::InputArchive& archive,
+                             const std::string& prefix) {
+  auto check = [&](const std::string& name, const at::Tensor& mine) {
+    at::Tensor saved;
+    if (!archive.try_read(name, saved, mine.is_floating_point() && !mine.requires_grad()))
+      if (!archive.try_read(name, saved))
+        throw node_error("the checkpoint has no " + prefix + name + "; it was saved from another "
+                         "architecture");
+    if (saved.sizes() != mine.sizes())
+      throw node_error(prefix + name + " is " + shape_text(saved.sizes()) + " in the checkpoint but "
+                       + shape_text(mine.sizes()) + " in this model; it was saved from another "
+                       "architecture");
+  };
+  for (const auto& p : module.named_parameters(false))
+    check(p.key(), p.value());
+  for (const auto& b : module.named_buffers(false))
+    check(b.key(), b.value());
+  for (const auto& child : module.named_children()) {
+    torch::serialize::InputArchive sub;
+    if (!archive.try_read(child.key(), sub))
+      throw node_error("the checkpoint has no layer " + prefix + child.key()
+                       + "; it was saved from another architecture");
+    check_same_architecture(*child.value(), sub, prefix + child.key() + ".");
+  }
+}
+
 port_values run_model_saver(node_call& call) {
   auto model = call.input<model_value>("model");
   auto path = resolve_path(call);
@@ -57,6 +92,7 @@ port_values run_checkpoint_saver(node_call& call) {
   if (call.has_input("optimizer_state")) {
     auto state = call.input<optimizer_state_value>("optimizer_state");
     archive.write("optimizer", bytes_tensor(state->bytes));
+    archive.write("optimizer_name", c10::IValue{state->optimizer});
     epoch = state->epoch;
   }
   archive.write("epoch", torch::tensor(epoch, torch::kInt64));
@@ -75,6 +111,11 @@ port_values run_checkpoint_loader(node_call& call) {
     archive.load_from(path.string());
     if (!archive.try_read("model", model_archive))
       throw node_error(path.string() + " is not a CheckpointSaver checkpoint (it has no model)");
+    try {
+      check_same_architecture(*model->module, model_archive, "");
+    } catch (const node_error& e) {
+      throw node_error("cannot load " + path.string() + " into this model: " + e.what());
+    }
     model->module->load(model_archive);
   } catch (const c10::Error& e) {
     throw node_error("cannot load " + path.string() + " into this model: "
@@ -86,6 +127,9 @@ port_values run_checkpoint_loader(node_call& call) {
     state->bytes = tensor_bytes(optimizer_bytes);
   if (archive.try_read("epoch", epoch))
     state->epoch = epoch.item<std::int64_t>();
+  c10::IValue optimizer_name;
+  if (archive.try_read("optimizer_name", optimizer_name) && optimizer_name.isString())
+    state->optimizer = optimizer_name.toStringRef();
   call.final_metrics = {{"path", path.string()}, {"epoch", state->epoch}};
   return {{"model", make_value(std::move(model))},
           {"optimizer_state", make_value(std::move(state))}};

@@ -5,6 +5,7 @@
 #include <optional>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include <torch/torch.h>
@@ -197,8 +198,24 @@ std::optional<float> parse_number(const std::string& cell) {
 
 /// Class ids for labels: the labels themselves when all are integers >= 0 (so a test file with
 /// fewer classes keeps the ids of the training file), else the distinct labels in sorted order.
-std::pair<std::vector<std::int64_t>, std::int64_t> class_ids(const std::vector<std::string>& labels) {
+std::pair<std::vector<std::int64_t>, std::int64_t> class_ids(const std::vector<std::string>& labels,
+                                                             const std::vector<std::size_t>& rows,
+                                                             const nlohmann::json& declared,
+                                                             const std::string& path) {
   std::vector<std::int64_t> ids;
+  if (!declared.empty()) {
+    std::map<std::string, std::int64_t> index;
+    for (const auto& name : declared)
+      index.emplace(name.get<std::string>(), static_cast<std::int64_t>(index.size()));
+    for (std::size_t i = 0; i < labels.size(); ++i) {
+      auto found = index.find(labels[i]);
+      if (found == index.end())
+        throw node_error(path + " line " + std::to_string(rows[i]) + ": the label '" + labels[i]
+                         + "' is not in param 'classes' (" + declared.dump() + ")");
+      ids.push_back(found->second);
+    }
+    return {ids, static_cast<std::int64_t>(declared.size())};
+  }
   bool integers = std::all_of(labels.begin(), labels.end(), [](const std::string& l) {
     return !l.empty() && l.size() < 10 && std::all_of(l.begin(), l.end(), ::isdigit);
   });
@@ -271,7 +288,7 @@ dataset_value csv(node_call& call) {
   d.sample_shape = {f};
   d.classification = classify;
   if (classify) {
-    auto [ids, count] = class_ids(labels);
+    auto [ids, count] = class_ids(labels, label_rows, call.param("classes"), path);
     d.targets = torch::tensor(ids, torch::kInt64);
     d.num_classes = count;
   } else {
@@ -306,10 +323,19 @@ port_values run_dataset(node_call& call) {
 }
 
 std::vector<graph_error> check_dataset(const graph_node& node) {
+  std::vector<graph_error> errors;
   if (node.params["name"] == "csv" && node.params["path"].get<std::string>().empty())
-    return {{node.id, "path",
-             "node '" + node.id + "' (Dataset): param 'path' is required when name is csv"}};
-  return {};
+    errors.push_back({node.id, "path",
+                      "node '" + node.id + "' (Dataset): param 'path' is required when name is csv"});
+  const auto& classes = node.params["classes"];
+  std::set<std::string> seen;
+  for (const auto& c : classes)
+    if (!c.is_string() || !seen.insert(c.get<std::string>()).second) {
+      errors.push_back({node.id, "classes", "node '" + node.id + "' (Dataset): param 'classes' "
+                                            "must list distinct strings, got " + classes.dump()});
+      break;
+    }
+  return errors;
 }
 
 } // namespace
@@ -338,6 +364,9 @@ void register_dataset_nodes(node_registry& registry) {
      "csv: the label's column name (empty: the last column)"},
     {"task", param_kind::choice, "classification", -INFINITY, INFINITY,
      {"classification", "regression"}, "csv: what the label is"},
+    {"classes", param_kind::list, nlohmann::json::array(), -INFINITY, INFINITY, {},
+     "csv: the class names in class-id order, so that every file numbers them alike (empty: "
+     "integer labels are their own ids, text labels are numbered in sorted order)"},
   };
   spec.outputs = {{"dataset", port_type::dataset, true, "the samples and their targets"}};
   spec.check = check_dataset;

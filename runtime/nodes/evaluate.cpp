@@ -45,6 +45,12 @@ port_values run_evaluate(node_call& call) {
   if (model->input_shape != loader->dataset->sample_shape)
     throw node_error("the model takes samples of another shape than dataset "
                      + loader->dataset->name);
+  const auto& data = *loader->dataset;
+  if (data.classification
+      && (model->output_shape.size() != 1 || model->output_shape[0] != data.num_classes))
+    throw node_error("the model gives " + std::to_string(model->output_shape.empty() ? 0 : model->output_shape.back())
+                     + " outputs per sample, but dataset " + data.name + " has "
+                     + std::to_string(data.num_classes) + " classes");
   auto params = model->module->parameters();
   auto device = params.empty() ? c10::Device{c10::kCPU} : params.front().device();
   auto result = evaluate(model->module, *loader, loss.get(), device);

@@ -119,8 +119,17 @@ port_values run_training_loop(node_call& call) {
   std::int64_t epoch_offset = 0;
   if (call.has_input("optimizer_state")) {
     auto state = call.input<optimizer_state_value>("optimizer_state");
-    if (!state->bytes.empty())
-      load_optimizer(*optimizer, state->bytes);
+    if (!state->optimizer.empty() && state->optimizer != opt_spec->name)
+      throw node_error("input 'optimizer_state' holds " + state->optimizer + " state, but the "
+                       "Optimizer is " + opt_spec->name + "; resume with the optimizer that saved it");
+    if (!state->bytes.empty()) {
+      try {
+        load_optimizer(*optimizer, state->bytes);
+      } catch (const c10::Error&) {
+        throw node_error("input 'optimizer_state' does not fit this optimizer and model (it was "
+                         "saved for another architecture or optimizer)");
+      }
+    }
     epoch_offset = state->epoch;
   }
   auto batches_per_epoch = loader->num_batches();
@@ -210,6 +219,7 @@ port_values run_training_loop(node_call& call) {
   auto state = std::make_shared<optimizer_state_value>();
   state->bytes = save_optimizer(*optimizer);
   state->epoch = epoch_offset + totals.epochs_run;
+  state->optimizer = opt_spec->name;
   auto metrics = std::make_shared<nlohmann::json>(call.final_metrics);
   return {{"model", make_value(std::move(model))},
           {"metrics", make_value(std::move(metrics))},

@@ -82,6 +82,8 @@ struct scheduler_value {
 struct optimizer_state_value {
   std::string bytes;
   std::int64_t epoch = 0;
+  /// Which optimizer wrote the state (sgd, adam, ...); empty when unknown.
+  std::string optimizer;
 };
 
 /// Builds the optimizer the spec describes over `parameters`.

@@ -202,6 +202,10 @@ BOOST_AUTO_TEST_CASE(a_model_file_is_not_a_checkpoint) {
                       "not a CheckpointSaver checkpoint");
 }
 
+// Guards a fixed bug (runtime/nodes/checkpoints.cpp, run_checkpoint_loader): torch's InputArchive::read does
+// tensor.set_(saved), which adopts the saved shape, so a 2-32-2 checkpoint "loads" into a 2-64-2
+// Model without an error: the model silently becomes 2-32-2 while the Model node reported 322
+// parameters. With a different out_features the run fails later with "Target 2 is out of bounds."
 BOOST_AUTO_TEST_CASE(a_checkpoint_of_another_architecture_is_refused) {
   cdui::test::temp_home home;
   require_succeeded(run_graph(train_and_checkpoint(1), home.path()));
@@ -209,6 +213,21 @@ BOOST_AUTO_TEST_CASE(a_checkpoint_of_another_architecture_is_refused) {
   auto wider = R"([{"type": "Linear", "out_features": 64}, {"type": "ReLU"},
                    {"type": "Linear", "out_features": 2}])"_json;
   expect_load_failure(run_graph(load_only(path, wider), home.path()), path, "into this model");
+}
+
+// Guards a fixed bug (runtime/nodes/training_loop.cpp, load_optimizer): resuming an adam checkpoint with an sgd
+// Optimizer fails with libtorch's "is_tensor_type INTERNAL ASSERT FAILED at .../sgd.cpp:37, please
+// report a bug to PyTorch", which tells the user nothing about the checkpoint or the optimizer.
+BOOST_AUTO_TEST_CASE(resuming_with_another_optimizer_says_so) {
+  cdui::test::temp_home home;
+  require_succeeded(run_graph(train_and_checkpoint(1), home.path()));
+  auto doc = resume_from(home.path() / "checkpoints" / "ckpt.pt", 1);
+  params(doc, "opt") = {{"name", "sgd"}, {"lr", 0.1}, {"momentum", 0.9}};
+  auto run = run_graph(doc, home.path());
+  BOOST_TEST_REQUIRE((run.outcome.status == run_status::failed));
+  const auto& error = run.outcome.error;
+  BOOST_TEST(error.find("optimizer") != std::string::npos, error);
+  BOOST_TEST(error.find("INTERNAL ASSERT") == std::string::npos, error);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
