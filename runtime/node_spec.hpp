@@ -15,7 +15,8 @@ namespace cdui::runtime {
 
 class node_call;
 
-enum class param_kind { integer, number, boolean, string, choice, list };
+/// `scalar` takes a string or a number (TrainingLoop.loss_scale: auto, dynamic, off or a number).
+enum class param_kind { integer, number, boolean, string, choice, list, scalar };
 
 /// A param a node type takes: its JSON kind, its default (null: required), its range or choices.
 struct param_spec {

@@ -66,6 +66,12 @@ std::string check_param(const param_spec& spec, const nlohmann::json& v) {
       return "";
     case param_kind::list:
       return v.is_array() ? "" : "must be a list, got " + v.dump();
+    case param_kind::scalar:
+      if (v.is_string())
+        return "";
+      if (!v.is_number())
+        return "must be a string or a number, got " + v.dump();
+      break;
   }
   auto x = v.get<double>();
   if (x < spec.min || x > spec.max) {

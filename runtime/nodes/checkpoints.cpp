@@ -96,6 +96,14 @@ port_values run_checkpoint_saver(node_call& call) {
     epoch = state->epoch;
   }
   archive.write("epoch", torch::tensor(epoch, torch::kInt64));
+  if (call.has_input("grad_scaler_state")) {
+    auto scaler = call.input<grad_scaler_state_value>("grad_scaler_state");
+    if (scaler->enabled) {
+      archive.write("grad_scaler_scale", torch::tensor(scaler->scale, torch::kFloat64));
+      archive.write("grad_scaler_growth_tracker",
+                    torch::tensor(scaler->growth_tracker, torch::kInt64));
+    }
+  }
   write_archive(archive, path);
   call.final_metrics = {{"path", path.string()}, {"epoch", epoch}};
   return {};
@@ -130,9 +138,16 @@ port_values run_checkpoint_loader(node_call& call) {
   c10::IValue optimizer_name;
   if (archive.try_read("optimizer_name", optimizer_name) && optimizer_name.isString())
     state->optimizer = optimizer_name.toStringRef();
+  auto scaler = std::make_shared<grad_scaler_state_value>();
+  at::Tensor scale, tracker;
+  if (archive.try_read("grad_scaler_scale", scale) && archive.try_read("grad_scaler_growth_tracker", tracker))
+    *scaler = {true, scale.item<double>(), tracker.item<std::int64_t>()};
   call.final_metrics = {{"path", path.string()}, {"epoch", state->epoch}};
+  if (scaler->enabled)
+    call.final_metrics["loss_scale"] = scaler->scale;
   return {{"model", make_value(std::move(model))},
-          {"optimizer_state", make_value(std::move(state))}};
+          {"optimizer_state", make_value(std::move(state))},
+          {"grad_scaler_state", make_value(std::move(scaler))}};
 }
 
 param_spec path_param(const char* fallback) {
@@ -156,7 +171,9 @@ void register_checkpoint_nodes(node_registry& registry) {
   ckpt.help = "Saves the model, the optimizer's state and the epoch, to resume training later.";
   ckpt.params = {path_param("checkpoint.pt")};
   ckpt.inputs = {{"model", port_type::model, true, ""},
-                 {"optimizer_state", port_type::optimizer_state, false, "from TrainingLoop"}};
+                 {"optimizer_state", port_type::optimizer_state, false, "from TrainingLoop"},
+                 {"grad_scaler_state", port_type::grad_scaler_state, false,
+                  "from TrainingLoop: the loss scale, for fp16 runs"}};
   ckpt.run = run_checkpoint_saver;
   registry.add(std::move(ckpt));
 
@@ -167,7 +184,8 @@ void register_checkpoint_nodes(node_registry& registry) {
                     "the checkpoint; a relative path is inside the run's checkpoints/ folder"}};
   loader.inputs = {{"model", port_type::model, true, "the architecture to load into"}};
   loader.outputs = {{"model", port_type::model, true, ""},
-                    {"optimizer_state", port_type::optimizer_state, true, "for TrainingLoop"}};
+                    {"optimizer_state", port_type::optimizer_state, true, "for TrainingLoop"},
+                    {"grad_scaler_state", port_type::grad_scaler_state, true, "for TrainingLoop"}};
   loader.run = run_checkpoint_loader;
   registry.add(std::move(loader));
 }

@@ -2,13 +2,14 @@
 #include <torch/torch.h>
 
 #include "runtime/node_call.hpp"
+#include "runtime/nodes/amp.hpp"
 #include "runtime/nodes/builtin.hpp"
 #include "runtime/nodes/values.hpp"
 
 namespace cdui::runtime::nodes {
 
 evaluation evaluate(torch::nn::Sequential& model, const loader_value& loader,
-                    const loss_value* loss, c10::Device device) {
+                    const loss_value* loss, c10::Device device, precision forward_precision) {
   torch::NoGradGuard no_grad;
   bool was_training = model->is_training();
   model->eval();
@@ -19,7 +20,11 @@ evaluation evaluate(torch::nn::Sequential& model, const loader_value& loader,
     auto [x, y] = get_batch(loader, at::Tensor{}, b);
     x = x.to(device);
     y = y.to(device);
-    auto out = model->forward(x);
+    at::Tensor out;
+    {
+      autocast_guard autocast{forward_precision, device.type()};
+      out = model->forward(x).to(at::kFloat);
+    }
     auto n = x.size(0);
     if (loss != nullptr)
       loss_sum += compute_loss(*loss, out, y).item<double>() * static_cast<double>(n);

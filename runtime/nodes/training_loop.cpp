@@ -2,11 +2,13 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <sstream>
 
 #include <torch/torch.h>
 
 #include "runtime/node_call.hpp"
+#include "runtime/nodes/amp.hpp"
 #include "runtime/nodes/builtin.hpp"
 #include "runtime/nodes/values.hpp"
 
@@ -93,6 +95,33 @@ void check_model_fits_data(const model_value& model, const dataset_value& data,
   }
 }
 
+/// How the loop scales the loss, from TrainingLoop.loss_scale and the precision that runs:
+/// auto is dynamic for fp16 and off otherwise; a number is a fixed scale.
+std::optional<grad_scaler> make_scaler(const nlohmann::json& setting, precision ran) {
+  if (setting.is_number())
+    return grad_scaler{setting.get<double>(), false};
+  auto mode = setting.get<std::string>();
+  if (mode == "dynamic" || (mode == "auto" && ran == precision::fp16))
+    return grad_scaler{scaler_init_scale, true};
+  return std::nullopt;
+}
+
+/// One optimizer step over the accumulated window: unscale (once), clip over the whole accumulated
+/// gradient, step (or skip on an overflow), clear the gradients.
+void step_window(torch::optim::Optimizer& optimizer, std::optional<grad_scaler>& scaler,
+                 const std::vector<at::Tensor>& parameters, double clip) {
+  bool finite = true;
+  if (scaler)
+    finite = scaler->unscale(parameters);
+  if (finite && clip > 0)
+    torch::nn::utils::clip_grad_norm_(parameters, clip);
+  if (scaler)
+    scaler->step(optimizer, finite);
+  else
+    optimizer.step();
+  optimizer.zero_grad();
+}
+
 port_values run_training_loop(node_call& call) {
   auto model = call.input<model_value>("model");
   auto loader = call.input<loader_value>("dataloader");
@@ -108,14 +137,27 @@ port_values run_training_loop(node_call& call) {
   auto epochs = call.int_param("epochs");
   auto max_steps = call.int_param("max_steps");
   auto clip = call.number_param("grad_clip_norm");
+  auto accumulate = call.int_param("accumulate_steps");
   auto threads = call.int_param("num_threads");
   auto device_name = call.resolve_device();
   auto device = torch_device(device_name);
   set_intra_op_threads(static_cast<int>(threads > 0 ? threads : call.run().num_threads));
 
+  auto requested = call.string_param("precision");
+  auto choice = resolve_precision(requested, device_name, cuda_has_bf16(device));
+  if (choice.warning)
+    call.warn("precision_fallback", "Node " + call.node().id + " (TrainingLoop): " + *choice.warning);
+  auto scaler = make_scaler(call.param("loss_scale"), choice.ran);
+  if (scaler && call.has_input("grad_scaler_state")) {
+    auto state = call.input<grad_scaler_state_value>("grad_scaler_state");
+    if (state->enabled && scaler->dynamic())
+      scaler->restore(state->scale, state->growth_tracker);
+  }
+
   auto& net = model->module;
   net->to(device);
-  auto optimizer = make_optimizer(*opt_spec, net->parameters());
+  auto parameters = net->parameters();
+  auto optimizer = make_optimizer(*opt_spec, parameters);
   std::int64_t epoch_offset = 0;
   if (call.has_input("optimizer_state")) {
     auto state = call.input<optimizer_state_value>("optimizer_state");
@@ -133,15 +175,20 @@ port_values run_training_loop(node_call& call) {
     epoch_offset = state->epoch;
   }
   auto batches_per_epoch = loader->num_batches();
-  call.emit("node_config", {{"device", device_name},
-                            {"precision", "fp32"},
-                            {"epochs", epochs},
-                            {"batches_per_epoch", batches_per_epoch},
-                            {"batch_size", loader->batch_size},
-                            {"effective_batch_size", loader->batch_size},
-                            {"num_threads", at::get_num_threads()},
-                            {"optimizer", opt_spec->name},
-                            {"start_epoch", epoch_offset + 1}});
+  nlohmann::json config{{"device", device_name},
+                        {"precision", to_string(choice.ran)},
+                        {"epochs", epochs},
+                        {"batches_per_epoch", batches_per_epoch},
+                        {"batch_size", loader->batch_size},
+                        {"accumulate_steps", accumulate},
+                        {"effective_batch_size", loader->batch_size * accumulate},
+                        {"loss_scale", scaler ? nlohmann::json(scaler->current_scale()) : nlohmann::json("off")},
+                        {"num_threads", at::get_num_threads()},
+                        {"optimizer", opt_spec->name},
+                        {"start_epoch", epoch_offset + 1}};
+  if (requested != to_string(choice.ran))
+    config["precision_requested"] = requested;
+  call.emit("node_config", config);
 
   loop_totals totals;
   progress_throttle throttle{call.int_param("progress_interval_ms")};
@@ -153,7 +200,9 @@ port_values run_training_loop(node_call& call) {
     auto order = epoch_order(*loader, call.rng());
     double loss_sum = 0.0;
     std::int64_t samples = 0;
+    std::int64_t window = 0;  // micro-batches accumulated since the last step
     auto epoch_start = clock::now();
+    optimizer->zero_grad();
     for (std::int64_t b = 0; b < batches_per_epoch; ++b) {
       if (call.stop_requested()) {
         totals.stopped = true;
@@ -162,14 +211,23 @@ port_values run_training_loop(node_call& call) {
       auto [x, y] = get_batch(*loader, order, b);
       x = x.to(device);
       y = y.to(device);
-      optimizer->zero_grad();
-      auto batch_loss = compute_loss(*loss, net->forward(x), y);
-      batch_loss.backward();
-      if (clip > 0)
-        torch::nn::utils::clip_grad_norm_(net->parameters(), clip);
-      optimizer->step();
-      ++totals.steps;
+      at::Tensor batch_loss;
+      {
+        autocast_guard autocast{choice.ran, device.type()};
+        batch_loss = compute_loss(*loss, net->forward(x).to(at::kFloat), y);
+      }
+      // Each micro-batch's loss is divided by N, so the window's gradient is that of one batch
+      // N times larger; the loss reported stays undivided.
+      auto scaled = accumulate > 1 ? batch_loss / static_cast<double>(accumulate) : batch_loss;
+      (scaler ? scaler->scale(scaled) : scaled).backward();
       ++totals.batches;
+      ++window;
+      // A window never spans an epoch: the epoch's last micro-batches step as a short window.
+      if (window == accumulate || b + 1 == batches_per_epoch) {
+        step_window(*optimizer, scaler, parameters, clip);
+        ++totals.steps;
+        window = 0;
+      }
       auto value = batch_loss.item<double>();
       loss_sum += value * static_cast<double>(x.size(0));
       samples += x.size(0);
@@ -191,13 +249,18 @@ port_values run_training_loop(node_call& call) {
         break;
       }
     }
-    if (totals.stopped || samples == 0)
+    if (totals.stopped) {
+      optimizer->zero_grad();  // a Stop discards the pending window: no step on the way out
+      break;
+    }
+    if (samples == 0)
       break;
     ++totals.epochs_run;
     totals.last_train_loss = loss_sum / static_cast<double>(samples);
     call.metric("train_loss", totals.last_train_loss, epoch);
     if (val_loader) {
-      auto v = evaluate(net, *val_loader, loss.get(), device);
+      // Validation runs under the same autocast as training, so the two curves stay comparable.
+      auto v = evaluate(net, *val_loader, loss.get(), device, choice.ran);
       totals.last_val_loss = v.loss;
       call.metric("val_loss", v.loss, epoch);
       if (val_loader->dataset->classification) {
@@ -213,9 +276,18 @@ port_values run_training_loop(node_call& call) {
                         {"total_batches", totals.batches},
                         {"total_epochs_run", totals.epochs_run},
                         {"stopped_at_max_steps", totals.stopped_at_max_steps},
-                        {"precision", "fp32"}};
+                        {"effective_batch_size", loader->batch_size * accumulate},
+                        {"precision", to_string(choice.ran)}};
+  if (requested != to_string(choice.ran))
+    call.final_metrics["precision_requested"] = requested;
   if (!std::isnan(totals.last_val_accuracy))
     call.final_metrics["final_val_accuracy"] = totals.last_val_accuracy;
+  auto scaler_state = std::make_shared<grad_scaler_state_value>();
+  if (scaler) {
+    call.final_metrics["skipped_steps"] = scaler->skipped_steps();
+    call.final_metrics["loss_scale"] = scaler->current_scale();
+    *scaler_state = {true, scaler->current_scale(), scaler->growth_tracker()};
+  }
   auto state = std::make_shared<optimizer_state_value>();
   state->bytes = save_optimizer(*optimizer);
   state->epoch = epoch_offset + totals.epochs_run;
@@ -223,7 +295,18 @@ port_values run_training_loop(node_call& call) {
   auto metrics = std::make_shared<nlohmann::json>(call.final_metrics);
   return {{"model", make_value(std::move(model))},
           {"metrics", make_value(std::move(metrics))},
-          {"optimizer_state", make_value(std::move(state))}};
+          {"optimizer_state", make_value(std::move(state))},
+          {"grad_scaler_state", make_value(std::move(scaler_state))}};
+}
+
+std::vector<graph_error> check_training_loop(const graph_node& node) {
+  const auto& scale = node.params["loss_scale"];
+  bool ok = scale.is_string() ? (scale == "auto" || scale == "dynamic" || scale == "off")
+                              : (scale.get<double>() > 0 && std::isfinite(scale.get<double>()));
+  if (ok)
+    return {};
+  return {{node.id, "loss_scale", "node '" + node.id + "' (TrainingLoop): param 'loss_scale' must "
+                                  "be auto, dynamic, off or a number > 0, got " + scale.dump()}};
 }
 
 } // namespace
@@ -238,6 +321,12 @@ void register_training_loop_node(node_registry& registry) {
     {"grad_clip_norm", param_kind::number, 0.0, 0, INFINITY, {}, "clip the gradient norm (0: off)"},
     {"device", param_kind::string, "cpu", -INFINITY, INFINITY, {}, "cpu, auto, cuda, cuda:N, mps, sim:N"},
     {"num_threads", param_kind::integer, 0, 0, 1024, {}, "intra-op threads (0: the cores of the run's slot)"},
+    {"accumulate_steps", param_kind::integer, 1, 1, 1'000'000, {},
+     "micro-batches per optimizer step, each loss divided by N (effective batch = batch_size x N)"},
+    {"precision", param_kind::string, "fp32", -INFINITY, INFINITY, {},
+     "fp32, bf16 or fp16: the forward pass and loss under autocast (falls back to fp32 with a warning where the device cannot)"},
+    {"loss_scale", param_kind::scalar, "auto", -INFINITY, INFINITY, {},
+     "auto (dynamic for fp16, else off), dynamic, off, or a fixed scale"},
     {"progress_interval_ms", param_kind::integer, 100, 0, 60'000, {},
      "at most one progress event per interval, besides each epoch's first and last batch (0: every batch)"},
   };
@@ -249,12 +338,15 @@ void register_training_loop_node(node_registry& registry) {
     {"val_dataloader", port_type::dataloader, false, "validation after every epoch"},
     {"scheduler", port_type::scheduler, false, ""},
     {"optimizer_state", port_type::optimizer_state, false, "resume: the optimizer's state and epoch"},
+    {"grad_scaler_state", port_type::grad_scaler_state, false, "resume: the loss scale"},
   };
   spec.outputs = {
     {"model", port_type::model, true, "the trained model"},
     {"metrics", port_type::metrics, true, ""},
     {"optimizer_state", port_type::optimizer_state, true, "for CheckpointSaver"},
+    {"grad_scaler_state", port_type::grad_scaler_state, true, "for CheckpointSaver"},
   };
+  spec.check = check_training_loop;
   spec.run = run_training_loop;
   registry.add(std::move(spec));
 }

@@ -8,6 +8,8 @@
 #include <ATen/core/Tensor.h>
 #include <torch/nn/modules/container/sequential.h>
 
+#include "runtime/precision.hpp"
+
 namespace torch::optim {
 class Optimizer;
 }
@@ -25,6 +27,7 @@ inline constexpr const char* optimizer = "optimizer";
 inline constexpr const char* scheduler = "scheduler";
 inline constexpr const char* optimizer_state = "optimizer_state";
 inline constexpr const char* metrics = "metrics";
+inline constexpr const char* grad_scaler_state = "grad_scaler_state";
 } // namespace port_type
 
 /// A whole dataset held on the host: inputs [N, ...], targets [N] (class ids) or [N, k] (values).
@@ -86,6 +89,14 @@ struct optimizer_state_value {
   std::string optimizer;
 };
 
+/// A loss scaler's state, carried through checkpoints so a resumed fp16 run keeps its scale.
+/// `enabled` is false when the loop that gave it trained without a scaler.
+struct grad_scaler_state_value {
+  bool enabled = false;
+  double scale = 0.0;
+  std::int64_t growth_tracker = 0;
+};
+
 /// Builds the optimizer the spec describes over `parameters`.
 [[nodiscard]] std::unique_ptr<torch::optim::Optimizer>
 make_optimizer(const optimizer_value& spec, std::vector<at::Tensor> parameters);
@@ -121,6 +132,7 @@ struct evaluation {
   std::int64_t samples = 0;
 };
 [[nodiscard]] evaluation evaluate(torch::nn::Sequential& model, const loader_value& loader,
-                                  const loss_value* loss, c10::Device device);
+                                  const loss_value* loss, c10::Device device,
+                                  precision forward_precision = precision::fp32);
 
 } // namespace cdui::runtime::nodes

@@ -1,0 +1,102 @@
+#include "runtime/nodes/amp.hpp"
+
+#include <ATen/autocast_mode.h>
+#include <torch/torch.h>
+#ifdef CDUI_WITH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#endif
+
+namespace cdui::runtime::nodes {
+
+namespace {
+
+c10::ScalarType dtype_of(precision p) {
+  return p == precision::bf16 ? c10::ScalarType::BFloat16 : c10::ScalarType::Half;
+}
+
+} // namespace
+
+bool cuda_has_bf16(c10::Device device) {
+#ifdef CDUI_WITH_CUDA
+  if (device.is_cuda())
+    return at::cuda::getDeviceProperties(device.index() < 0 ? 0 : device.index())->major >= 8;
+#endif
+  (void)device;
+  return false;
+}
+
+autocast_guard::autocast_guard(precision p, c10::DeviceType device) : device_(device) {
+  if (p == precision::fp32)
+    return;
+  active_ = true;
+  if (device_ == c10::DeviceType::CUDA) {
+    was_enabled_ = at::autocast::is_enabled();
+    previous_dtype_ = at::autocast::get_autocast_gpu_dtype();
+    at::autocast::set_enabled(true);
+    at::autocast::set_autocast_gpu_dtype(dtype_of(p));
+  } else {
+    was_enabled_ = at::autocast::is_cpu_enabled();
+    previous_dtype_ = at::autocast::get_autocast_cpu_dtype();
+    at::autocast::set_cpu_enabled(true);
+    at::autocast::set_autocast_cpu_dtype(dtype_of(p));
+  }
+  at::autocast::increment_nesting();
+}
+
+autocast_guard::~autocast_guard() {
+  if (!active_)
+    return;
+  if (at::autocast::decrement_nesting() == 0)
+    at::autocast::clear_cache();
+  if (device_ == c10::DeviceType::CUDA) {
+    at::autocast::set_enabled(was_enabled_);
+    at::autocast::set_autocast_gpu_dtype(previous_dtype_);
+  } else {
+    at::autocast::set_cpu_enabled(was_enabled_);
+    at::autocast::set_autocast_cpu_dtype(previous_dtype_);
+  }
+}
+
+grad_scaler::grad_scaler(double scale, bool dynamic) : scale_(scale), dynamic_(dynamic) {}
+
+at::Tensor grad_scaler::scale(const at::Tensor& loss) const {
+  return loss * scale_;
+}
+
+bool grad_scaler::unscale(const std::vector<at::Tensor>& parameters) const {
+  bool finite = true;
+  auto inverse = 1.0 / scale_;
+  torch::NoGradGuard no_grad;
+  for (const auto& p : parameters) {
+    auto g = p.grad();
+    if (!g.defined())
+      continue;
+    g.mul_(inverse);
+    finite = finite && torch::isfinite(g).all().item<bool>();
+  }
+  return finite;
+}
+
+bool grad_scaler::step(torch::optim::Optimizer& optimizer, bool finite) {
+  if (!finite) {
+    ++skipped_;
+    if (dynamic_) {
+      scale_ *= scaler_backoff_factor;
+      growth_tracker_ = 0;
+    }
+    return false;
+  }
+  optimizer.step();
+  if (dynamic_ && ++growth_tracker_ == scaler_growth_interval) {
+    scale_ *= scaler_growth_factor;
+    growth_tracker_ = 0;
+  }
+  return true;
+}
+
+void grad_scaler::restore(double scale, std::int64_t growth_tracker) {
+  scale_ = scale;
+  growth_tracker_ = growth_tracker;
+}
+
+} // namespace cdui::runtime::nodes
