@@ -1,5 +1,6 @@
 // The cdui command line: run, validate, devices.
 #include <cstdio>
+#include <cstdlib>
 
 #include <CLI/CLI.hpp>
 
@@ -24,17 +25,26 @@ int main(int argc, char** argv) {
       return s.size() <= 64 ? std::string{} : std::string{"a name has 64 characters at most"};
     });
 
+  std::string sim_devices;
+  for (auto* command : {run})
+    command->add_option("--sim-devices", sim_devices,
+                        "simulated accelerators, e.g. 2x8GiB (default: $CODEFYUI_SIM_DEVICES)");
+
   std::filesystem::path validate_file;
   auto* validate = app.add_subcommand("validate", "check a graph without running it");
   validate->add_option("graph", validate_file, "the graph JSON file")->required();
 
   auto* devices = app.add_subcommand("devices", "list the devices this host offers");
+  devices->add_option("--sim-devices", sim_devices,
+                      "simulated accelerators, e.g. 2x8GiB (default: $CODEFYUI_SIM_DEVICES)");
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return e.get_exit_code() == 0 ? app.exit(e) : (app.exit(e), exit_usage);
   }
+  if (!sim_devices.empty())
+    ::setenv("CODEFYUI_SIM_DEVICES", sim_devices.c_str(), 1);
   if (*run) {
     if (*seed_opt)
       run_opts.seed = seed;

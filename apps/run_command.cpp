@@ -4,6 +4,8 @@
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <memory>
+#include <stdexcept>
 #include <sstream>
 
 #include <unistd.h>
@@ -94,7 +96,14 @@ int run_command(const run_command_options& options) {
   std::signal(SIGINT, on_interrupt);
   std::signal(SIGTERM, on_interrupt);
 
-  server srv;
+  std::unique_ptr<server> owned;
+  try {
+    owned = std::make_unique<server>();
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "cdui: %s\n", e.what());
+    return exit_usage;
+  }
+  auto& srv = *owned;
   run_request request;
   request.graph_json = *text;
   request.name = options.name.empty() ? options.graph_file.stem().string() : options.name;
@@ -147,11 +156,17 @@ int run_command(const run_command_options& options) {
 }
 
 int devices_command() {
-  auto inventory = devices::host_inventory::probe();
-  std::printf("%-8s %-6s %s\n", "DEVICE", "SLOTS", "DESCRIPTION");
-  for (const auto& d : inventory.devices())
-    std::printf("%-8s %-6d %s\n", d.name.c_str(), d.slot_limit, d.label.c_str());
-  return exit_ok;
+  try {
+    auto inventory = devices::host_inventory::probe();
+    std::printf("%-8s %-6s %s\n", "DEVICE", "SLOTS", "DESCRIPTION");
+    for (const auto& d : inventory.devices())
+      std::printf("%-8s %-6d %s%s\n", d.name.c_str(), d.slot_limit, d.label.c_str(),
+                  d.simulated ? " [simulated]" : "");
+    return exit_ok;
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "cdui: %s\n", e.what());
+    return exit_usage;
+  }
 }
 
 } // namespace cdui::apps

@@ -4,6 +4,8 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
+#include <cstdint>
 
 namespace cdui::devices {
 
@@ -34,6 +36,8 @@ struct host_devices {
   int current_cuda = 0;
   bool has_mps = false;
   int sim_count = 0;
+  /// Each simulated card's memory, by index (sim_count entries).
+  std::vector<std::int64_t> sim_total_bytes;
 };
 
 /// The device a run or node executes on, and the sentence to record when it is not what was asked.

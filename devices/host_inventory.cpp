@@ -1,21 +1,45 @@
 #include "devices/host_inventory.hpp"
 
 #include <algorithm>
+#include <cstdlib>
+#include <stdexcept>
 #include <thread>
+
+#include "devices/memory.hpp"
+#include "devices/sim_devices.hpp"
 
 #include <torch/cuda.h>
 
 namespace cdui::devices {
 
 host_inventory host_inventory::probe() {
+  const char* sim = std::getenv("CODEFYUI_SIM_DEVICES");
+  return probe(sim == nullptr ? "" : sim);
+}
+
+host_inventory host_inventory::probe(const std::string& sim_devices) {
+  auto sims = parse_sim_devices(sim_devices);
+  if (auto* err = std::get_if<std::string>(&sims))
+    throw std::invalid_argument("CODEFYUI_SIM_DEVICES: " + *err);
   host_inventory inv;
   inv.cores_ = std::max(1u, std::thread::hardware_concurrency());
   inv.counts_.cuda_count = static_cast<int>(torch::cuda::device_count());
-  inv.devices_.push_back({"cpu", "CPU (" + std::to_string(inv.cores_) + " cores)", cpu_slot_limit});
+  inv.devices_.push_back(
+    {"cpu", "CPU (" + std::to_string(inv.cores_) + " cores)", cpu_slot_limit, false, 0, ""});
   for (int i = 0; i < inv.counts_.cuda_count; ++i) {
     auto name = "cuda:" + std::to_string(i);
-    inv.devices_.push_back({name, "NVIDIA CUDA #" + std::to_string(i), accelerator_slot_limit});
+    inv.devices_.push_back({name, "NVIDIA CUDA #" + std::to_string(i), accelerator_slot_limit,
+                            false, 0, ""});
   }
+  for (const auto& card : std::get<std::vector<sim_card>>(sims)) {
+    auto name = "sim:" + std::to_string(card.index);
+    inv.devices_.push_back({name,
+                            "simulated accelerator #" + std::to_string(card.index) + " ("
+                              + format_bytes(card.total_bytes) + ", executes on the CPU)",
+                            accelerator_slot_limit, true, card.total_bytes, card.uuid});
+    inv.counts_.sim_total_bytes.push_back(card.total_bytes);
+  }
+  inv.counts_.sim_count = static_cast<int>(inv.counts_.sim_total_bytes.size());
   return inv;
 }
 

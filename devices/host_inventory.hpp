@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,10 @@ struct offered_device {
   std::string label;  // what a listing shows
   /// Runs admitted at once: two on the CPU, one on an accelerator (seed 001, "Slots and limits").
   int slot_limit = 1;
+  bool simulated = false;
+  /// The card's memory in bytes; 0 when not known (the CPU).
+  std::int64_t total_bytes = 0;
+  std::string uuid;
 };
 
 /// The CPU admits two runs at a time (seed 001: "two on the CPU").
@@ -23,7 +28,11 @@ inline constexpr int accelerator_slot_limit = 1;
 /// What this host offers: its CPU and every accelerator libtorch sees.
 class host_inventory {
 public:
-  /// Probes the host (core count, CUDA devices through libtorch).
+  /// Probes the host (core count, CUDA devices through libtorch) and adds the simulated cards
+  /// `sim_devices` describes (e.g. "2x8GiB"). Throws std::invalid_argument naming a bad entry.
+  [[nodiscard]] static host_inventory probe(const std::string& sim_devices);
+
+  /// The same, with the simulated cards of $CODEFYUI_SIM_DEVICES.
   [[nodiscard]] static host_inventory probe();
 
   [[nodiscard]] const std::vector<offered_device>& devices() const { return devices_; }

@@ -7,6 +7,7 @@
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 
+#include "devices/memory.hpp"
 #include "runtime/node_call.hpp"
 
 namespace cdui::runtime {
@@ -52,6 +53,7 @@ void set_intra_op_threads(int n) {
 
 run_outcome execute(const validated_graph& graph, const run_context& ctx) {
   auto started = std::chrono::steady_clock::now();
+  devices::install_counting_allocator();
   auto rng = at::make_generator<at::CPUGeneratorImpl>(ctx.seed);
   set_intra_op_threads(ctx.num_threads);
   ctx.emit("execution_start", {{"run_id", ctx.run_id},
@@ -76,12 +78,16 @@ run_outcome execute(const validated_graph& graph, const run_context& ctx) {
     } catch (const std::exception& e) {
       outcome.status = run_status::failed;
       outcome.final_metrics = final_metrics.dump();
-      outcome.error = "Node " + node.type + " (" + node.id + ") failed: " + short_what(e);
+      bool oom = dynamic_cast<const node_oom_error*>(&e) != nullptr;
+      outcome.error = oom ? std::string{e.what()}
+                          : "Node " + node.type + " (" + node.id + ") failed: " + short_what(e);
       ctx.emit("node_status", {{"node", node.id},
                                {"type", node.type},
                                {"status", "failed"},
                                {"seconds", seconds_since(node_started)}});
-      ctx.emit("execution_error", {{"node", node.id}, {"error", outcome.error}});
+      ctx.emit("execution_error", {{"node", node.id},
+                                   {"kind", oom ? "out_of_memory" : "error"},
+                                   {"error", outcome.error}});
       return outcome;
     }
     if (!call.final_metrics.empty())

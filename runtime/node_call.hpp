@@ -21,6 +21,12 @@ public:
   using std::runtime_error::runtime_error;
 };
 
+/// A node ran out of memory; what() is the whole NodeOOMError text (runtime/oom.hpp).
+class node_oom_error : public node_error {
+public:
+  using node_error::node_error;
+};
+
 /// What a node sees while it runs: its params and inputs, the run, and the run's event stream.
 class node_call {
 public:

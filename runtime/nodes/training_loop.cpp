@@ -7,7 +7,9 @@
 
 #include <torch/torch.h>
 
+#include "devices/memory.hpp"
 #include "runtime/node_call.hpp"
+#include "runtime/oom.hpp"
 #include "runtime/nodes/amp.hpp"
 #include "runtime/nodes/builtin.hpp"
 #include "runtime/nodes/values.hpp"
@@ -122,7 +124,8 @@ void step_window(torch::optim::Optimizer& optimizer, std::optional<grad_scaler>&
   optimizer.zero_grad();
 }
 
-port_values run_training_loop(node_call& call) {
+/// Trains; `scope` is the device's memory scope when the device executes on the host (cpu, sim).
+port_values train(node_call& call, const std::string& device_name, devices::memory_scope* scope) {
   auto model = call.input<model_value>("model");
   auto loader = call.input<loader_value>("dataloader");
   auto loss = call.input<loss_value>("loss_fn");
@@ -139,7 +142,6 @@ port_values run_training_loop(node_call& call) {
   auto clip = call.number_param("grad_clip_norm");
   auto accumulate = call.int_param("accumulate_steps");
   auto threads = call.int_param("num_threads");
-  auto device_name = call.resolve_device();
   auto device = torch_device(device_name);
   set_intra_op_threads(static_cast<int>(threads > 0 ? threads : call.run().num_threads));
 
@@ -156,6 +158,14 @@ port_values run_training_loop(node_call& call) {
 
   auto& net = model->module;
   net->to(device);
+  if (scope != nullptr) {
+    // Moving the model "to" the card: copies that the card's scope pays for, as a GPU would hold.
+    torch::NoGradGuard no_grad;
+    for (auto& p : net->parameters())
+      p.set_data(p.data().clone());
+    for (auto& b : net->buffers())
+      b.set_data(b.clone());
+  }
   auto parameters = net->parameters();
   auto optimizer = make_optimizer(*opt_spec, parameters);
   std::int64_t epoch_offset = 0;
@@ -211,6 +221,11 @@ port_values run_training_loop(node_call& call) {
       auto [x, y] = get_batch(*loader, order, b);
       x = x.to(device);
       y = y.to(device);
+      if (scope != nullptr && x.is_view()) {
+        // An unshuffled batch is a view of the host's dataset; on a card it would be a copy.
+        x = x.clone();
+        y = y.clone();
+      }
       at::Tensor batch_loss;
       {
         autocast_guard autocast{choice.ran, device.type()};
@@ -282,6 +297,8 @@ port_values run_training_loop(node_call& call) {
     call.final_metrics["precision_requested"] = requested;
   if (!std::isnan(totals.last_val_accuracy))
     call.final_metrics["final_val_accuracy"] = totals.last_val_accuracy;
+  if (scope != nullptr)
+    call.final_metrics["peak_memory_bytes"] = {{device_name, scope->stats().peak}};
   auto scaler_state = std::make_shared<grad_scaler_state_value>();
   if (scaler) {
     call.final_metrics["skipped_steps"] = scaler->skipped_steps();
@@ -297,6 +314,34 @@ port_values run_training_loop(node_call& call) {
           {"metrics", make_value(std::move(metrics))},
           {"optimizer_state", make_value(std::move(state))},
           {"grad_scaler_state", make_value(std::move(scaler_state))}};
+}
+
+/// The memory of the card `device` names, when it is simulated; 0 (no cap) otherwise.
+std::int64_t sim_card_bytes(const std::string& device, const devices::host_devices& host) {
+  if (device.rfind("sim:", 0) != 0)
+    return 0;
+  auto index = static_cast<std::size_t>(std::stoi(device.substr(4)));
+  return index < host.sim_total_bytes.size() ? host.sim_total_bytes[index] : 0;
+}
+
+port_values run_training_loop(node_call& call) {
+  auto device_name = call.resolve_device();
+  if (torch_device(device_name).type() != c10::DeviceType::CPU)
+    return train(call, device_name, nullptr);
+  auto cap = sim_card_bytes(device_name, call.run().host);
+  auto scope = std::make_shared<devices::memory_scope>(device_name, cap);
+  try {
+    devices::memory_scope_guard guard{scope};
+    return train(call, device_name, scope.get());
+  } catch (const c10::OutOfMemoryError& e) {
+    // The figures of the moment the allocation failed; by now the loop's tensors are freed.
+    auto s = scope->stats();
+    auto held = scope->live_at_failure();
+    oom_figures figures{device_name, cap > 0, held, held, s.peak, cap};
+    std::string original = e.what_without_backtrace();
+    throw node_oom_error(node_oom_message("TrainingLoop", call.node().id, figures,
+                                          original.substr(0, original.find('\n'))));
+  }
 }
 
 std::vector<graph_error> check_training_loop(const graph_node& node) {

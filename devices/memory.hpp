@@ -1,0 +1,64 @@
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace cdui::devices {
+
+/// Live and peak bytes of a scope, and its cap (0: none).
+struct memory_stats {
+  std::int64_t live = 0;
+  std::int64_t peak = 0;
+  std::int64_t cap = 0;
+};
+
+/// What one run holds on one device, measured by the counting allocator: every CPU allocation made
+/// while the scope is current on a thread is charged to it, and credited back when freed, on
+/// whichever thread frees it. With a cap, an allocation that would pass it fails.
+class memory_scope {
+public:
+  memory_scope(std::string device, std::int64_t cap_bytes);
+
+  /// Charges n bytes; false (and nothing charged) when that would pass the cap.
+  [[nodiscard]] bool reserve(std::int64_t n);
+  void release(std::int64_t n);
+
+  [[nodiscard]] memory_stats stats() const;
+  [[nodiscard]] const std::string& device() const { return device_; }
+  /// What was live when an allocation last failed against the cap (0: none failed).
+  [[nodiscard]] std::int64_t live_at_failure() const { return live_at_failure_.load(); }
+
+private:
+  std::string device_;
+  std::int64_t cap_;
+  std::atomic<std::int64_t> live_{0};
+  std::atomic<std::int64_t> peak_{0};
+  std::atomic<std::int64_t> live_at_failure_{0};
+};
+
+/// Makes a scope the one the calling thread's allocations are charged to, until the guard leaves
+/// (thread-local; guards nest and restore the scope before them).
+class memory_scope_guard {
+public:
+  explicit memory_scope_guard(std::shared_ptr<memory_scope> scope);
+  ~memory_scope_guard();
+  memory_scope_guard(const memory_scope_guard&) = delete;
+  memory_scope_guard& operator=(const memory_scope_guard&) = delete;
+
+private:
+  std::shared_ptr<memory_scope> previous_;
+};
+
+/// Installs the counting allocator as libtorch's CPU allocator; idempotent. Tensors allocated before
+/// keep their own deleter and are simply not counted.
+void install_counting_allocator();
+
+/// Every byte the counting allocator holds for this process, and its peak.
+[[nodiscard]] memory_stats process_memory();
+
+/// "1.50 GiB", "768.0 MiB", "12 B".
+[[nodiscard]] std::string format_bytes(std::int64_t bytes);
+
+} // namespace cdui::devices

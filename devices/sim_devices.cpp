@@ -1,0 +1,86 @@
+#include "devices/sim_devices.hpp"
+
+#include <array>
+#include <cctype>
+#include <charconv>
+
+namespace cdui::devices {
+
+namespace {
+
+struct unit {
+  std::string_view suffix;
+  std::int64_t factor;
+};
+
+constexpr std::array<unit, 9> units{{
+  {"TiB", 1LL << 40}, {"GiB", 1LL << 30}, {"MiB", 1LL << 20}, {"KiB", 1LL << 10},
+  {"TB", 1'000'000'000'000LL}, {"GB", 1'000'000'000LL}, {"MB", 1'000'000LL}, {"KB", 1'000LL},
+  {"B", 1},
+}};
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front())))
+    s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())))
+    s.remove_suffix(1);
+  return s;
+}
+
+} // namespace
+
+std::variant<std::int64_t, std::string> parse_bytes(std::string_view text) {
+  text = trim(text);
+  std::int64_t factor = 1;
+  for (const auto& u : units) {
+    if (text.size() > u.suffix.size() && text.substr(text.size() - u.suffix.size()) == u.suffix) {
+      factor = u.factor;
+      text = trim(text.substr(0, text.size() - u.suffix.size()));
+      break;
+    }
+  }
+  double value = 0;
+  try {
+    std::size_t used = 0;
+    value = std::stod(std::string{text}, &used);
+    if (used != text.size() || text.empty())
+      return "'" + std::string{text} + "' is not a size (e.g. 8GiB, 512MiB)";
+  } catch (const std::exception&) {
+    return "'" + std::string{text} + "' is not a size (e.g. 8GiB, 512MiB)";
+  }
+  if (!(value > 0) || value * static_cast<double>(factor) > 9.0e18)
+    return "a size must be positive and below 8 EiB, got '" + std::string{text} + "'";
+  return static_cast<std::int64_t>(value * static_cast<double>(factor));
+}
+
+std::variant<std::vector<sim_card>, std::string> parse_sim_devices(std::string_view text) {
+  std::vector<sim_card> cards;
+  text = trim(text);
+  if (text.empty())
+    return cards;
+  while (!text.empty()) {
+    auto comma = text.find(',');
+    auto entry = trim(text.substr(0, comma));
+    text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
+    int count = 1;
+    if (auto x = entry.find('x'); x != std::string_view::npos) {
+      auto n = trim(entry.substr(0, x));
+      auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), count);
+      if (ec != std::errc{} || end != n.data() + n.size() || count < 1 || count > 64)
+        return "sim devices entry '" + std::string{entry} + "': the count before 'x' must be 1..64";
+      entry = entry.substr(x + 1);
+    }
+    auto bytes = parse_bytes(entry);
+    if (auto* err = std::get_if<std::string>(&bytes))
+      return "sim devices entry '" + std::string{entry} + "': " + *err;
+    for (int i = 0; i < count; ++i) {
+      auto index = static_cast<int>(cards.size());
+      char uuid[64];
+      std::snprintf(uuid, sizeof uuid, "SIM-%08x-%04d", static_cast<unsigned>(std::get<std::int64_t>(bytes) >> 20), index);
+      cards.push_back({index, std::get<std::int64_t>(bytes), uuid});
+    }
+  }
+  return cards;
+}
+
+} // namespace cdui::devices

@@ -1,0 +1,27 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace cdui::devices {
+
+/// A simulated accelerator: scheduled like a card (one run at a time, its own queue), executed on
+/// the CPU, with its memory capped and measured by the counting allocator.
+struct sim_card {
+  int index = 0;
+  std::int64_t total_bytes = 0;
+  std::string uuid;
+};
+
+/// Reads a size: "8GiB", "512MiB", "2GB", "1048576". Binary units are powers of 1024, decimal
+/// ones powers of 1000.
+[[nodiscard]] std::variant<std::int64_t, std::string> parse_bytes(std::string_view text);
+
+/// Parses CODEFYUI_SIM_DEVICES / --sim-devices: comma-separated entries "[Nx]SIZE", e.g. "2x8GiB"
+/// or "8GiB,4GiB". The error names the entry that is wrong.
+[[nodiscard]] std::variant<std::vector<sim_card>, std::string> parse_sim_devices(std::string_view text);
+
+} // namespace cdui::devices

@@ -1,0 +1,50 @@
+#include <boost/test/unit_test.hpp>
+
+#include "devices/host_inventory.hpp"
+#include "devices/sim_devices.hpp"
+
+using namespace cdui::devices;
+
+BOOST_AUTO_TEST_SUITE(sim_devices_test)
+
+BOOST_AUTO_TEST_CASE(sizes_read_binary_and_decimal_units) {
+  BOOST_TEST(std::get<std::int64_t>(parse_bytes("8GiB")) == 8LL << 30);
+  BOOST_TEST(std::get<std::int64_t>(parse_bytes("512MiB")) == 512LL << 20);
+  BOOST_TEST(std::get<std::int64_t>(parse_bytes("1.5 GiB")) == 3LL << 29);
+  BOOST_TEST(std::get<std::int64_t>(parse_bytes("2GB")) == 2'000'000'000LL);
+  BOOST_TEST(std::get<std::int64_t>(parse_bytes("4096")) == 4096);
+  for (auto bad : {"", "GiB", "8Gb", "-1GiB", "0", "eight"})
+    BOOST_TEST(std::holds_alternative<std::string>(parse_bytes(bad)), bad);
+}
+
+BOOST_AUTO_TEST_CASE(a_spec_lists_cards_with_their_memory_and_distinct_uuids) {
+  auto cards = std::get<std::vector<sim_card>>(parse_sim_devices("2x8GiB, 4GiB"));
+  BOOST_REQUIRE(cards.size() == 3u);
+  BOOST_TEST(cards[0].total_bytes == 8LL << 30);
+  BOOST_TEST(cards[2].total_bytes == 4LL << 30);
+  BOOST_TEST(cards[2].index == 2);
+  BOOST_TEST(cards[0].uuid != cards[1].uuid);
+  BOOST_TEST(std::get<std::vector<sim_card>>(parse_sim_devices("")).empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_bad_entry_is_named) {
+  auto err = std::get<std::string>(parse_sim_devices("2x8GiB,0x1GiB"));
+  BOOST_TEST(err.find("'0x1GiB'") != std::string::npos, err);
+  err = std::get<std::string>(parse_sim_devices("2x8GiB,lots"));
+  BOOST_TEST(err.find("'lots'") != std::string::npos, err);
+}
+
+BOOST_AUTO_TEST_CASE(the_inventory_offers_sim_cards_as_single_slot_accelerators) {
+  auto inv = host_inventory::probe("2x1GiB");
+  BOOST_REQUIRE(inv.devices().size() == 3u);
+  BOOST_TEST(inv.devices()[0].name == "cpu");
+  BOOST_TEST(inv.devices()[0].slot_limit == 2);
+  BOOST_TEST(inv.devices()[1].name == "sim:0");
+  BOOST_TEST(inv.devices()[1].simulated);
+  BOOST_TEST(inv.devices()[1].slot_limit == 1);
+  BOOST_TEST(inv.devices()[2].total_bytes == 1LL << 30);
+  BOOST_TEST(inv.counts().sim_count == 2);
+  BOOST_CHECK_THROW(host_inventory::probe("3xfoo"), std::invalid_argument);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
