@@ -30,7 +30,9 @@ struct server::impl {
       cfg(make_config(c.scheduler_threads)),
       system(cfg) {
     std::filesystem::create_directories(home / "runs");
-    queue = system.spawn(actors::run_queue, home, devices::host_inventory::probe());
+    auto inventory = c.sim_devices.empty() ? devices::host_inventory::probe()
+                                           : devices::host_inventory::probe(c.sim_devices);
+    queue = system.spawn(actors::run_queue, home, std::move(inventory));
   }
 
   /// Sends a request to the run queue and waits for its answer.

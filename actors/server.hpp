@@ -23,6 +23,9 @@ public:
     std::filesystem::path home;
     /// CAF scheduler threads; 0: one per core of the host.
     int scheduler_threads = 0;
+    /// Simulated accelerators, e.g. "2x8GiB"; empty: $CODEFYUI_SIM_DEVICES. A bad spec throws
+    /// std::invalid_argument from the constructor, naming the entry.
+    std::string sim_devices;
   };
 
   server();

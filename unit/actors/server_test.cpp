@@ -16,7 +16,8 @@ using namespace std::chrono_literals;
 namespace {
 
 /// A moons MLP; `epochs` large makes a run that lasts until it is cancelled.
-std::string moons_graph(int epochs, int max_steps = 0) {
+std::string moons_graph(int epochs, int max_steps = 0, int hidden = 16,
+                        const std::string& device = "cpu") {
   nlohmann::json g = {
     {"nodes",
      {{{"id", "data"}, {"type", "Dataset"}, {"params", {{"name", "moons"}, {"n_samples", 512}}}},
@@ -25,14 +26,14 @@ std::string moons_graph(int epochs, int max_steps = 0) {
        {"type", "Model"},
        {"params",
         {{"layers",
-          {{{"type", "Linear"}, {"out_features", 16}},
+          {{{"type", "Linear"}, {"out_features", hidden}},
            {{"type", "ReLU"}},
            {{"type", "Linear"}, {"out_features", 2}}}}}}},
       {{"id", "loss"}, {"type", "Loss"}},
       {{"id", "opt"}, {"type", "Optimizer"}, {"params", {{"name", "adam"}, {"lr", 0.01}}}},
       {{"id", "loop"},
        {"type", "TrainingLoop"},
-       {"params", {{"epochs", epochs}, {"max_steps", max_steps}}}}}},
+       {"params", {{"epochs", epochs}, {"max_steps", max_steps}, {"device", device}}}}}},
     {"edges",
      {{{"from", "data.dataset"}, {"to", "loader.dataset"}},
       {{"from", "data.dataset"}, {"to", "model.dataset"}},
@@ -246,6 +247,40 @@ BOOST_AUTO_TEST_CASE(cuda_on_a_machine_without_cuda_runs_on_the_cpu_with_a_warni
     if (e.type == "run_warning")
       warned = warned || nlohmann::json::parse(e.data)["kind"] == "device_fallback";
   BOOST_TEST(warned);
+}
+
+BOOST_AUTO_TEST_CASE(a_run_over_a_sim_cards_memory_fails_with_the_oom_text_and_the_next_run_fits) {
+  cdui::test::temp_home home;
+  cdui::server srv{{home.path(), 2, "1x256KiB"}};
+  // 2-8192-2 holds ~160 KiB of weights, as much again of gradients, twice that of Adam state.
+  auto big = srv.submit(request(moons_graph(1, 4, 8192, "sim:0")));
+  auto small = srv.submit(request(moons_graph(1, 4, 16, "sim:0")));
+  BOOST_REQUIRE(big.ok() && small.ok());
+  auto failed = srv.wait(big.run_id);
+  BOOST_TEST(failed.queue_key == "sim:0");
+  BOOST_TEST(to_string(failed.status) == "failed");
+  const auto& e = failed.error;
+  BOOST_TEST(e.find("Node TrainingLoop (loop) ran out of memory on sim:0.") == 0u, e);
+  BOOST_TEST(e.find("What to try, cheapest first:\n  - reduce batch_size on the DataLoader node")
+             != std::string::npos, e);
+  BOOST_TEST(e.find("256.0 KiB on the card") != std::string::npos, e);
+  BOOST_TEST(e.find("Original error: sim:0 out of memory") != std::string::npos, e);
+
+  auto fitted = srv.wait(small.run_id);
+  BOOST_TEST(to_string(fitted.status) == "succeeded", fitted.error);
+  auto peak = nlohmann::json::parse(fitted.final_metrics)["loop"]["peak_memory_bytes"]["sim:0"];
+  BOOST_TEST(peak.get<std::int64_t>() > 0);
+  BOOST_TEST(peak.get<std::int64_t>() <= 256 * 1024);
+}
+
+BOOST_AUTO_TEST_CASE(a_bad_sim_spec_is_refused_naming_the_entry) {
+  cdui::test::temp_home home;
+  try {
+    cdui::server srv{{home.path(), 2, "2x8GiB,huge"}};
+    BOOST_FAIL("the server should have refused the spec");
+  } catch (const std::invalid_argument& e) {
+    BOOST_TEST(std::string{e.what()}.find("'huge'") != std::string::npos, e.what());
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
