@@ -34,6 +34,13 @@ int main(int argc, char** argv) {
   auto* validate = app.add_subcommand("validate", "check a graph without running it");
   validate->add_option("graph", validate_file, "the graph JSON file")->required();
 
+  std::filesystem::path fit_file;
+  std::string fit_memory;
+  auto* fit = app.add_subcommand(
+    "fit", "find the largest batch_size whose training step fits under a memory budget");
+  fit->add_option("graph", fit_file, "the graph JSON file")->required();
+  fit->add_option("--memory", fit_memory, "the memory budget, e.g. 2GiB")->required();
+
   auto* devices = app.add_subcommand("devices", "list the devices this host offers");
   devices->add_option("--sim-devices", sim_devices,
                       "simulated accelerators, e.g. 2x8GiB (default: $CODEFYUI_SIM_DEVICES)");
@@ -54,6 +61,8 @@ int main(int argc, char** argv) {
     return validate_command(validate_file);
   if (*devices)
     return devices_command();
+  if (*fit)
+    return fit_command(fit_file, fit_memory);
   std::fputs(app.help().c_str(), stdout);
   return exit_usage;
 }

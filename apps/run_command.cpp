@@ -15,6 +15,9 @@
 #include "actors/server.hpp"
 #include "apps/progress_printer.hpp"
 #include "devices/host_inventory.hpp"
+#include "devices/memory.hpp"
+#include "devices/sim_devices.hpp"
+#include "runtime/fit.hpp"
 #include "runtime/validate.hpp"
 
 namespace cdui::apps {
@@ -153,6 +156,47 @@ int run_command(const run_command_options& options) {
   if (cancel_sent)
     return exit_interrupted;
   return final_state.status == run_status::succeeded ? exit_ok : exit_run_failed;
+}
+
+int fit_command(const std::filesystem::path& graph_file, const std::string& memory) {
+  auto bytes = devices::parse_bytes(memory);
+  if (auto* err = std::get_if<std::string>(&bytes)) {
+    std::fprintf(stderr, "cdui: --memory: %s\n", err->c_str());
+    return exit_usage;
+  }
+  auto text = read_graph_file(graph_file);
+  if (!text)
+    return exit_usage;
+  auto graph = check_graph(graph_file, *text);
+  if (!graph)
+    return exit_usage;
+  std::printf("fitting under %s: one training step per probe, on a simulated card of that size\n",
+              devices::format_bytes(std::get<std::int64_t>(bytes)).c_str());
+  std::printf("%12s  %s\n", "batch_size", "peak");
+  runtime::fit_report report;
+  try {
+    report = runtime::fit_batch_size(*graph, std::get<std::int64_t>(bytes), [](const auto& p) {
+      std::printf("%12lld  %s\n", static_cast<long long>(p.batch_size),
+                  p.fits ? devices::format_bytes(p.peak_bytes).c_str() : "out of memory");
+      std::fflush(stdout);
+    });
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "cdui: %s\n", e.what());
+    return exit_usage;
+  }
+  if (report.largest_batch == 0) {
+    std::printf("not even batch_size 1 fits under %s: make the model smaller or give it more "
+                "memory\n", memory.c_str());
+    return exit_run_failed;
+  }
+  std::printf("largest batch_size that fits: %lld\n", static_cast<long long>(report.largest_batch));
+  std::printf("suggestion: %s.batch_size %lld with %s.accumulate_steps %lld %s the effective batch "
+              "of %lld\n",
+              report.loader_node.c_str(), static_cast<long long>(report.suggested_batch),
+              report.loop_node.c_str(), static_cast<long long>(report.suggested_accumulate),
+              report.exact ? "keeps" : "comes closest to",
+              static_cast<long long>(report.intended_effective_batch));
+  return exit_ok;
 }
 
 int devices_command() {

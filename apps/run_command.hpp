@@ -30,6 +30,9 @@ struct run_command_options {
 /// metrics, cancels it on Ctrl+C.
 [[nodiscard]] int run_command(const run_command_options& options);
 
+/// `cdui fit GRAPH.json --memory SIZE`: the largest batch_size whose training step fits, measured.
+[[nodiscard]] int fit_command(const std::filesystem::path& graph_file, const std::string& memory);
+
 /// `cdui devices`: what this host offers.
 [[nodiscard]] int devices_command();
 

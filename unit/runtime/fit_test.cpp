@@ -1,0 +1,96 @@
+// `cdui fit`: real training steps on a simulated card of the given size.
+#include <boost/test/unit_test.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/fit.hpp"
+
+using nlohmann::json;
+using namespace cdui::runtime;
+
+namespace {
+
+/// A wide moons MLP whose activations grow visibly with the batch.
+validated_graph wide_moons(std::int64_t batch, std::int64_t accumulate) {
+  json g = {
+    {"nodes",
+     {{{"id", "data"}, {"type", "Dataset"}, {"params", {{"name", "moons"}, {"n_samples", 1024}}}},
+      {{"id", "loader"}, {"type", "DataLoader"}, {"params", {{"batch_size", batch}}}},
+      {{"id", "model"},
+       {"type", "Model"},
+       {"params",
+        {{"layers",
+          {{{"type", "Linear"}, {"out_features", 1024}},
+           {{"type", "ReLU"}},
+           {{"type", "Linear"}, {"out_features", 1024}},
+           {{"type", "ReLU"}},
+           {{"type", "Linear"}, {"out_features", 2}}}}}}},
+      {{"id", "loss"}, {"type", "Loss"}},
+      {{"id", "opt"}, {"type", "Optimizer"}, {"params", {{"name", "sgd"}, {"lr", 0.01}}}},
+      {{"id", "loop"}, {"type", "TrainingLoop"}, {"params", {{"accumulate_steps", accumulate}}}},
+      {{"id", "eval"}, {"type", "EvaluateModel"}}}},
+    {"edges",
+     {{{"from", "data.dataset"}, {"to", "loader.dataset"}},
+      {{"from", "data.dataset"}, {"to", "model.dataset"}},
+      {{"from", "model.model"}, {"to", "loop.model"}},
+      {{"from", "loader.dataloader"}, {"to", "loop.dataloader"}},
+      {{"from", "loss.loss_fn"}, {"to", "loop.loss_fn"}},
+      {{"from", "opt.optimizer"}, {"to", "loop.optimizer"}},
+      {{"from", "loop.model"}, {"to", "eval.model"}},
+      {{"from", "loader.dataloader"}, {"to", "eval.dataloader"}}}}};
+  return std::get<validated_graph>(validate_graph(g));
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(fit_test)
+
+BOOST_AUTO_TEST_CASE(the_peak_grows_with_the_batch_and_the_fit_lands_between_the_bounds) {
+  // Unbounded first: the peaks at batch 1 and 256 bracket a budget that fits some batches only.
+  auto roomy = fit_batch_size(wide_moons(256, 1), 1LL << 40);
+  BOOST_TEST(roomy.largest_batch == 256);
+  BOOST_TEST(roomy.probes.size() == 9u);  // 1, 2, 4, ..., 256
+  for (std::size_t i = 1; i < roomy.probes.size(); ++i)
+    BOOST_TEST(roomy.probes[i].peak_bytes >= roomy.probes[i - 1].peak_bytes);
+  auto at_1 = roomy.probes.front().peak_bytes;
+  auto at_256 = roomy.probes.back().peak_bytes;
+  BOOST_TEST(at_256 > at_1 + 1'000'000);  // 256 x two 1024-wide layers of activations and more
+
+  auto budget = (at_1 + at_256) / 2;
+  auto r = fit_batch_size(wide_moons(256, 1), budget);
+  BOOST_TEST(r.largest_batch > 1);
+  BOOST_TEST(r.largest_batch < 256);
+  for (const auto& p : r.probes) {
+    BOOST_TEST(p.fits == (p.batch_size <= r.largest_batch));
+    if (p.fits)
+      BOOST_TEST(p.peak_bytes <= budget);
+  }
+  // The suggestion keeps the effective batch: batch_size x accumulate_steps == 256.
+  BOOST_TEST(r.exact);
+  BOOST_TEST(r.suggested_batch * r.suggested_accumulate == 256);
+  BOOST_TEST(r.suggested_batch <= r.largest_batch);
+  BOOST_TEST(r.suggested_accumulate > 1);
+}
+
+BOOST_AUTO_TEST_CASE(the_effective_batch_counts_the_graphs_accumulation) {
+  auto r = fit_batch_size(wide_moons(8, 4), 1LL << 40);
+  BOOST_TEST(r.intended_effective_batch == 32);
+  BOOST_TEST(r.largest_batch == 32);
+  BOOST_TEST(r.suggested_batch == 32);
+  BOOST_TEST(r.suggested_accumulate == 1);
+}
+
+BOOST_AUTO_TEST_CASE(a_budget_below_one_sample_fits_nothing) {
+  auto r = fit_batch_size(wide_moons(64, 1), 64 * 1024);
+  BOOST_TEST(r.largest_batch == 0);
+  BOOST_REQUIRE(r.probes.size() == 1u);
+  BOOST_TEST(!r.probes.front().fits);
+}
+
+BOOST_AUTO_TEST_CASE(a_graph_without_a_training_loop_is_refused) {
+  auto g = std::get<validated_graph>(validate_graph(
+    json{{"nodes", {{{"id", "data"}, {"type", "Dataset"}, {"params", {{"name", "moons"}}}}}}}));
+  BOOST_CHECK_THROW((void)fit_batch_size(g, 1LL << 30), std::invalid_argument);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
