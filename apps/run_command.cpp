@@ -53,48 +53,44 @@ void print_final_metrics(const std::string& metrics_json) {
   }
 }
 
-} // namespace
+/// A graph file's text and its validated form.
+struct loaded_graph {
+  std::string text;
+  runtime::validated_graph graph;
+};
 
-std::optional<std::string> read_graph_file(const std::filesystem::path& path) {
-  std::ifstream in{path, std::ios::binary};
+/// Reads and validates a graph file; prints why it cannot (naming the file) and returns nullopt.
+std::optional<loaded_graph> load_graph(const std::filesystem::path& file) {
+  std::ifstream in{file, std::ios::binary};
   if (!in) {
-    std::fprintf(stderr, "cdui: cannot read %s\n", path.c_str());
+    std::fprintf(stderr, "cdui: cannot read %s\n", file.c_str());
     return std::nullopt;
   }
   std::ostringstream text;
   text << in.rdbuf();
-  return text.str();
-}
-
-/// Validates a graph's text; prints every error naming the file and returns nullptr when invalid.
-std::optional<runtime::validated_graph> check_graph(const std::filesystem::path& file,
-                                                    const std::string& text) {
-  auto result = runtime::validate_graph(std::string_view{text});
+  auto result = runtime::validate_graph(std::string_view{text.str()});
   if (auto* errors = std::get_if<std::vector<runtime::graph_error>>(&result)) {
     for (const auto& e : *errors)
       std::fprintf(stderr, "%s: %s\n", file.c_str(), e.message.c_str());
     return std::nullopt;
   }
-  return std::get<runtime::validated_graph>(std::move(result));
+  return loaded_graph{text.str(), std::get<runtime::validated_graph>(std::move(result))};
 }
 
+} // namespace
+
 int validate_command(const std::filesystem::path& graph_file) {
-  auto text = read_graph_file(graph_file);
-  if (!text)
+  auto loaded = load_graph(graph_file);
+  if (!loaded)
     return exit_usage;
-  auto graph = check_graph(graph_file, *text);
-  if (!graph)
-    return exit_usage;
-  std::printf("%s: valid (%zu nodes, %zu edges)\n", graph_file.c_str(), graph->g.nodes.size(),
-              graph->g.edges.size());
+  std::printf("%s: valid (%zu nodes, %zu edges)\n", graph_file.c_str(),
+              loaded->graph.g.nodes.size(), loaded->graph.g.edges.size());
   return exit_ok;
 }
 
 int run_command(const run_command_options& options) {
-  auto text = read_graph_file(options.graph_file);
-  if (!text)
-    return exit_usage;
-  if (!check_graph(options.graph_file, *text))
+  auto loaded = load_graph(options.graph_file);
+  if (!loaded)
     return exit_usage;
   std::signal(SIGINT, on_interrupt);
   std::signal(SIGTERM, on_interrupt);
@@ -108,7 +104,7 @@ int run_command(const run_command_options& options) {
   }
   auto& srv = *owned;
   run_request request;
-  request.graph_json = *text;
+  request.graph_json = std::move(loaded->text);
   request.name = options.name.empty() ? options.graph_file.stem().string() : options.name;
   request.device = options.device;
   request.has_seed = options.seed.has_value();
@@ -164,18 +160,15 @@ int fit_command(const std::filesystem::path& graph_file, const std::string& memo
     std::fprintf(stderr, "cdui: --memory: %s\n", err->c_str());
     return exit_usage;
   }
-  auto text = read_graph_file(graph_file);
-  if (!text)
-    return exit_usage;
-  auto graph = check_graph(graph_file, *text);
-  if (!graph)
+  auto loaded = load_graph(graph_file);
+  if (!loaded)
     return exit_usage;
   std::printf("fitting under %s: one training step per probe, on a simulated card of that size\n",
               devices::format_bytes(std::get<std::int64_t>(bytes)).c_str());
   std::printf("%12s  %s\n", "batch_size", "peak");
   runtime::fit_report report;
   try {
-    report = runtime::fit_batch_size(*graph, std::get<std::int64_t>(bytes), [](const auto& p) {
+    report = runtime::fit_batch_size(loaded->graph, std::get<std::int64_t>(bytes), [](const auto& p) {
       std::printf("%12lld  %s\n", static_cast<long long>(p.batch_size),
                   p.fits ? devices::format_bytes(p.peak_bytes).c_str() : "out of memory");
       std::fflush(stdout);

@@ -20,9 +20,6 @@ struct run_command_options {
   std::string name;
 };
 
-/// Reads a graph file; prints why it cannot and returns nullopt.
-[[nodiscard]] std::optional<std::string> read_graph_file(const std::filesystem::path& path);
-
 /// `cdui validate GRAPH.json`.
 [[nodiscard]] int validate_command(const std::filesystem::path& graph_file);
 
