@@ -15,10 +15,12 @@ std::string node_oom_message(const std::string& type, const std::string& id,
           "  - raise TrainingLoop's accumulate_steps and lower batch_size by the same factor, "
           "which keeps the effective batch identical\n"
           "  - make the model smaller, or shorten the sequence / shrink the image\n\n";
-  text += std::string{f.simulated ? "Simulated memory" : "Memory"} + " on " + f.device + ": "
-          + format_bytes(f.live) + " held by live tensors, " + format_bytes(f.reserved)
-          + " reserved by the allocator, " + format_bytes(f.peak) + " peak this run";
-  text += f.total > 0 ? ", " + format_bytes(f.total) + " on the card.\n\n" : ".\n\n";
+  if (f.peak > 0 || f.total > 0) {
+    text += std::string{f.simulated ? "Simulated memory" : "Memory"} + " on " + f.device + ": "
+            + format_bytes(f.live) + " held by live tensors, " + format_bytes(f.reserved)
+            + " reserved by the allocator, " + format_bytes(f.peak) + " peak this run";
+    text += f.total > 0 ? ", " + format_bytes(f.total) + " on the card.\n\n" : ".\n\n";
+  }
   text += "Original error: " + original;
   return text;
 }

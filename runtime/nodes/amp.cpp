@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 #ifdef CDUI_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #endif
 
 namespace cdui::runtime::nodes {
@@ -23,6 +24,26 @@ bool cuda_has_bf16(c10::Device device) {
 #endif
   (void)device;
   return false;
+}
+
+oom_figures release_accelerator_cache(const std::string& device) {
+  oom_figures f;
+  f.device = device;
+#ifdef CDUI_WITH_CUDA
+  auto d = c10::Device{device};
+  if (d.is_cuda()) {
+    auto index = d.index() < 0 ? 0 : d.index();
+    auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(index);
+    using stat = c10::cuda::CUDACachingAllocator::StatType;
+    auto all = static_cast<std::size_t>(stat::AGGREGATE);
+    f.live = stats.allocated_bytes[all].current;
+    f.reserved = stats.reserved_bytes[all].current;
+    f.peak = stats.allocated_bytes[all].peak;
+    f.total = static_cast<std::int64_t>(at::cuda::getDeviceProperties(index)->totalGlobalMem);
+    c10::cuda::CUDACachingAllocator::emptyCache();
+  }
+#endif
+  return f;
 }
 
 autocast_guard::autocast_guard(precision p, c10::DeviceType device) : device_(device) {

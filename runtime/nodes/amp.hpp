@@ -7,6 +7,7 @@
 #include <c10/core/Device.h>
 #include <c10/core/DeviceType.h>
 
+#include "runtime/oom.hpp"
 #include "runtime/precision.hpp"
 
 namespace torch::optim {
@@ -36,6 +37,10 @@ private:
 
 /// Whether a CUDA device computes in bfloat16 (Ampere and newer); false off CUDA.
 [[nodiscard]] bool cuda_has_bf16(c10::Device device);
+
+/// What the accelerator's caching allocator held (CUDA builds; zeros elsewhere), then hands its
+/// free blocks back to the driver. Called after an out-of-memory error.
+[[nodiscard]] oom_figures release_accelerator_cache(const std::string& device);
 
 /// GradScaler's defaults (training-memory seed; PyTorch's torch.cuda.amp.GradScaler):
 /// "init scale 2^16, growth 2.0, backoff 0.5, growth interval 2000".

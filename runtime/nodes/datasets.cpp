@@ -196,8 +196,9 @@ std::optional<float> parse_number(const std::string& cell) {
   return value;
 }
 
-/// Class ids for labels: the labels themselves when all are integers >= 0 (so a test file with
-/// fewer classes keeps the ids of the training file), else the distinct labels in sorted order.
+/// Class ids for labels: the labels themselves when all are integers >= 0 (so every file of a task
+/// numbers them alike; a file missing the top classes just has fewer), else the distinct labels in
+/// sorted order (declare param classes to keep text labels alike across files).
 std::pair<std::vector<std::int64_t>, std::int64_t> class_ids(const std::vector<std::string>& labels,
                                                              const std::vector<std::size_t>& rows,
                                                              const nlohmann::json& declared,

@@ -52,7 +52,7 @@ port_values run_evaluate(node_call& call) {
                      + loader->dataset->name);
   const auto& data = *loader->dataset;
   if (data.classification
-      && (model->output_shape.size() != 1 || model->output_shape[0] != data.num_classes))
+      && (model->output_shape.size() != 1 || model->output_shape[0] < data.num_classes))
     throw node_error("the model gives " + std::to_string(model->output_shape.empty() ? 0 : model->output_shape.back())
                      + " outputs per sample, but dataset " + data.name + " has "
                      + std::to_string(data.num_classes) + " classes");

@@ -79,7 +79,7 @@ void check_model_fits_data(const model_value& model, const dataset_value& data,
     if (!data.classification)
       throw node_error("loss cross_entropy needs class labels, but dataset " + data.name
                        + " has values; use mse");
-    if (model.output_shape.size() != 1 || model.output_shape[0] != data.num_classes)
+    if (model.output_shape.size() != 1 || model.output_shape[0] < data.num_classes)
       throw node_error("the model gives " + std::to_string(model.output_shape.empty() ? 0 : model.output_shape.back())
                        + " outputs per sample, but dataset " + data.name + " has "
                        + std::to_string(data.num_classes) + " classes; set the last Linear layer's "
@@ -207,7 +207,12 @@ port_values train(node_call& call, const std::string& device_name, devices::memo
     if (scheduler)
       set_learning_rate(*optimizer, scheduled_lr(*scheduler, opt_spec->lr, epoch - 1));
     net->train();
-    auto order = epoch_order(*loader, call.rng());
+    at::Tensor order;
+    {
+      // The sampler's order lives on the host, as a DataLoader's indices do: not on the card.
+      devices::memory_scope_guard host{nullptr};
+      order = epoch_order(*loader, call.rng());
+    }
     double loss_sum = 0.0;
     std::int64_t samples = 0;
     std::int64_t window = 0;  // micro-batches accumulated since the last step
@@ -326,8 +331,17 @@ std::int64_t sim_card_bytes(const std::string& device, const devices::host_devic
 
 port_values run_training_loop(node_call& call) {
   auto device_name = call.resolve_device();
-  if (torch_device(device_name).type() != c10::DeviceType::CPU)
-    return train(call, device_name, nullptr);
+  if (torch_device(device_name).type() != c10::DeviceType::CPU) {
+    try {
+      return train(call, device_name, nullptr);
+    } catch (const c10::OutOfMemoryError& e) {
+      // The caching allocator's free blocks go back, so the next run starts from a clean card.
+      auto figures = release_accelerator_cache(device_name);
+      std::string original = e.what_without_backtrace();
+      throw node_oom_error(node_oom_message("TrainingLoop", call.node().id, figures,
+                                            original.substr(0, original.find('\n'))));
+    }
+  }
   auto cap = sim_card_bytes(device_name, call.run().host);
   auto scope = std::make_shared<devices::memory_scope>(device_name, cap);
   try {
