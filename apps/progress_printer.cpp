@@ -88,9 +88,6 @@ void progress_printer::print(const run_event& event) {
   } else if (type == "execution_start") {
     std::fprintf(out_, "started (seed %s, intra-op threads: %d)\n", data["seed"].dump().c_str(),
                  data.value("num_threads", 1));
-  } else if (type == "execution_error") {
-    close_line();
-    std::fprintf(out_, "error: %s\n", data.value("error", std::string{}).c_str());
   } else if (type == "execution_stopped") {
     close_line();
     std::fprintf(out_, "stopped: %s\n", data.value("reason", std::string{}).c_str());
