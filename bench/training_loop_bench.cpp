@@ -18,10 +18,18 @@
 //  - Both sides start each round from the same weights: the bare side initialises its layers from
 //    a generator seeded like the engine's run generator, in the Model node's order, then draws its
 //    epoch permutations from that generator as TrainingLoop does. Both therefore do exactly the
-//    same arithmetic on the same batches, which the benchmark checks by comparing the mean loss
-//    of the first epoch (when a round covers a whole epoch).
-//  - Rounds alternate bare, loop, bare, loop, ... so that machine noise hits both sides; the
-//    median of each side is reported. A short warm-up of each side runs first and is not counted.
+//    same arithmetic on the same batches, which the benchmark checks by comparing the loss of the
+//    first batch and the mean loss of the first epoch (when a round covers a whole epoch).
+//  - Rounds alternate the sides (bare, loop, loop, bare, bare, loop, ...: each round runs both,
+//    the first side flips every round) so that machine noise hits both; the median of each side
+//    is reported. A short warm-up of each side runs first and is not counted.
+//    Also printed: the median of the per-round ratios, steps per CPU-second of the training
+//    thread (CLOCK_THREAD_CPUTIME_ID; it leaves out time other processes hold the core) and minor
+//    page faults per step.
+//  - Page faults matter a lot on this kind of VM: with glibc's default 128 KiB mmap/trim
+//    thresholds each step maps its ~1 MB of temporaries afresh and the loop runs ~10x slower.
+//    glibc raises those thresholds itself once a mid-sized mmapped block is freed, which reading
+//    the IDX files does (here and in the Dataset node), so both sides run with raised thresholds.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -37,7 +45,10 @@
 #include <vector>
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <c10/core/CPUAllocator.h>
 #include <torch/torch.h>
+#include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -143,12 +154,50 @@ dataset load_train_split() {
   return d;
 }
 
+// ---- CPU allocators -----------------------------------------------------------------------------
+
+/// The engine installs cdui's counting allocator as libtorch's process-wide CPU allocator on its
+/// first execute(); from then on every tensor of the process would go through it. The bare side
+/// must run on libtorch's own allocator, as a plain libtorch program does, and the TrainingLoop side
+/// on whatever the engine installed, as a cdui run does: the benchmark swaps them around each side.
+struct allocators {
+  c10::Allocator* plain = c10::GetDefaultCPUAllocator();
+  c10::Allocator* engine = nullptr;  // known after the first execute()
+  // Above any priority the runtime uses (it installs once, at priority 1).
+  static constexpr std::uint8_t priority = 255;
+
+  void use_plain() const { c10::SetCPUAllocator(plain, priority); }
+  void use_engine() const {
+    if (engine != nullptr)
+      c10::SetCPUAllocator(engine, priority);
+  }
+};
+
 // ---- the bare libtorch loop --------------------------------------------------------------------
+
+/// Minor page faults of the process so far: a step that allocates fresh pages from the kernel each
+/// time (glibc returning freed tensors to it) shows up here.
+long minor_faults() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_minflt;
+}
+
+/// CPU time of the calling thread: unlike wall time, it does not count the time other processes
+/// on this small machine hold the core, so it is the steadier figure when the machine is busy.
+double thread_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
 
 struct side_result {
   double seconds = 0.0;
+  double cpu_seconds = 0.0;  // the training thread's CPU time in the timed part
   std::int64_t steps = 0;
+  long faults = 0;  // minor page faults in the timed part
   double first_epoch_loss = std::nan("");  // mean over the first epoch's samples, if completed
+  double first_batch_loss = std::nan("");
 };
 
 /// Flatten, Linear 784->256, ReLU, Linear 256->10, initialised like the Model node: PyTorch's
@@ -168,7 +217,9 @@ torch::nn::Sequential make_model(at::Generator& gen) {
   return net;
 }
 
-side_result run_bare(const dataset& data, std::int64_t max_steps, std::uint64_t seed) {
+side_result run_bare(const dataset& data, std::int64_t max_steps, std::uint64_t seed,
+                     const allocators& alloc) {
+  alloc.use_plain();
   // Not timed: the model (in the graph, this is the Model node's work).
   auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
   auto net = make_model(gen);
@@ -176,6 +227,8 @@ side_result run_bare(const dataset& data, std::int64_t max_steps, std::uint64_t 
   const auto batches = (n + batch_size - 1) / batch_size;
 
   side_result r;
+  auto faults = minor_faults();
+  auto cpu = thread_cpu_seconds();
   auto start = clock_type::now();
   torch::optim::AdamW optimizer(net->parameters(),
                                 torch::optim::AdamWOptions(learning_rate).weight_decay(weight_decay));
@@ -192,7 +245,10 @@ side_result run_bare(const dataset& data, std::int64_t max_steps, std::uint64_t 
       auto loss = torch::nn::functional::cross_entropy(net->forward(x), y);
       loss.backward();
       optimizer.step();
-      loss_sum += loss.item<double>() * static_cast<double>(x.size(0));
+      auto value = loss.item<double>();
+      if (r.steps == 0)
+        r.first_batch_loss = value;
+      loss_sum += value * static_cast<double>(x.size(0));
       samples += x.size(0);
       if (++r.steps >= max_steps) {
         done = true;
@@ -203,12 +259,14 @@ side_result run_bare(const dataset& data, std::int64_t max_steps, std::uint64_t 
       r.first_epoch_loss = loss_sum / static_cast<double>(samples);
   }
   r.seconds = std::chrono::duration<double>(clock_type::now() - start).count();
+  r.cpu_seconds = thread_cpu_seconds() - cpu;
+  r.faults = minor_faults() - faults;
   return r;
 }
 
 // ---- the TrainingLoop side ---------------------------------------------------------------------
 
-std::string graph_json(std::int64_t max_steps, std::int64_t progress_ms) {
+nlohmann::json graph_json(std::int64_t max_steps, std::int64_t progress_ms) {
   // Enough epochs that max_steps is what ends the loop.
   auto epochs = max_steps / (60000 / batch_size) + 2;
   nlohmann::json g = {
@@ -237,7 +295,7 @@ std::string graph_json(std::int64_t max_steps, std::int64_t progress_ms) {
       {{"from", "train_loader.dataloader"}, {"to", "loop.dataloader"}},
       {{"from", "loss.loss_fn"}, {"to", "loop.loss_fn"}},
       {{"from", "optimizer.optimizer"}, {"to", "loop.optimizer"}}}}};
-  return g.dump();
+  return g;
 }
 
 cdui::runtime::validated_graph validated(std::int64_t max_steps, std::int64_t progress_ms) {
@@ -257,9 +315,13 @@ struct loop_run {
 };
 
 loop_run run_loop(const cdui::runtime::validated_graph& graph, const std::filesystem::path& dir,
-                  std::uint64_t seed) {
+                  std::uint64_t seed, allocators& alloc) {
+  if (std::getenv("LOOP_PLAIN") && alloc.engine) alloc.use_plain(); else
+  alloc.use_engine();
   loop_run out;
   double loop_seconds = -1.0;
+  long faults = 0;
+  double cpu = 0.0;
   cdui::runtime::run_context ctx;
   ctx.run_id = "bench";
   ctx.run_dir = dir;
@@ -270,20 +332,27 @@ loop_run run_loop(const cdui::runtime::validated_graph& graph, const std::filesy
   // node's own duration out of its node_status "completed" event (one event per node per run).
   ctx.emit = [&](const std::string& type, const nlohmann::json& data) {
     ++out.events;
-    if (type == "node_status" && data["node"] == "loop" && data["status"] == "completed")
+    if (type == "node_status" && data["node"] == "loop" && data["status"] == "running") {
+      faults = minor_faults();
+      cpu = thread_cpu_seconds();
+    } else if (type == "node_status" && data["node"] == "loop" && data["status"] == "completed") {
       loop_seconds = data["seconds"].get<double>();
+      out.result.cpu_seconds = thread_cpu_seconds() - cpu;
+      out.result.faults = minor_faults() - faults;
+    }
+    else if (type == "progress" && data["step"] == 1)
+      out.result.first_batch_loss = data["loss"].get<double>();
+    else if (type == "metric" && data["name"] == "train_loss" && data["step"] == 1)
+      out.result.first_epoch_loss = data["value"].get<double>();
   };
   auto outcome = cdui::runtime::execute(graph, ctx);
+  if (alloc.engine == nullptr)
+    alloc.engine = c10::GetCPUAllocator();
   if (outcome.status != cdui::run_status::succeeded || loop_seconds < 0)
     throw std::runtime_error("the TrainingLoop run did not complete: " + outcome.error);
   auto metrics = nlohmann::json::parse(outcome.final_metrics).at("loop");
   out.result.seconds = loop_seconds;
   out.result.steps = metrics.at("total_steps").get<std::int64_t>();
-  if (metrics.at("total_epochs_run").get<std::int64_t>() >= 1 && metrics.at("final_train_loss").is_number()) {
-    // final_train_loss is the mean of the last completed epoch; with max_steps < 2 epochs that
-    // is the first one.
-    out.result.first_epoch_loss = metrics.at("final_train_loss").get<double>();
-  }
   return out;
 }
 
@@ -312,28 +381,46 @@ int main(int argc, char** argv) try {
 
   auto data = load_train_split();
   auto graph = validated(opt.steps, opt.progress_ms);
-  if (opt.warmup > 0) {
-    auto warm = validated(opt.warmup, opt.progress_ms);
-    (void)run_bare(data, opt.warmup, opt.seed);
-    (void)run_loop(warm, dir, opt.seed);
+  allocators alloc;
+  {
+    // The TrainingLoop warm-up runs first, and always (one step at least): its execute() installs
+    // the engine's CPU allocator, which the benchmark must learn before it swaps allocators.
+    auto warm = validated(std::max<std::int64_t>(opt.warmup, 1), opt.progress_ms);
+    (void)run_loop(warm, dir, opt.seed, alloc);
+    if (opt.warmup > 0)
+      (void)run_bare(data, opt.warmup, opt.seed, alloc);
   }
+  std::printf("CPU allocator: bare side libtorch's default; TrainingLoop side %s\n",
+              alloc.engine == alloc.plain ? "libtorch's default too (the engine installed none)"
+                                          : "the one the engine installed (cdui's counting allocator)");
 
-  std::vector<double> bare_rates, loop_rates;
+  std::vector<double> bare_rates, loop_rates, pair_ratios, bare_cpu_rates, loop_cpu_rates;
   side_result last_bare, last_loop;
   std::int64_t events = 0;
+  auto rate = [](const side_result& x, double seconds) { return static_cast<double>(x.steps) / seconds; };
   for (int r = 1; r <= opt.rounds; ++r) {
-    last_bare = run_bare(data, opt.steps, opt.seed);
+    // Odd rounds run bare first, even rounds TrainingLoop first, so neither side always follows
+    // the other.
+    loop_run l;
+    if (r % 2 == 1)
+      last_bare = run_bare(data, opt.steps, opt.seed, alloc);
+    l = run_loop(graph, dir, opt.seed, alloc);
     at::set_num_threads(1);
-    auto l = run_loop(graph, dir, opt.seed);
-    at::set_num_threads(1);
+    if (r % 2 == 0)
+      last_bare = run_bare(data, opt.steps, opt.seed, alloc);
     last_loop = l.result;
     events = l.events;
     if (last_bare.steps != opt.steps || last_loop.steps != opt.steps)
       throw std::runtime_error("a side ran another number of steps than --steps");
-    bare_rates.push_back(static_cast<double>(last_bare.steps) / last_bare.seconds);
-    loop_rates.push_back(static_cast<double>(last_loop.steps) / last_loop.seconds);
-    std::printf("round %d: bare %.0f steps/s, TrainingLoop %.0f steps/s (%.3f)\n", r,
-                bare_rates.back(), loop_rates.back(), loop_rates.back() / bare_rates.back());
+    bare_rates.push_back(rate(last_bare, last_bare.seconds));
+    loop_rates.push_back(rate(last_loop, last_loop.seconds));
+    pair_ratios.push_back(loop_rates.back() / bare_rates.back());
+    bare_cpu_rates.push_back(rate(last_bare, last_bare.cpu_seconds));
+    loop_cpu_rates.push_back(rate(last_loop, last_loop.cpu_seconds));
+    std::printf("round %d: bare %.0f steps/s, TrainingLoop %.0f steps/s (%.3f); per CPU-second:"
+                " bare %.0f, TrainingLoop %.0f (%.3f)\n",
+                r, bare_rates.back(), loop_rates.back(), pair_ratios.back(), bare_cpu_rates.back(),
+                loop_cpu_rates.back(), loop_cpu_rates.back() / bare_cpu_rates.back());
     std::fflush(stdout);
   }
   std::filesystem::remove_all(dir);
@@ -341,10 +428,21 @@ int main(int argc, char** argv) try {
   auto bare = median(bare_rates);
   auto loop = median(loop_rates);
   std::printf("events per TrainingLoop run: %lld\n", static_cast<long long>(events));
+  std::printf("minor page faults per step (last round): bare %.2f, TrainingLoop %.2f\n",
+              static_cast<double>(last_bare.faults) / static_cast<double>(last_bare.steps),
+              static_cast<double>(last_loop.faults) / static_cast<double>(last_loop.steps));
+  std::printf("same computation: first-batch loss bare %.9f, TrainingLoop %.9f (%s)\n",
+              last_bare.first_batch_loss, last_loop.first_batch_loss,
+              last_bare.first_batch_loss == last_loop.first_batch_loss ? "identical" : "DIFFERENT");
   if (!std::isnan(last_bare.first_epoch_loss) && !std::isnan(last_loop.first_epoch_loss))
     std::printf("same computation: first-epoch mean loss bare %.9f, TrainingLoop %.9f (%s)\n",
                 last_bare.first_epoch_loss, last_loop.first_epoch_loss,
                 last_bare.first_epoch_loss == last_loop.first_epoch_loss ? "identical" : "DIFFERENT");
+  std::printf("per CPU-second of the training thread (steadier on a busy machine): bare %.0f,"
+              " TrainingLoop %.0f, ratio %.3f\n",
+              median(bare_cpu_rates), median(loop_cpu_rates),
+              median(loop_cpu_rates) / median(bare_cpu_rates));
+  std::printf("median of the per-round ratios: %.3f\n", median(pair_ratios));
   std::printf("bare libtorch: %.0f steps/s (median of %d)\n", bare, opt.rounds);
   std::printf("TrainingLoop: %.0f steps/s (median of %d)\n", loop, opt.rounds);
   std::printf("ratio TrainingLoop/bare: %.3f (goal >= 0.95)\n", loop / bare);
