@@ -24,6 +24,12 @@ using validation_result = std::variant<validated_graph, std::vector<graph_error>
 [[nodiscard]] validation_result validate_graph(std::string_view json_text,
                                                const node_registry& registry = builtin_registry());
 
+/// The same for a std::string (which would otherwise convert to both string_view and json).
+[[nodiscard]] inline validation_result validate_graph(const std::string& json_text,
+                                                      const node_registry& registry = builtin_registry()) {
+  return validate_graph(std::string_view{json_text}, registry);
+}
+
 /// The same, for JSON already parsed.
 [[nodiscard]] validation_result validate_graph(const nlohmann::json& doc,
                                                const node_registry& registry = builtin_registry());
