@@ -53,6 +53,8 @@
 #include <zlib.h>
 
 #include "runtime/engine.hpp"
+#include "runtime/node_call.hpp"
+#include "runtime/nodes/values.hpp"
 #include "runtime/validate.hpp"
 
 namespace {
@@ -73,6 +75,8 @@ struct options {
   std::int64_t warmup = 200;
   std::uint64_t seed = 42;
   std::int64_t progress_ms = 100;  // TrainingLoop's default
+  bool reuse_data = false;  // bare side: one dataset for the whole process instead of one per round
+  bool bare_node = false;   // a third side: the bare loop as a graph node (BenchBareLoop)
 };
 
 options parse_args(int argc, char** argv) {
@@ -94,9 +98,17 @@ options parse_args(int argc, char** argv) {
       o.seed = std::stoull(next());
     else if (a == "--progress-ms")
       o.progress_ms = std::stoll(next());
+    else if (a == "--reuse-data")
+      o.reuse_data = true;
+    else if (a == "--bare-node")
+      o.bare_node = true;
     else if (a == "-h" || a == "--help") {
       std::cout << "usage: bench_training_loop [--rounds R=5] [--steps N=2000] [--warmup W=200]"
-                   " [--seed S=42] [--progress-ms P=100]\n";
+                   " [--seed S=42] [--progress-ms P=100] [--reuse-data] [--bare-node]\n"
+                   "  --reuse-data  the bare side trains on one dataset loaded at start (default: a\n"
+                   "                dataset loaded afresh each round, as the graph's Dataset node does)\n"
+                   "  --bare-node   also time the bare loop run as a graph node after the same\n"
+                   "                Dataset/DataLoader/Model nodes: isolates TrainingLoop's own code\n";
       std::exit(0);
     } else {
       throw std::runtime_error("unknown argument " + a);
@@ -217,15 +229,12 @@ torch::nn::Sequential make_model(at::Generator& gen) {
   return net;
 }
 
-side_result run_bare(const dataset& data, std::int64_t max_steps, std::uint64_t seed,
-                     const allocators& alloc) {
-  alloc.use_plain();
-  // Not timed: the model (in the graph, this is the Model node's work).
-  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
-  auto net = make_model(gen);
-  const auto n = data.inputs.size(0);
+/// The timed part of the bare loop: build AdamW, then train `net` for max_steps batches drawn
+/// from `gen`, as a practitioner writes it.
+side_result bare_loop(const at::Tensor& inputs, const at::Tensor& targets, torch::nn::Sequential& net,
+                      at::Generator& gen, std::int64_t max_steps) {
+  const auto n = inputs.size(0);
   const auto batches = (n + batch_size - 1) / batch_size;
-
   side_result r;
   auto faults = minor_faults();
   auto cpu = thread_cpu_seconds();
@@ -239,8 +248,8 @@ side_result run_bare(const dataset& data, std::int64_t max_steps, std::uint64_t 
     std::int64_t samples = 0;
     for (std::int64_t b = 0; b < batches; ++b) {
       auto idx = order.narrow(0, b * batch_size, std::min(batch_size, n - b * batch_size));
-      auto x = data.inputs.index_select(0, idx);
-      auto y = data.targets.index_select(0, idx);
+      auto x = inputs.index_select(0, idx);
+      auto y = targets.index_select(0, idx);
       optimizer.zero_grad();
       auto loss = torch::nn::functional::cross_entropy(net->forward(x), y);
       loss.backward();
@@ -262,6 +271,21 @@ side_result run_bare(const dataset& data, std::int64_t max_steps, std::uint64_t 
   r.cpu_seconds = thread_cpu_seconds() - cpu;
   r.faults = minor_faults() - faults;
   return r;
+}
+
+/// `shared`: the dataset to train on, or null to load one afresh (not timed), as a program that
+/// loads its data and then trains does, and as each TrainingLoop round's Dataset node does.
+side_result run_bare(const dataset* shared, std::int64_t max_steps, std::uint64_t seed,
+                     const allocators& alloc) {
+  alloc.use_plain();
+  dataset fresh;
+  if (shared == nullptr)
+    fresh = load_train_split();
+  const auto& data = shared != nullptr ? *shared : fresh;
+  // Not timed: the model (in the graph, this is the Model node's work).
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  auto net = make_model(gen);
+  return bare_loop(data.inputs, data.targets, net, gen, max_steps);
 }
 
 // ---- the TrainingLoop side ---------------------------------------------------------------------
@@ -298,8 +322,48 @@ nlohmann::json graph_json(std::int64_t max_steps, std::int64_t progress_ms) {
   return g;
 }
 
-cdui::runtime::validated_graph validated(std::int64_t max_steps, std::int64_t progress_ms) {
-  auto result = cdui::runtime::validate_graph(graph_json(max_steps, progress_ms));
+/// What the BenchBareLoop node measured in its last run.
+side_result bare_node_result;
+
+/// The built-in nodes plus BenchBareLoop: the bare loop as a graph node, fed by the same Dataset,
+/// DataLoader and Model nodes as TrainingLoop, on the engine's allocator. It runs the bare loop in
+/// exactly the memory state a TrainingLoop run has (a dataset and a model built just before), so
+/// TrainingLoop vs BenchBareLoop isolates the TrainingLoop node's own code.
+const cdui::runtime::node_registry& bench_registry() {
+  static const cdui::runtime::node_registry registry = [] {
+    namespace rt = cdui::runtime;
+    rt::node_registry r = rt::builtin_registry();
+    rt::node_spec spec;
+    spec.type = "BenchBareLoop";
+    spec.help = "bench_training_loop's bare loop as a node";
+    spec.params = {{"max_steps", rt::param_kind::integer, 1, 1, INFINITY, {}, ""}};
+    spec.inputs = {{"model", "model", true, ""}, {"dataloader", "dataloader", true, ""}};
+    spec.run = [](rt::node_call& call) -> rt::port_values {
+      auto model = call.input<cdui::runtime::nodes::model_value>("model");
+      auto loader = call.input<cdui::runtime::nodes::loader_value>("dataloader");
+      at::set_num_threads(1);
+      bare_node_result = bare_loop(loader->dataset->inputs, loader->dataset->targets, model->module,
+                                   call.rng(), call.int_param("max_steps"));
+      return {};
+    };
+    r.add(std::move(spec));
+    return r;
+  }();
+  return registry;
+}
+
+cdui::runtime::validated_graph validated(std::int64_t max_steps, std::int64_t progress_ms,
+                                         bool bare_node = false) {
+  auto doc = graph_json(max_steps, progress_ms);
+  if (bare_node) {
+    for (auto& n : doc["nodes"])
+      if (n["id"] == "loop")
+        n = {{"id", "loop"}, {"type", "BenchBareLoop"}, {"params", {{"max_steps", max_steps}}}};
+    auto& edges = doc["edges"];
+    for (auto e = edges.begin(); e != edges.end();)
+      e = ((*e)["to"] == "loop.loss_fn" || (*e)["to"] == "loop.optimizer") ? edges.erase(e) : e + 1;
+  }
+  auto result = cdui::runtime::validate_graph(doc, bench_registry());
   if (auto* errors = std::get_if<std::vector<cdui::runtime::graph_error>>(&result)) {
     std::string text = "benchmark graph is invalid:";
     for (const auto& e : *errors)
@@ -316,7 +380,6 @@ struct loop_run {
 
 loop_run run_loop(const cdui::runtime::validated_graph& graph, const std::filesystem::path& dir,
                   std::uint64_t seed, allocators& alloc) {
-  if (std::getenv("LOOP_PLAIN") && alloc.engine) alloc.use_plain(); else
   alloc.use_engine();
   loop_run out;
   double loop_seconds = -1.0;
@@ -356,6 +419,24 @@ loop_run run_loop(const cdui::runtime::validated_graph& graph, const std::filesy
   return out;
 }
 
+side_result run_bare_node(const cdui::runtime::validated_graph& graph,
+                          const std::filesystem::path& dir, std::uint64_t seed, allocators& alloc) {
+  alloc.use_engine();
+  cdui::runtime::run_context ctx;
+  ctx.run_id = "bench-bare-node";
+  ctx.run_dir = dir;
+  ctx.seed = seed;
+  ctx.num_threads = 1;
+  ctx.stop = std::make_shared<std::atomic<bool>>(false);
+  std::int64_t events = 0;
+  ctx.emit = [&](const std::string&, const nlohmann::json&) { ++events; };
+  bare_node_result = {};
+  auto outcome = cdui::runtime::execute(graph, ctx);
+  if (outcome.status != cdui::run_status::succeeded)
+    throw std::runtime_error("the BenchBareLoop run did not complete: " + outcome.error);
+  return bare_node_result;
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   auto m = v.size() / 2;
@@ -379,8 +460,12 @@ int main(int argc, char** argv) try {
               static_cast<long long>(opt.progress_ms));
   std::fflush(stdout);
 
-  auto data = load_train_split();
+  dataset shared_data;
+  if (opt.reuse_data)
+    shared_data = load_train_split();
+  const dataset* shared = opt.reuse_data ? &shared_data : nullptr;
   auto graph = validated(opt.steps, opt.progress_ms);
+  auto node_graph = validated(opt.steps, opt.progress_ms, /*bare_node=*/true);
   allocators alloc;
   {
     // The TrainingLoop warm-up runs first, and always (one step at least): its execute() installs
@@ -388,29 +473,45 @@ int main(int argc, char** argv) try {
     auto warm = validated(std::max<std::int64_t>(opt.warmup, 1), opt.progress_ms);
     (void)run_loop(warm, dir, opt.seed, alloc);
     if (opt.warmup > 0)
-      (void)run_bare(data, opt.warmup, opt.seed, alloc);
+      (void)run_bare(shared, opt.warmup, opt.seed, alloc);
   }
-  std::printf("CPU allocator: bare side libtorch's default; TrainingLoop side %s\n",
+  std::printf("bare side: %s; CPU allocator: bare side libtorch's default, TrainingLoop side %s\n",
+              opt.reuse_data ? "one dataset loaded at start (--reuse-data)"
+                             : "a dataset loaded afresh (untimed) before each round, like the graph",
               alloc.engine == alloc.plain ? "libtorch's default too (the engine installed none)"
                                           : "the one the engine installed (cdui's counting allocator)");
 
-  std::vector<double> bare_rates, loop_rates, pair_ratios, bare_cpu_rates, loop_cpu_rates;
-  side_result last_bare, last_loop;
+  // Each round runs every side once; the side that goes first rotates from round to round, so no
+  // side always follows the same one.
+  enum side { bare_side, loop_side, node_side };
+  std::vector<side> sides{bare_side, loop_side};
+  if (opt.bare_node)
+    sides.push_back(node_side);
+  std::vector<double> bare_rates, loop_rates, node_rates, pair_ratios, node_pair_ratios;
+  std::vector<double> bare_cpu_rates, loop_cpu_rates;
+  side_result last_bare, last_loop, last_node;
   std::int64_t events = 0;
   auto rate = [](const side_result& x, double seconds) { return static_cast<double>(x.steps) / seconds; };
   for (int r = 1; r <= opt.rounds; ++r) {
-    // Odd rounds run bare first, even rounds TrainingLoop first, so neither side always follows
-    // the other.
-    loop_run l;
-    if (r % 2 == 1)
-      last_bare = run_bare(data, opt.steps, opt.seed, alloc);
-    l = run_loop(graph, dir, opt.seed, alloc);
-    at::set_num_threads(1);
-    if (r % 2 == 0)
-      last_bare = run_bare(data, opt.steps, opt.seed, alloc);
-    last_loop = l.result;
-    events = l.events;
-    if (last_bare.steps != opt.steps || last_loop.steps != opt.steps)
+    for (std::size_t k = 0; k < sides.size(); ++k) {
+      switch (sides[(k + static_cast<std::size_t>(r) - 1) % sides.size()]) {
+      case bare_side:
+        last_bare = run_bare(shared, opt.steps, opt.seed, alloc);
+        break;
+      case loop_side: {
+        auto l = run_loop(graph, dir, opt.seed, alloc);
+        last_loop = l.result;
+        events = l.events;
+        break;
+      }
+      case node_side:
+        last_node = run_bare_node(node_graph, dir, opt.seed, alloc);
+        break;
+      }
+      at::set_num_threads(1);
+    }
+    if (last_bare.steps != opt.steps || last_loop.steps != opt.steps
+        || (opt.bare_node && last_node.steps != opt.steps))
       throw std::runtime_error("a side ran another number of steps than --steps");
     bare_rates.push_back(rate(last_bare, last_bare.seconds));
     loop_rates.push_back(rate(last_loop, last_loop.seconds));
@@ -418,9 +519,15 @@ int main(int argc, char** argv) try {
     bare_cpu_rates.push_back(rate(last_bare, last_bare.cpu_seconds));
     loop_cpu_rates.push_back(rate(last_loop, last_loop.cpu_seconds));
     std::printf("round %d: bare %.0f steps/s, TrainingLoop %.0f steps/s (%.3f); per CPU-second:"
-                " bare %.0f, TrainingLoop %.0f (%.3f)\n",
+                " bare %.0f, TrainingLoop %.0f (%.3f)",
                 r, bare_rates.back(), loop_rates.back(), pair_ratios.back(), bare_cpu_rates.back(),
                 loop_cpu_rates.back(), loop_cpu_rates.back() / bare_cpu_rates.back());
+    if (opt.bare_node) {
+      node_rates.push_back(rate(last_node, last_node.seconds));
+      node_pair_ratios.push_back(loop_rates.back() / node_rates.back());
+      std::printf("; bare-as-node %.0f steps/s", node_rates.back());
+    }
+    std::printf("\n");
     std::fflush(stdout);
   }
   std::filesystem::remove_all(dir);
@@ -438,6 +545,10 @@ int main(int argc, char** argv) try {
     std::printf("same computation: first-epoch mean loss bare %.9f, TrainingLoop %.9f (%s)\n",
                 last_bare.first_epoch_loss, last_loop.first_epoch_loss,
                 last_bare.first_epoch_loss == last_loop.first_epoch_loss ? "identical" : "DIFFERENT");
+  if (opt.bare_node)
+    std::printf("bare-as-node: %.0f steps/s (median of %d); TrainingLoop/bare-as-node: %.3f, median"
+                " of the per-round ratios %.3f\n",
+                median(node_rates), opt.rounds, loop / median(node_rates), median(node_pair_ratios));
   std::printf("per CPU-second of the training thread (steadier on a busy machine): bare %.0f,"
               " TrainingLoop %.0f, ratio %.3f\n",
               median(bare_cpu_rates), median(loop_cpu_rates),
