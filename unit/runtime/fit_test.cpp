@@ -11,7 +11,8 @@ using namespace cdui::runtime;
 namespace {
 
 /// A wide moons MLP whose activations grow visibly with the batch.
-validated_graph wide_moons(std::int64_t batch, std::int64_t accumulate) {
+validated_graph wide_moons(std::int64_t batch, std::int64_t accumulate,
+                           const std::string& precision = "fp32") {
   json g = {
     {"nodes",
      {{{"id", "data"}, {"type", "Dataset"}, {"params", {{"name", "moons"}, {"n_samples", 1024}}}},
@@ -27,7 +28,7 @@ validated_graph wide_moons(std::int64_t batch, std::int64_t accumulate) {
            {{"type", "Linear"}, {"out_features", 2}}}}}}},
       {{"id", "loss"}, {"type", "Loss"}},
       {{"id", "opt"}, {"type", "Optimizer"}, {"params", {{"name", "sgd"}, {"lr", 0.01}}}},
-      {{"id", "loop"}, {"type", "TrainingLoop"}, {"params", {{"accumulate_steps", accumulate}}}},
+      {{"id", "loop"}, {"type", "TrainingLoop"}, {"params", {{"accumulate_steps", accumulate}, {"precision", precision}}}},
       {{"id", "eval"}, {"type", "EvaluateModel"}}}},
     {"edges",
      {{{"from", "data.dataset"}, {"to", "loader.dataset"}},
@@ -85,6 +86,20 @@ BOOST_AUTO_TEST_CASE(a_budget_below_one_sample_fits_nothing) {
   BOOST_TEST(r.largest_batch == 0);
   BOOST_REQUIRE(r.probes.size() == 1u);
   BOOST_TEST(!r.probes.front().fits);
+}
+
+BOOST_AUTO_TEST_CASE(bf16_holds_fewer_activation_bytes_than_fp32) {
+  // The activation term: how much the peak grows from batch 32 to 256.
+  auto growth = [](const fit_report& r) {
+    return r.probes.back().peak_bytes - r.probes[5].peak_bytes;  // batch 256 less batch 32
+  };
+  auto fp32 = fit_batch_size(wide_moons(256, 1, "fp32"), 1LL << 40);
+  auto bf16 = fit_batch_size(wide_moons(256, 1, "bf16"), 1LL << 40);
+  BOOST_REQUIRE(fp32.probes.size() == 9u && bf16.probes.size() == 9u);
+  BOOST_TEST(fp32.probes[5].batch_size == 32);
+  BOOST_TEST(growth(bf16) > 0);
+  BOOST_TEST(static_cast<double>(growth(bf16)) < 0.8 * static_cast<double>(growth(fp32)),
+             "bf16 " << growth(bf16) << " vs fp32 " << growth(fp32));
 }
 
 BOOST_AUTO_TEST_CASE(a_graph_without_a_training_loop_is_refused) {
