@@ -1,7 +1,8 @@
 // TrainingLoop steps/s against a bare libtorch loop written here: same model, same data, batch 64,
 // AdamW, one intra-op thread, measured alternately in one process.
 //
-//   bench_training_loop [--rounds R] [--steps N] [--warmup W] [--seed S] [--progress-ms P]
+//   bench_training_loop [--rounds R=5] [--steps N=2000] [--warmup W=200] [--seed S=42]
+//                       [--progress-ms P=100] [--reuse-data] [--bare-node]
 //
 // What is timed, and why it is fair:
 //  - TrainingLoop side: a graph Dataset -> DataLoader -> Model -> Loss/Optimizer -> TrainingLoop
@@ -11,21 +12,29 @@
 //    separate nodes, are excluded. What remains is everything the node pays for: building the
 //    optimizer, the per-batch work (shuffle, batch gather, forward/backward/step, loss.item,
 //    throttled progress events, the stop flag), the end-of-epoch metric and the optimizer-state
-//    snapshot it returns.
+//    snapshot it returns. The event sink only counts events (and reads the loop node's own
+//    node_status/progress/metric events for the timings and the checks below).
 //  - Bare side: the loop a practitioner writes by hand. The timer covers building the AdamW
 //    optimizer and the loop itself (randperm per epoch, index_select, zero_grad, forward,
-//    cross_entropy, backward, step, loss.item<double>()). The data is read once, outside the timer.
+//    cross_entropy, backward, step, loss.item<double>()). Before each round it loads Fashion-MNIST
+//    afresh, outside the timer, as the graph's Dataset node does before each TrainingLoop: a loop
+//    over a dataset that has sat in memory for the whole process runs 3-9% faster on this VM than
+//    one over a dataset loaded just before, whoever runs it (--reuse-data shows that).
+//  - Allocators: the engine installs cdui's counting CPU allocator process-wide; the bare side
+//    swaps libtorch's default back in for its rounds (see `allocators`).
 //  - Both sides start each round from the same weights: the bare side initialises its layers from
 //    a generator seeded like the engine's run generator, in the Model node's order, then draws its
 //    epoch permutations from that generator as TrainingLoop does. Both therefore do exactly the
 //    same arithmetic on the same batches, which the benchmark checks by comparing the loss of the
 //    first batch and the mean loss of the first epoch (when a round covers a whole epoch).
-//  - Rounds alternate the sides (bare, loop, loop, bare, bare, loop, ...: each round runs both,
-//    the first side flips every round) so that machine noise hits both; the median of each side
-//    is reported. A short warm-up of each side runs first and is not counted.
-//    Also printed: the median of the per-round ratios, steps per CPU-second of the training
-//    thread (CLOCK_THREAD_CPUTIME_ID; it leaves out time other processes hold the core) and minor
-//    page faults per step.
+//  - Each round runs both sides; the side that goes first alternates from round to round, so that
+//    machine noise hits both; the median of each side is reported. A short warm-up of each side
+//    runs first and is not counted. Also printed: the median of the per-round ratios, steps per
+//    CPU-second of the training thread (CLOCK_THREAD_CPUTIME_ID; it leaves out the time other
+//    processes hold the core) and minor page faults per step.
+//  - --bare-node adds a third side: the same bare loop as a graph node (BenchBareLoop, registered
+//    here) after the same Dataset/DataLoader/Model nodes, on the engine's allocator. TrainingLoop
+//    vs bare-as-node isolates the TrainingLoop node's own code from everything around it.
 //  - Page faults matter a lot on this kind of VM: with glibc's default 128 KiB mmap/trim
 //    thresholds each step maps its ~1 MB of temporaries afresh and the loop runs ~10x slower.
 //    glibc raises those thresholds itself once a mid-sized mmapped block is freed, which reading

@@ -9,8 +9,14 @@ Same data (Fashion-MNIST train split, normalised as cdui's Dataset node does), s
 Linear 784->256, ReLU, Linear 256->10) initialised the same way from a generator seeded like cdui's
 run generator, AdamW lr 1e-3 weight decay 0.01, batch 64, a new permutation every epoch drawn from
 that generator, one intra-op thread. The timer covers building the optimizer and the loop, as on
-the C++ bare side; the first-batch and first-epoch losses are printed so they can be compared with
-the C++ figures (same libtorch underneath, so they should agree).
+the C++ bare side; like it, each round trains on the data loaded afresh just before (untimed), unless
+--reuse-data. The first-batch and first-epoch losses are printed so they can be compared with the
+C++ figures (same libtorch underneath: they agree to the last digit).
+
+Minor page faults per step are printed too: with glibc's default malloc thresholds this process
+maps its ~1 MB of per-step temporaries afresh every step, which dominates its time on a VM where a
+fault is expensive. GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=268435456
+removes that (see docs/benchmarks.md).
 """
 import argparse
 import gzip
@@ -107,6 +113,10 @@ def main():
     ap.add_argument("--steps", type=int, default=2000)
     ap.add_argument("--warmup", type=int, default=200)
     ap.add_argument("--seed", type=int, default=42)
+    # Accepted so that bench/run.sh can pass the same arguments to both; meaningless here.
+    ap.add_argument("--progress-ms", type=int, default=100, help="C++ only; ignored")
+    ap.add_argument("--bare-node", action="store_true", help="C++ only; ignored")
+    ap.add_argument("--reuse-data", action="store_true", help="load the data once, not before each round")
     args = ap.parse_args()
     torch.set_num_threads(1)
     print(f"Python bare loop: torch {torch.__version__}, {torch.get_num_threads()} intra-op thread(s),"
@@ -116,6 +126,9 @@ def main():
         run(inputs, targets, args.warmup, args.seed)
     rates, cpu_rates = [], []
     for r in range(1, args.rounds + 1):
+        if not args.reuse_data:
+            inputs = targets = None
+            inputs, targets = load_train_split()
         seconds, cpu, steps, first_batch, first_epoch, faults = run(inputs, targets, args.steps, args.seed)
         rates.append(steps / seconds)
         cpu_rates.append(steps / cpu)
