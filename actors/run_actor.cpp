@@ -1,9 +1,9 @@
 #include "actors/run_actor.hpp"
 
 #include <chrono>
-#include <limits>
 
 #include <caf/all.hpp>
+#include <nlohmann/json.hpp>
 
 #include "messages/atoms.hpp"
 #include "messages/run_outcome.hpp"
@@ -22,22 +22,18 @@ std::int64_t now_ms() {
 
 event_batch events_after(const run_state& st, std::uint64_t cursor) {
   event_batch batch;
-  batch.finished = is_final(st.setup.info.status);
-  // Cursors are 1-based and gap-free: event k sits at index k - 1.
-  for (auto i = cursor; i < st.events.size() && batch.events.size() < max_events_per_answer; ++i)
-    batch.events.push_back(st.events[i]);
-  if (batch.events.size() < st.events.size() - std::min<std::size_t>(cursor, st.events.size()))
-    batch.finished = false;  // more to read first
+  batch.events = st.setup.store->events_after(st.setup.info.id, cursor, max_events_per_answer);
+  auto last_read = batch.events.empty() ? cursor : batch.events.back().cursor;
+  batch.finished = is_final(st.setup.info.status) && last_read >= st.last_cursor;
   return batch;
 }
 
 void wake_waiters(self_ptr self) {
   auto& st = self->state;
   bool ended = is_final(st.setup.info.status);
-  auto last = static_cast<std::uint64_t>(st.events.size());
   std::vector<event_waiter> still;
   for (auto& w : st.waiters) {
-    if (w.cursor < last || ended)
+    if (w.cursor < st.last_cursor || ended)
       w.promise.deliver(events_after(st, w.cursor));
     else
       still.push_back(std::move(w));
@@ -50,42 +46,101 @@ void wake_waiters(self_ptr self) {
   }
 }
 
-void append(self_ptr self, const std::string& type, std::string data) {
+void append_all(self_ptr self, std::vector<std::pair<std::string, std::string>> items) {
   auto& st = self->state;
-  run_event e;
-  e.cursor = st.events.size() + 1;
-  e.time_ms = now_ms();
-  e.type = type;
-  e.data = std::move(data);
-  st.setup.dir->append(e);
-  st.events.push_back(std::move(e));
+  if (items.empty())
+    return;
+  std::vector<run_event> events;
+  auto time = now_ms();
+  for (auto& [type, data] : items)
+    events.push_back({st.last_cursor + events.size() + 1, time, std::move(type), std::move(data)});
+  st.setup.store->append_events(st.setup.info.id, events);
+  st.last_cursor = events.back().cursor;
+  if (st.setup.dir)
+    for (const auto& e : events)
+      st.setup.dir->append(e);
+}
+
+void append(self_ptr self, const std::string& type, std::string data) {
+  append_all(self, {{type, std::move(data)}});
+}
+
+/// Stores what the executor has emitted so far.
+void flush(self_ptr self) {
+  std::vector<std::pair<std::string, std::string>> items;
+  {
+    std::lock_guard lock{self->state.buffer->mutex};
+    items.swap(self->state.buffer->pending);
+  }
+  append_all(self, std::move(items));
+}
+
+/// Records the files a run left in its folder's checkpoints/ as its artifacts.
+void record_artifacts(const run_state& st) {
+  if (!st.setup.dir)
+    return;
+  std::error_code ec;
+  auto root = st.setup.dir->path();
+  for (std::filesystem::recursive_directory_iterator i{st.setup.dir->checkpoints(), ec}, end;
+       !ec && i != end; i.increment(ec)) {
+    if (i->is_regular_file(ec))
+      st.setup.store->add_artifact(
+        st.setup.info.id,
+        {std::filesystem::relative(i->path(), root, ec).string(), i->file_size(ec)});
+  }
 }
 
 void finish(self_ptr self, const run_outcome& outcome) {
   auto& st = self->state;
+  if (st.executor.joinable())
+    st.executor.join();
+  flush(self);
   st.setup.info.status = outcome.status;
   st.setup.info.error = outcome.error;
   st.setup.info.final_metrics = outcome.final_metrics;
   st.setup.info.finished_ms = now_ms();
-  if (st.executor.joinable())
-    st.executor.join();
+  st.setup.info.queue_position = 0;
+  record_artifacts(st);
+  st.setup.store->update(st.setup.info);
   wake_waiters(self);
+  self->send(st.queue, atoms::ended::value, st.setup.info.id);
 }
 
 void start(self_ptr self) {
   auto& st = self->state;
   st.setup.info.status = run_status::running;
   st.setup.info.started_ms = now_ms();
+  st.setup.info.queue_position = 0;
+  st.setup.store->update(st.setup.info);
   auto ctx = st.setup.context;
   ctx.stop = st.stop;
+  ctx.interrupt = st.interrupt;
+  if (ctx.execution_cache || ctx.weights_persistent || ctx.record_outputs)
+    ctx.stores = std::make_shared<store_client>(self->system(), st.setup.stores, st.setup.session,
+                                                st.setup.info.id);
   caf::actor me = caf::actor_cast<caf::actor>(self);
-  ctx.emit = [me](const std::string& type, const nlohmann::json& data) {
-    caf::anon_send(me, atoms::append::value, type, data.dump());
+  ctx.emit = [me, buffer = st.buffer](const std::string& type, const nlohmann::json& data) {
+    bool was_empty = false;
+    {
+      std::lock_guard lock{buffer->mutex};
+      was_empty = buffer->pending.empty();
+      buffer->pending.emplace_back(type, data.dump());
+    }
+    if (was_empty)
+      caf::anon_send(me, atoms::flush::value);
   };
   st.executor = std::thread([me, graph = st.setup.graph, ctx = std::move(ctx)] {
     auto outcome = runtime::execute(*graph, ctx);
     caf::anon_send(me, atoms::finished::value, outcome);
   });
+  wake_waiters(self);
+}
+
+/// Ends a run that never started.
+void end_unstarted(self_ptr self, run_status status, const std::string& reason) {
+  nlohmann::json data{{"reason", reason}};
+  append(self, "execution_stopped", data.dump());
+  finish(self, run_outcome{status, status == run_status::cancelled ? "" : reason, "{}"});
 }
 
 } // namespace
@@ -99,18 +154,23 @@ run_state::~run_state() {
   }
 }
 
-caf::behavior run_actor(self_ptr self, run_setup setup, caf::actor slot) {
+void append_stored_event(storage::run_store& store, storage::run_directory* dir,
+                         const std::string& run_id, const std::string& type,
+                         const std::string& data) {
+  run_event e{store.last_cursor(run_id) + 1, now_ms(), type, data};
+  store.append_event(run_id, e);
+  if (dir)
+    dir->append(e);
+}
+
+caf::behavior run_actor(self_ptr self, run_setup setup, caf::actor queue) {
   self->state.setup = std::move(setup);
-  self->state.slot = std::move(slot);
+  self->state.queue = std::move(queue);
+  self->state.last_cursor = self->state.setup.store->last_cursor(self->state.setup.info.id);
   return {
-    [=](atoms::grant, const std::string& key) {
-      auto& st = self->state;
-      st.slot_key = key;
-      if (st.stop->load()) {
-        // Cancelled while the grant was on its way: give the slot straight back and end here.
-        self->send(st.slot, atoms::release::value, st.setup.info.id);
-        append(self, "execution_stopped", R"({"reason":"cancelled before it started"})");
-        finish(self, run_outcome{run_status::cancelled, "", "{}"});
+    [=](atoms::grant, const std::string&) {
+      if (self->state.stop->load()) {
+        end_unstarted(self, run_status::cancelled, "cancelled before it started");
         return;
       }
       start(self);
@@ -119,32 +179,33 @@ caf::behavior run_actor(self_ptr self, run_setup setup, caf::actor slot) {
       append(self, type, std::move(data));
       wake_waiters(self);
     },
-    [=](atoms::finished, const run_outcome& outcome) {
-      self->send(self->state.slot, atoms::release::value, self->state.setup.info.id);
-      finish(self, outcome);
+    [=](atoms::flush) {
+      flush(self);
+      wake_waiters(self);
     },
-    [=](atoms::cancel) -> caf::result<bool> {
+    [=](atoms::finished, const run_outcome& outcome) { finish(self, outcome); },
+    [=](atoms::cancel, bool dequeued) {
+      // The queue took the run out of its queue: it never starts.
       auto& st = self->state;
-      if (is_final(st.setup.info.status) || st.stop->load())
+      if (is_final(st.setup.info.status))
         return false;
       st.stop->store(true);
-      if (st.setup.info.status == run_status::running)
-        return true;
-      auto rp = self->make_response_promise<bool>();
-      self->request(st.slot, caf::infinite, atoms::dequeue::value, st.setup.info.id)
-        .then([=](bool removed) mutable {
-          if (removed) {
-            append(self, "execution_stopped", R"({"reason":"cancelled before it started"})");
-            finish(self, run_outcome{run_status::cancelled, "", "{}"});
-          }
-          rp.deliver(true);
-        });
-      return rp;
+      if (dequeued)
+        end_unstarted(self, run_status::cancelled, "cancelled before it started");
+      return true;
+    },
+    [=](atoms::interrupt) {
+      auto& st = self->state;
+      if (is_final(st.setup.info.status))
+        return false;
+      st.interrupt->store(true);
+      st.stop->store(true);
+      return true;
     },
     [=](atoms::info) { return self->state.setup.info; },
     [=](atoms::events, std::uint64_t cursor, std::uint32_t wait_ms) -> caf::result<event_batch> {
       auto& st = self->state;
-      if (cursor < st.events.size() || is_final(st.setup.info.status) || wait_ms == 0)
+      if (cursor < st.last_cursor || is_final(st.setup.info.status) || wait_ms == 0)
         return events_after(st, cursor);
       auto id = st.next_waiter++;
       auto rp = self->make_response_promise();
@@ -168,6 +229,19 @@ caf::behavior run_actor(self_ptr self, run_setup setup, caf::actor slot) {
       self->state.end_waiters.push_back(self->make_response_promise());
       return caf::delegated<run_info>{};
     },
+    [=](atoms::status) {
+      const auto& st = self->state;
+      nlohmann::json j{{"kind", "run"},
+                       {"id", st.setup.info.id},
+                       {"mailbox", self->mailbox().size()},
+                       {"state",
+                        {{"status", to_string(st.setup.info.status)},
+                         {"device", st.setup.info.queue_key},
+                         {"events", st.last_cursor},
+                         {"long_polls", st.waiters.size()}}}};
+      return j.dump();
+    },
+    [=](atoms::quit) { self->quit(); },
   };
 }
 

@@ -3,18 +3,22 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <caf/actor.hpp>
 #include <caf/fwd.hpp>
 #include <caf/response_promise.hpp>
 #include <caf/stateful_actor.hpp>
 
+#include "actors/store_client.hpp"
 #include "messages/run_event.hpp"
 #include "messages/run_request.hpp"
 #include "runtime/engine.hpp"
 #include "storage/run_directory.hpp"
+#include "storage/run_store.hpp"
 
 namespace cdui::actors {
 
@@ -23,24 +27,38 @@ struct run_setup {
   run_info info;
   std::shared_ptr<const runtime::validated_graph> graph;
   std::shared_ptr<storage::run_directory> dir;
-  runtime::run_context context;  // all but emit and stop, which the actor fills in
+  std::shared_ptr<storage::run_store> store;
+  runtime::run_context context;  // all but emit, stop, interrupt and stores, which the actor fills in
+  /// The server's stores, which the run uses when its context's flags say so.
+  store_handles stores;
+  /// The editor session of an interactive run (its execution cache); empty otherwise.
+  std::string session;
 };
 
-/// Someone waiting for events after `cursor` (or, with cursor = max, for the run's end).
+/// Someone waiting for events after `cursor`.
 struct event_waiter {
   std::uint64_t id;
   std::uint64_t cursor;
   caf::response_promise promise;
 };
 
+/// Events the executor thread has emitted and the actor has not stored yet. The executor posts a
+/// (flush) only when it finds the buffer empty, so a fast loop costs one message and one commit
+/// per batch of events, and the actor's mailbox cannot grow without bound.
+struct event_buffer {
+  std::mutex mutex;
+  std::vector<std::pair<std::string, std::string>> pending;  // type, data
+};
+
 struct run_state {
   run_setup setup;
-  std::vector<run_event> events;
+  caf::actor queue;
+  std::uint64_t last_cursor = 0;
   std::vector<event_waiter> waiters;
   std::vector<caf::response_promise> end_waiters;
   std::shared_ptr<std::atomic<bool>> stop = std::make_shared<std::atomic<bool>>(false);
-  caf::actor slot;
-  std::string slot_key;
+  std::shared_ptr<std::atomic<bool>> interrupt = std::make_shared<std::atomic<bool>>(false);
+  std::shared_ptr<event_buffer> buffer = std::make_shared<event_buffer>();
   std::thread executor;
   std::uint64_t next_waiter = 0;
   ~run_state();
@@ -50,12 +68,19 @@ struct run_state {
 /// Most events one answer carries; a reader asks again from the last cursor.
 inline constexpr std::size_t max_events_per_answer = 1000;
 
-/// One run: queued -> running -> succeeded | failed | cancelled, and its event log. A grant from its
-/// device slot starts the engine on a thread of its own (never on a CAF scheduler thread); the
-/// thread posts events and the outcome back as messages.
-/// Protocol: (grant, slot key); (append, type, data); (finished, run_outcome);
-/// (cancel) -> bool; (info) -> run_info; (events, cursor, wait_ms) -> event_batch;
-/// (wait) -> run_info once the run has ended.
-caf::behavior run_actor(caf::stateful_actor<run_state>* self, run_setup setup, caf::actor slot);
+/// One run: queued -> running -> succeeded | failed | cancelled | interrupted. Every event and
+/// status change is in the run store before anyone is told. A grant starts the engine on a thread
+/// of its own (never on a CAF scheduler thread); the thread posts events and the outcome back as
+/// messages. When the run has ended it tells the queue (ended, id) and quits on (quit).
+/// Protocol: (grant, key); (append, type, data); (flush); (finished, run_outcome); (cancel) -> bool (queued
+/// runs are cancelled by the queue first, with (cancel, true)); (interrupt) -> bool;
+/// (info) -> run_info; (events, cursor, wait_ms) -> event_batch; (wait) -> run_info once ended;
+/// (status) -> JSON text.
+caf::behavior run_actor(caf::stateful_actor<run_state>* self, run_setup setup, caf::actor queue);
+
+/// Appends an event to a run that has no actor (a restart's bookkeeping), with the next cursor.
+void append_stored_event(storage::run_store& store, storage::run_directory* dir,
+                         const std::string& run_id, const std::string& type,
+                         const std::string& data);
 
 } // namespace cdui::actors

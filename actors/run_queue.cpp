@@ -4,9 +4,10 @@
 #include <random>
 
 #include <caf/all.hpp>
+#include <nlohmann/json.hpp>
 
-#include "actors/device_slot.hpp"
 #include "actors/run_actor.hpp"
+#include "actors/run_options.hpp"
 #include "messages/atoms.hpp"
 #include "messages/run_outcome.hpp"
 #include "runtime/validate.hpp"
@@ -17,7 +18,13 @@ namespace {
 
 using self_ptr = caf::stateful_actor<run_queue_state>*;
 
-std::string new_run_id(const std::filesystem::path& home) {
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+           std::chrono::system_clock::now().time_since_epoch())
+    .count();
+}
+
+std::string new_run_id(const run_queue_state& st) {
   static std::mt19937_64 gen{std::random_device{}()};
   static const char* hex = "0123456789abcdef";
   for (;;) {
@@ -25,13 +32,13 @@ std::string new_run_id(const std::filesystem::path& home) {
     auto bits = gen();
     for (int i = 0; i < 8; ++i, bits >>= 4)
       id += hex[bits & 0xf];
-    if (!std::filesystem::exists(home / "runs" / id))
+    if (!std::filesystem::exists(st.cfg.home / "runs" / id) && !st.cfg.store->find(id))
       return id;
   }
 }
 
-/// The device a run queues for: its option, else the first device a node of the graph names, else
-/// the CPU. Returns the canonical key, or the refusal's sentence.
+/// The device a single-device run queues for: its option, else the first device a node of the
+/// graph names, else the CPU. Returns the canonical key, or the refusal's sentence.
 std::variant<devices::resolved_device, std::string>
 queue_device(const run_request& req, const runtime::validated_graph& g,
              const devices::host_inventory& host) {
@@ -54,108 +61,378 @@ queue_device(const run_request& req, const runtime::validated_graph& g,
   return devices::resolve_device(std::get<devices::device_spec>(parsed), host.counts());
 }
 
-caf::actor slot_for(self_ptr self, const std::string& key) {
-  auto& slots = self->state.slots;
-  if (auto i = slots.find(key); i != slots.end())
-    return i->second;
-  int limit = devices::accelerator_slot_limit;
-  for (const auto& d : self->state.host.devices())
-    if (d.name == key)
-      limit = d.slot_limit;
-  auto slot = self->spawn(device_slot, key, limit);
-  slots.emplace(key, slot);
-  return slot;
+/// The keys of a device set: each must name a device this server offers, exactly.
+std::variant<std::vector<std::string>, std::string>
+device_set_keys(const std::vector<std::string>& set, const devices::host_inventory& host) {
+  std::vector<std::string> keys;
+  std::string offered;
+  for (const auto& d : host.devices())
+    offered += (offered.empty() ? "" : ", ") + d.name;
+  for (const auto& text : set) {
+    auto parsed = devices::parse_device(text);
+    std::optional<std::string> key;
+    if (auto* spec = std::get_if<devices::device_spec>(&parsed); spec && !spec->malformed) {
+      auto resolved = devices::resolve_device(*spec, host.counts());
+      if (!resolved.fallback_warning)
+        key = resolved.name;
+    }
+    if (!key || std::none_of(host.devices().begin(), host.devices().end(),
+                             [&](const auto& d) { return d.name == *key; }))
+      return "option 'target.devices': this server does not offer " + text + " (it offers "
+             + offered + ")";
+    keys.push_back(*key);
+  }
+  return keys;
+}
+
+/// A run ready to be handed to its actor.
+struct prepared_run {
+  run_setup setup;
+  std::vector<std::string> keys;
+  std::optional<std::string> warning;
+};
+
+std::variant<prepared_run, submit_result> prepare(self_ptr self, const run_request& req) {
+  auto& st = self->state;
+  auto checked = runtime::validate_graph(std::string_view{req.graph_json});
+  if (auto* errors = std::get_if<std::vector<runtime::graph_error>>(&checked))
+    return submit_result{"", runtime::to_string(*errors)};
+  prepared_run p;
+  auto graph = std::make_shared<runtime::validated_graph>(
+    std::move(std::get<runtime::validated_graph>(checked)));
+  std::string run_device;
+  if (!req.devices.empty()) {
+    auto keys = device_set_keys(req.devices, st.cfg.host);
+    if (auto* refusal = std::get_if<std::string>(&keys))
+      return submit_result{"", *refusal};
+    p.keys = std::get<std::vector<std::string>>(keys);
+    run_device = p.keys.front();
+  } else {
+    auto device = queue_device(req, *graph, st.cfg.host);
+    if (auto* refusal = std::get_if<std::string>(&device))
+      return submit_result{"", *refusal};
+    auto resolved = std::get<devices::resolved_device>(device);
+    p.keys = {resolved.name};
+    // A node's device falls back with its own warning when it runs; warn here only for the option.
+    if (!req.device.empty()) {
+      p.warning = resolved.fallback_warning;
+      run_device = resolved.name;
+    }
+  }
+  if (req.lane == "interactive") {
+    if (static_cast<int>(st.interactive.size()) >= st.cfg.interactive_limit)
+      return submit_result{"",
+                           "the interactive lane is full: " + std::to_string(st.interactive.size())
+                             + " interactive runs are running (at most "
+                             + std::to_string(st.cfg.interactive_limit) + ", "
+                             + interactive_limit_env + "); queue the run or try again later",
+                           true};
+    for (const auto& [id, session] : st.interactive)
+      if (!req.session.empty() && session == req.session)
+        return submit_result{"", "editor session '" + req.session
+                                   + "' already has an interactive run (" + id + ")", true};
+  }
+  p.setup.graph = graph;
+  auto& ctx = p.setup.context;
+  ctx.device = run_device;
+  ctx.seed = req.has_seed ? req.seed : std::random_device{}();
+  ctx.num_threads = st.cfg.host.cores_per_run(p.keys.front());
+  ctx.host = st.cfg.host.counts();
+  ctx.deterministic = req.deterministic;
+  ctx.execution_cache = req.lane == "interactive" && !req.session.empty();
+  ctx.weights_persistent = req.weights_persistent;
+  ctx.record_outputs = req.record_outputs;
+  p.setup.store = st.cfg.store;
+  p.setup.stores = st.cfg.stores;
+  p.setup.session = req.session;
+  return p;
+}
+
+/// Hands a prepared run to a new actor and queues it (or, interactive, starts it at once).
+void launch(self_ptr self, prepared_run p, const run_request& req) {
+  auto& st = self->state;
+  auto id = p.setup.info.id;
+  p.setup.info.queue_key = p.keys.front();
+  p.setup.context.slot = p.keys.front();
+  p.setup.context.run_id = id;
+  p.setup.context.run_dir = p.setup.dir->path();
+  auto run = self->spawn(run_actor, std::move(p.setup), caf::actor_cast<caf::actor>(self));
+  if (p.warning) {
+    nlohmann::json data{{"kind", "device_fallback"}, {"message", *p.warning}};
+    self->send(run, atoms::append::value, std::string{"run_warning"}, data.dump());
+  }
+  st.runs.emplace(id, run);
+  if (req.lane == "interactive") {
+    st.interactive.emplace(id, req.session);
+    st.started.insert(id);
+    self->send(run, atoms::grant::value, std::string{"interactive"});
+    return;
+  }
+  st.slots.enqueue(id, p.keys);
+}
+
+void pump(self_ptr self) {
+  auto& st = self->state;
+  for (const auto& id : st.slots.admit()) {
+    st.started.insert(id);
+    if (auto i = st.runs.find(id); i != st.runs.end())
+      self->send(i->second, atoms::grant::value, id);
+  }
 }
 
 submit_result submit(self_ptr self, run_request& req) {
-  auto checked = runtime::validate_graph(std::string_view{req.graph_json});
-  if (auto* errors = std::get_if<std::vector<runtime::graph_error>>(&checked))
-    return {"", runtime::to_string(*errors)};
-  auto graph = std::make_shared<runtime::validated_graph>(
-    std::move(std::get<runtime::validated_graph>(checked)));
-  auto device = queue_device(req, *graph, self->state.host);
-  if (auto* refusal = std::get_if<std::string>(&device))
-    return {"", *refusal};
-  auto resolved = std::get<devices::resolved_device>(device);
-
-  run_setup setup;
-  setup.info.id = new_run_id(self->state.home);
-  setup.info.name = req.name;
-  setup.info.queue_key = resolved.name;
-  setup.info.created_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                            std::chrono::system_clock::now().time_since_epoch())
-                            .count();
+  auto& st = self->state;
+  if (st.shutting_down)
+    return {"", "the server is shutting down; submit the run again once it has restarted", true};
+  auto prepared = prepare(self, req);
+  if (auto* refusal = std::get_if<submit_result>(&prepared))
+    return *refusal;
+  auto& p = std::get<prepared_run>(prepared);
+  auto& info = p.setup.info;
+  info.id = new_run_id(st);
+  info.name = req.name;
+  info.queue_key = p.keys.front();
+  info.created_ms = now_ms();
+  info.options = options_json(req).dump();
   try {
-    setup.dir = std::make_shared<storage::run_directory>(self->state.home, setup.info.id,
-                                                         req.graph_json);
+    p.setup.dir = std::make_shared<storage::run_directory>(st.cfg.home, info.id, req.graph_json);
+    // Recorded before it is acknowledged: a crash after this line loses nothing.
+    st.cfg.store->insert({info, req.graph_json});
   } catch (const std::exception& e) {
-    return {"", std::string{"cannot create the run's folder: "} + e.what()};
+    return {"", std::string{"cannot record the run: "} + e.what()};
   }
-  setup.graph = graph;
-  auto& ctx = setup.context;
-  ctx.run_id = setup.info.id;
-  ctx.run_dir = setup.dir->path();
-  ctx.device = req.device.empty() ? "" : resolved.name;
-  ctx.seed = req.has_seed ? req.seed : std::random_device{}();
-  ctx.num_threads = self->state.host.cores_per_run(resolved.name);
-  ctx.host = self->state.host.counts();
-
-  auto id = setup.info.id;
-  auto slot = slot_for(self, resolved.name);
-  // A node's device falls back with its own warning when it runs; warn here only for the option.
-  auto warning = req.device.empty() ? std::nullopt : resolved.fallback_warning;
-  auto run = self->spawn(run_actor, std::move(setup), slot);
-  if (warning) {
-    nlohmann::json data{{"kind", "device_fallback"}, {"message", *warning}};
-    self->send(run, atoms::append::value, std::string{"run_warning"}, data.dump());
-  }
-  self->state.runs.emplace(id, run);
-  self->state.order.push_back(id);
-  self->send(slot, atoms::enqueue::value, id, run);
+  auto id = info.id;
+  launch(self, std::move(p), req);
+  pump(self);
   return {id, ""};
+}
+
+/// After a restart: runs that were running end interrupted; queued runs are queued again, in their
+/// original order.
+void resume(self_ptr self) {
+  auto& st = self->state;
+  for (auto& run : st.cfg.store->unfinished()) {
+    auto& info = run.info;
+    std::unique_ptr<storage::run_directory> dir;
+    try {
+      dir = std::make_unique<storage::run_directory>(st.cfg.home, info.id, run.graph_json);
+    } catch (const std::exception&) {
+    }
+    auto end = [&](run_status status, const std::string& reason) {
+      nlohmann::json data{{"reason", reason}};
+      append_stored_event(*st.cfg.store, dir.get(), info.id, "execution_stopped", data.dump());
+      info.status = status;
+      info.error = reason;
+      info.finished_ms = now_ms();
+      st.cfg.store->update(info);
+    };
+    if (info.status == run_status::running) {
+      end(run_status::interrupted, "the server stopped while the run was running");
+      continue;
+    }
+    run_request req;
+    req.graph_json = run.graph_json;
+    req.name = info.name;
+    auto options = nlohmann::json::parse(info.options, nullptr, false);
+    auto err = apply_options(options, req);
+    auto prepared = err.empty() ? prepare(self, req) : submit_result{"", err};
+    if (auto* refusal = std::get_if<submit_result>(&prepared)) {
+      end(run_status::failed, "could not be queued again after a restart: " + refusal->error);
+      continue;
+    }
+    auto& p = std::get<prepared_run>(prepared);
+    p.setup.info = info;
+    p.setup.dir = std::move(dir);
+    if (!p.setup.dir) {
+      end(run_status::failed, "could not be queued again after a restart: its folder is gone");
+      continue;
+    }
+    launch(self, std::move(p), req);
+  }
+  pump(self);
 }
 
 caf::error unknown_run(const std::string& id) {
   return caf::make_error(caf::sec::invalid_argument, "no run has the id '" + id + "'");
 }
 
+void maybe_drained(self_ptr self) {
+  auto& st = self->state;
+  if (!st.shutting_down || !st.started.empty())
+    return;
+  for (auto& rp : st.drained)
+    rp.deliver(true);
+  st.drained.clear();
+}
+
+nlohmann::json queue_status(self_ptr self) {
+  const auto& st = self->state;
+  nlohmann::json queues = nlohmann::json::array();
+  for (const auto& slot : st.slots.slots())
+    queues.push_back({{"device", slot.key},
+                      {"limit", slot.limit},
+                      {"running", slot.running},
+                      {"waiting", slot.waiting},
+                      {"queue_length", slot.waiting.size()}});
+  nlohmann::json lane = nlohmann::json::array();
+  for (const auto& [id, session] : st.interactive)
+    lane.push_back({{"run_id", id}, {"session", session}});
+  return {{"kind", "run_queue"},
+          {"mailbox", self->mailbox().size()},
+          {"state",
+           {{"queues", queues},
+            {"interactive", {{"limit", st.cfg.interactive_limit}, {"running", lane}}},
+            {"runs", st.runs.size()},
+            {"shutting_down", st.shutting_down}}}};
+}
+
 } // namespace
 
-caf::behavior run_queue(self_ptr self, std::filesystem::path home, devices::host_inventory host) {
-  self->state.home = std::move(home);
-  self->state.host = std::move(host);
-  // Forwards a request about one run to its actor, or answers with an error naming the id.
-  auto forward = [=](const std::string& id, auto... xs) -> caf::delegated<caf::message> {
-    auto rp = self->make_response_promise();
-    if (auto i = self->state.runs.find(id); i != self->state.runs.end())
-      return rp.delegate(i->second, xs...);
-    rp.deliver(unknown_run(id));
-    return {};
+caf::behavior run_queue(self_ptr self, run_queue_config cfg) {
+  auto& st = self->state;
+  st.cfg = std::move(cfg);
+  for (const auto& d : st.cfg.host.devices())
+    st.slots.set_limit(d.name, d.slot_limit);
+  for (const auto& [key, limit] : st.cfg.limits)
+    st.slots.set_limit(key, limit);
+  if (st.cfg.resume)
+    resume(self);
+  // Forwards a request about a run that has not ended to its actor.
+  auto active = [=](const std::string& id) -> caf::actor {
+    auto i = self->state.runs.find(id);
+    return i == self->state.runs.end() ? caf::actor{} : i->second;
   };
   return {
     [=](atoms::submit, run_request& req) { return submit(self, req); },
-    [=](atoms::info, const std::string& id) { return forward(id, atoms::info::value); },
-    [=](atoms::cancel, const std::string& id) { return forward(id, atoms::cancel::value); },
-    [=](atoms::events, const std::string& id, std::uint64_t cursor, std::uint32_t wait_ms) {
-      return forward(id, atoms::events::value, cursor, wait_ms);
-    },
-    [=](atoms::wait, const std::string& id) { return forward(id, atoms::wait::value); },
-    [=](atoms::list) -> caf::result<std::vector<run_info>> {
-      auto& order = self->state.order;
-      auto rp = self->make_response_promise<std::vector<run_info>>();
-      if (order.empty()) {
-        rp.deliver(std::vector<run_info>{});
+    [=](atoms::info, const std::string& id) -> caf::result<run_info> {
+      if (auto run = active(id)) {
+        auto rp = self->make_response_promise<run_info>();
+        self->request(run, caf::infinite, atoms::info::value).then([=](run_info& info) mutable {
+          if (info.status == run_status::queued)
+            info.queue_position = static_cast<std::uint32_t>(self->state.slots.position(id));
+          rp.deliver(std::move(info));
+        });
         return rp;
       }
-      auto collected = std::make_shared<std::vector<run_info>>(order.size());
-      auto pending = std::make_shared<std::size_t>(order.size());
-      for (std::size_t i = 0; i < order.size(); ++i) {
-        self->request(self->state.runs[order[i]], caf::infinite, atoms::info::value)
-          .then([=](run_info& info) mutable {
-            (*collected)[i] = std::move(info);
-            if (--*pending == 0)
-              rp.deliver(std::move(*collected));
-          });
+      if (auto stored = self->state.cfg.store->find(id))
+        return stored->info;
+      return unknown_run(id);
+    },
+    [=](atoms::list, const std::string& status, std::uint64_t limit,
+        std::uint64_t offset) -> caf::result<storage::run_page> {
+      std::optional<run_status> filter;
+      if (!status.empty()) {
+        filter = parse_run_status(status);
+        if (!filter)
+          return caf::make_error(caf::sec::invalid_argument,
+                                 "status '" + status + "' is not one of queued, running, succeeded, "
+                                                       "failed, cancelled, interrupted");
+      }
+      auto page = self->state.cfg.store->list(filter, limit, offset);
+      for (auto& info : page.runs)
+        if (info.status == run_status::queued)
+          info.queue_position = static_cast<std::uint32_t>(self->state.slots.position(info.id));
+      return page;
+    },
+    [=](atoms::cancel, const std::string& id) -> caf::result<bool> {
+      auto run = active(id);
+      if (!run) {
+        if (self->state.cfg.store->find(id))
+          return false;
+        return unknown_run(id);
+      }
+      bool dequeued = self->state.slots.remove(id);
+      if (dequeued)
+        pump(self);  // the runs behind it move up; a device set it blocked may start
+      self->delegate(run, atoms::cancel::value, dequeued);
+      return caf::delegated<bool>{};
+    },
+    [=](atoms::events, const std::string& id, std::uint64_t cursor,
+        std::uint32_t wait_ms) -> caf::result<event_batch> {
+      if (auto run = active(id))
+      {
+        self->delegate(run, atoms::events::value, cursor, wait_ms);
+        return caf::delegated<event_batch>{};
+      }
+      auto& store = *self->state.cfg.store;
+      if (!store.find(id))
+        return unknown_run(id);
+      event_batch batch;
+      batch.events = store.events_after(id, cursor, max_events_per_answer);
+      batch.finished = batch.events.size() < max_events_per_answer;
+      return batch;
+    },
+    [=](atoms::wait, const std::string& id) -> caf::result<run_info> {
+      if (auto run = active(id))
+      {
+        self->delegate(run, atoms::wait::value);
+        return caf::delegated<run_info>{};
+      }
+      if (auto stored = self->state.cfg.store->find(id))
+        return stored->info;
+      return unknown_run(id);
+    },
+    [=](atoms::erase, const std::string& id) {
+      if (active(id))
+        return erase_result::active;
+      if (!self->state.cfg.store->erase(id))
+        return erase_result::unknown;
+      std::error_code ec;
+      std::filesystem::remove_all(self->state.cfg.home / "runs" / id, ec);
+      if (const auto& outputs = self->state.cfg.stores.run_outputs)
+        caf::anon_send(outputs, atoms::erase::value, std::string{}, id);
+      return erase_result::erased;
+    },
+    [=](atoms::ended, const std::string& id) {
+      auto& st = self->state;
+      st.slots.release(id);
+      st.interactive.erase(id);
+      st.started.erase(id);
+      if (auto i = st.runs.find(id); i != st.runs.end()) {
+        // After everything the queue forwarded to it earlier (messages from one sender keep their
+        // order), so no request finds it gone.
+        self->send(i->second, atoms::quit::value);
+        st.runs.erase(i);
+      }
+      if (!st.shutting_down)
+        pump(self);
+      maybe_drained(self);
+    },
+    [=](atoms::shutdown) -> caf::result<bool> {
+      auto& st = self->state;
+      st.shutting_down = true;
+      for (const auto& [id, run] : st.runs) {
+        if (st.started.count(id))
+          self->request(run, caf::infinite, atoms::interrupt::value).then([](bool) {});
+        else if (!st.cfg.resume && st.slots.remove(id))
+          self->request(run, caf::infinite, atoms::cancel::value, true).then([](bool) {});
+      }
+      auto rp = self->make_response_promise<bool>();
+      st.drained.push_back(rp);
+      maybe_drained(self);
+      return rp;
+    },
+    [=](atoms::status) -> caf::result<std::string> {
+      auto rp = self->make_response_promise<std::string>();
+      auto me = std::make_shared<nlohmann::json>(queue_status(self));
+      (*me)["children"] = nlohmann::json::array();
+      auto pending = std::make_shared<std::size_t>(self->state.runs.size());
+      if (*pending == 0) {
+        rp.deliver(me->dump());
+        return rp;
+      }
+      for (const auto& [id, run] : self->state.runs) {
+        self->request(run, std::chrono::seconds(5), atoms::status::value)
+          .then(
+            [=](const std::string& child) mutable {
+              (*me)["children"].push_back(nlohmann::json::parse(child));
+              if (--*pending == 0)
+                rp.deliver(me->dump());
+            },
+            [=](caf::error&) mutable {
+              if (--*pending == 0)
+                rp.deliver(me->dump());
+            });
       }
       return rp;
     },

@@ -2,31 +2,60 @@
 
 #include <filesystem>
 #include <map>
+#include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
+#include <caf/actor.hpp>
 #include <caf/fwd.hpp>
+#include <caf/response_promise.hpp>
 #include <caf/stateful_actor.hpp>
 
+#include "actors/admission.hpp"
+#include "actors/store_client.hpp"
 #include "devices/host_inventory.hpp"
+#include "storage/run_store.hpp"
 
 namespace cdui::actors {
 
-struct run_queue_state {
+/// Interactive runs at once (seed 001: "starts at once (two at most, one per tab)").
+inline constexpr int default_interactive_limit = 2;
+inline constexpr const char* interactive_limit_env = "CODEFYUI_RUN_INTERACTIVE_MAX_CONCURRENT";
+
+struct run_queue_config {
   std::filesystem::path home;
   devices::host_inventory host;
-  std::map<std::string, caf::actor> slots;  // by device key
-  std::map<std::string, caf::actor> runs;   // by run id
-  std::vector<std::string> order;           // run ids in submit order
+  std::shared_ptr<storage::run_store> store;
+  /// The server's three in-memory stores, handed to every run.
+  store_handles stores;
+  /// Slot limits that replace the host's defaults, by device key.
+  std::map<std::string, int> limits;
+  int interactive_limit = default_interactive_limit;
+  /// A server's queue: runs left queued in the store are queued again at start (in their order),
+  /// runs left running end interrupted, and a shutdown leaves queued runs for the next start.
+  /// Off (the embedded runtime): the store's old runs are left alone and a shutdown cancels.
+  bool resume = false;
+};
+
+struct run_queue_state {
+  run_queue_config cfg;
+  admission slots;
+  std::map<std::string, caf::actor> runs;         // runs that have not ended, by id
+  std::set<std::string> started;                  // of those, the ones running
+  std::map<std::string, std::string> interactive; // interactive run id -> editor session
+  bool shutting_down = false;
+  std::vector<caf::response_promise> drained;     // shutdown callers, answered when none runs
   static inline const char* name = "run_queue";
 };
 
-/// The supervisor of queued runs: validates a submit once, creates the run's folder and actor, and
-/// puts it in the FIFO of its device's slot (one device_slot actor per device key).
-/// Protocol: (submit, run_request) -> submit_result; (info, id) -> run_info; (list) ->
-/// vector<run_info> in submit order; (cancel, id) -> bool; (events, id, cursor, wait_ms) ->
-/// event_batch; (wait, id) -> run_info once ended. An unknown id gets an error naming it.
-caf::behavior run_queue(caf::stateful_actor<run_queue_state>* self, std::filesystem::path home,
-                        devices::host_inventory host);
+/// The supervisor of runs: validates a submit once, records the run, creates its folder and actor,
+/// and admits it onto its devices' slots through the admission policy (one FIFO per device key).
+/// Protocol: (submit, run_request) -> submit_result; (info, id) -> run_info;
+/// (list, status or "", limit, offset) -> run_page; (cancel, id) -> bool;
+/// (events, id, cursor, wait_ms) -> event_batch; (wait, id) -> run_info once ended;
+/// (erase, id) -> erase_result; (status) -> JSON text; (shutdown) -> bool once no run is running.
+/// An unknown id gets an error naming it.
+caf::behavior run_queue(caf::stateful_actor<run_queue_state>* self, run_queue_config cfg);
 
 } // namespace cdui::actors

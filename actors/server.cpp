@@ -1,13 +1,20 @@
 #include "actors/server.hpp"
 
+#include <cstdlib>
 #include <stdexcept>
+#include <mutex>
 #include <thread>
 
 #include <caf/all.hpp>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
+#include "actors/cache_store.hpp"
 #include "actors/run_queue.hpp"
+#include "actors/slot_limits.hpp"
 #include "devices/host_inventory.hpp"
 #include "messages/atoms.hpp"
+#include "runtime/stored_values.hpp"
 #include "storage/home.hpp"
 
 namespace cdui {
@@ -22,81 +29,200 @@ caf::actor_system_config make_config(int threads) {
   return cfg;
 }
 
+int interactive_limit() {
+  const char* text = std::getenv(actors::interactive_limit_env);
+  if (text == nullptr || *text == '\0')
+    return actors::default_interactive_limit;
+  try {
+    std::size_t used = 0;
+    int n = std::stoi(text, &used);
+    if (used == std::string{text}.size() && n >= 1)
+      return n;
+  } catch (const std::exception&) {
+  }
+  spdlog::warn("{}: '{}' is not an integer of at least 1; using {}",
+               actors::interactive_limit_env, text, actors::default_interactive_limit);
+  return actors::default_interactive_limit;
+}
+
+/// A store's budget from its setting; a bad value keeps the default, with a logged warning.
+storage::store_budget budget_from_env(const storage::store_budget& defaults) {
+  auto reading = storage::read_budget(defaults);
+  if (!reading.warning.empty())
+    spdlog::warn("{}", reading.warning);
+  return reading.budget;
+}
+
+actors::run_queue_config make_queue_config(const server::config& c,
+                                           const std::filesystem::path& home) {
+  actors::run_queue_config q;
+  q.home = home;
+  q.host = c.sim_devices.empty() ? devices::host_inventory::probe()
+                                 : devices::host_inventory::probe(c.sim_devices);
+  q.store = std::make_shared<storage::run_store>(home / "cdui.db");
+  if (const char* text = std::getenv(actors::slot_limits_env)) {
+    auto parsed = actors::parse_slot_limits(text, q.host.counts().current_cuda);
+    for (const auto& warning : parsed.warnings)
+      spdlog::warn("{}", warning);
+    q.limits = std::move(parsed.limits);
+  }
+  q.interactive_limit = interactive_limit();
+  q.resume = c.resume;
+  return q;
+}
+
 } // namespace
 
 struct server::impl {
-  explicit impl(config c)
+  explicit impl(const config& c)
     : home(c.home.empty() ? storage::default_home() : c.home),
       cfg(make_config(c.scheduler_threads)),
       system(cfg) {
     std::filesystem::create_directories(home / "runs");
-    auto inventory = c.sim_devices.empty() ? devices::host_inventory::probe()
-                                           : devices::host_inventory::probe(c.sim_devices);
-    queue = system.spawn(actors::run_queue, home, std::move(inventory));
+    stores.execution_cache =
+      system.spawn(actors::cache_store, budget_from_env(storage::execution_cache_budget), true);
+    stores.run_outputs =
+      system.spawn(actors::cache_store, budget_from_env(storage::run_output_store_budget), false);
+    stores.node_state =
+      system.spawn(actors::cache_store, budget_from_env(storage::node_state_store_budget), false);
+    auto queue_config = make_queue_config(c, home);
+    queue_config.stores = stores;
+    store = queue_config.store;
+    queue = system.spawn(actors::run_queue, std::move(queue_config));
   }
 
-  /// Sends a request to the run queue and waits for its answer.
+  /// Sends a request to the run queue and waits for its answer; an error answer throws
+  /// std::invalid_argument with its text when `throw_errors`.
   template <class T, class... Ts>
-  std::optional<T> ask(Ts&&... xs) {
+  std::optional<T> ask(bool throw_errors, Ts&&... xs) {
+    return ask_actor<T>(queue, throw_errors, std::forward<Ts>(xs)...);
+  }
+
+  template <class T, class... Ts>
+  std::optional<T> ask_actor(const caf::actor& who, bool throw_errors, Ts&&... xs) {
     caf::scoped_actor self{system};
     std::optional<T> answer;
-    self->request(queue, caf::infinite, std::forward<Ts>(xs)...)
-      .receive([&](T& x) { answer = std::move(x); }, [&](caf::error&) {});
+    std::string error;
+    self->request(who, caf::infinite, std::forward<Ts>(xs)...)
+      .receive([&](T& x) { answer = std::move(x); },
+               [&](caf::error& e) { error = system.render(e); });
+    if (!answer && throw_errors)
+      throw std::invalid_argument(error);
     return answer;
   }
 
   std::filesystem::path home;
   caf::actor_system_config cfg;
   caf::actor_system system;
+  std::shared_ptr<storage::run_store> store;
+  actors::store_handles stores;
   caf::actor queue;
+  std::once_flag stopped;
 };
 
 server::server() : server(config{}) {}
 
-server::server(config cfg) : impl_(std::make_unique<impl>(std::move(cfg))) {}
+server::server(config cfg) : impl_(std::make_unique<impl>(cfg)) {}
 
 server::~server() {
-  for (const auto& run : runs())
-    if (!is_final(run.status))
-      cancel(run.id);
-  for (const auto& run : runs())
-    wait(run.id);
-  caf::anon_send_exit(impl_->queue, caf::exit_reason::user_shutdown);
+  shutdown();
+  for (const auto& a : {impl_->queue, impl_->stores.execution_cache, impl_->stores.run_outputs,
+                        impl_->stores.node_state})
+    caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
 }
 
 submit_result server::submit(run_request request) {
-  auto answer = impl_->ask<submit_result>(atoms::submit::value, std::move(request));
-  return answer ? *answer : submit_result{"", "the run queue did not answer"};
+  auto answer = impl_->ask<submit_result>(false, atoms::submit::value, std::move(request));
+  return answer ? *answer : submit_result{"", "the run queue did not answer", true};
 }
 
 std::optional<run_info> server::info(const std::string& run_id) {
-  return impl_->ask<run_info>(atoms::info::value, run_id);
+  return impl_->ask<run_info>(false, atoms::info::value, run_id);
 }
 
 std::vector<run_info> server::runs() {
-  auto answer = impl_->ask<std::vector<run_info>>(atoms::list::value);
-  return answer ? *answer : std::vector<run_info>{};
+  auto all = runs("", 0, 0).runs;
+  return {all.rbegin(), all.rend()};
+}
+
+storage::run_page server::runs(const std::string& status, std::size_t limit, std::size_t offset) {
+  return *impl_->ask<storage::run_page>(true, atoms::list::value, status,
+                                        static_cast<std::uint64_t>(limit),
+                                        static_cast<std::uint64_t>(offset));
 }
 
 event_batch server::events(const std::string& run_id, std::uint64_t cursor,
                            std::chrono::milliseconds wait) {
   auto ms = static_cast<std::uint32_t>(std::max<std::int64_t>(0, wait.count()));
-  auto answer = impl_->ask<event_batch>(atoms::events::value, run_id, cursor, ms);
-  if (!answer)
-    throw std::invalid_argument("no run has the id '" + run_id + "'");
-  return *answer;
+  return *impl_->ask<event_batch>(true, atoms::events::value, run_id, cursor, ms);
+}
+
+std::optional<std::vector<storage::metric_point>> server::metrics(const std::string& run_id,
+                                                                  const std::string& name) {
+  if (!impl_->store->find(run_id))
+    return std::nullopt;
+  return impl_->store->metrics(run_id, name);
 }
 
 run_info server::wait(const std::string& run_id) {
-  auto answer = impl_->ask<run_info>(atoms::wait::value, run_id);
-  if (!answer)
-    throw std::invalid_argument("no run has the id '" + run_id + "'");
-  return *answer;
+  return *impl_->ask<run_info>(true, atoms::wait::value, run_id);
 }
 
 bool server::cancel(const std::string& run_id) {
-  auto answer = impl_->ask<bool>(atoms::cancel::value, run_id);
+  auto answer = impl_->ask<bool>(false, atoms::cancel::value, run_id);
   return answer && *answer;
+}
+
+erase_result server::erase(const std::string& run_id) {
+  return impl_->ask<erase_result>(false, atoms::erase::value, run_id).value_or(erase_result::unknown);
+}
+
+std::string server::status() {
+  auto children = nlohmann::json::array();
+  children.push_back(
+    nlohmann::json::parse(impl_->ask<std::string>(false, atoms::status::value).value_or("null")));
+  for (const auto& store : {impl_->stores.execution_cache, impl_->stores.run_outputs,
+                            impl_->stores.node_state})
+    children.push_back(nlohmann::json::parse(
+      impl_->ask_actor<std::string>(store, false, atoms::status::value).value_or("null")));
+  nlohmann::json root{{"kind", "server"}, {"home", impl_->home.string()}, {"children", children}};
+  return root.dump();
+}
+
+std::string server::health() {
+  nlohmann::json caches = nlohmann::json::object();
+  auto add = [&](const storage::store_budget& budget, const caf::actor& store) {
+    caches[std::string{budget.name}] = nlohmann::json::parse(
+      impl_->ask_actor<std::string>(store, false, atoms::health::value).value_or("null"));
+  };
+  add(storage::execution_cache_budget, impl_->stores.execution_cache);
+  add(storage::run_output_store_budget, impl_->stores.run_outputs);
+  add(storage::node_state_store_budget, impl_->stores.node_state);
+  return nlohmann::json{{"status", "ok"}, {"caches", caches}}.dump();
+}
+
+std::optional<std::string> server::recorded_outputs(const std::string& run_id) {
+  auto item = impl_->ask_actor<actors::stored_item>(impl_->stores.run_outputs, false,
+                                                    atoms::get::value, std::string{}, run_id);
+  if (!item || !item->value)
+    return std::nullopt;
+  const auto* outputs = std::any_cast<std::map<std::string, runtime::port_values>>(item->value.get());
+  if (outputs == nullptr)
+    return std::nullopt;
+  // Described here, on the caller's thread, not inside the store's actor.
+  nlohmann::json nodes = nlohmann::json::object();
+  for (const auto& [node, values] : *outputs)
+    nodes[node] = runtime::describe_values(values);
+  return nodes.dump();
+}
+
+bool server::close_session(const std::string& session) {
+  return impl_->ask_actor<bool>(impl_->stores.execution_cache, false, atoms::drop::value, session)
+    .value_or(false);
+}
+
+void server::shutdown() {
+  std::call_once(impl_->stopped, [this] { (void)impl_->ask<bool>(false, atoms::shutdown::value); });
 }
 
 const std::filesystem::path& server::home() const {

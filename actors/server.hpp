@@ -10,27 +10,33 @@
 #include "messages/run_event.hpp"
 #include "messages/run_outcome.hpp"
 #include "messages/run_request.hpp"
+#include "storage/run_store.hpp"
 
 namespace cdui {
 
-/// The embeddable cdui runtime: an actor system with the run queue, its device slots and the runs.
-/// The CLI's embedded mode and the tests use it; a lab service can link it the same way. Every
-/// member function is thread-safe and blocks only its caller.
+/// The embeddable cdui runtime: an actor system with the run queue and the runs, over the durable
+/// run store $CODEFYUI_HOME/cdui.db. The CLI's embedded mode, the HTTP server and the tests use it;
+/// a lab service can link it the same way. Every member function is thread-safe and blocks only
+/// its caller.
 class server {
 public:
   struct config {
-    /// Where runs/<id>/ folders go; default: $CODEFYUI_HOME, else ~/.cdui.
+    /// Where cdui.db and runs/<id>/ folders go; default: $CODEFYUI_HOME, else ~/.cdui.
     std::filesystem::path home;
     /// CAF scheduler threads; 0: one per core of the host.
     int scheduler_threads = 0;
     /// Simulated accelerators, e.g. "2x8GiB"; empty: $CODEFYUI_SIM_DEVICES. A bad spec throws
     /// std::invalid_argument from the constructor, naming the entry.
     std::string sim_devices;
+    /// A server that owns its home (cdui start): runs left queued by the last server are queued
+    /// again at start, runs it left running end interrupted, and shutdown() leaves queued runs
+    /// queued. Off (embedded runs): old runs are left alone and shutdown() cancels queued runs.
+    bool resume = false;
   };
 
   server();
   explicit server(config cfg);
-  /// Cancels every run that has not ended and waits for them, then stops the actor system.
+  /// shutdown(), then stops the actor system.
   ~server();
 
   server(const server&) = delete;
@@ -45,9 +51,19 @@ public:
   /// Every run, in submit order.
   [[nodiscard]] std::vector<run_info> runs();
 
+  /// Runs newest first, of one status (empty: all); `limit` 0: all. Throws std::invalid_argument
+  /// for an unknown status.
+  [[nodiscard]] storage::run_page runs(const std::string& status, std::size_t limit,
+                                       std::size_t offset);
+
   /// Events after `cursor`; waits up to `wait` for the first one unless the run has ended.
+  /// Throws std::invalid_argument for an unknown id.
   [[nodiscard]] event_batch events(const std::string& run_id, std::uint64_t cursor,
                                    std::chrono::milliseconds wait = std::chrono::milliseconds{0});
+
+  /// The run's metric points, in order; `name` empty: all. nullopt for an unknown id.
+  [[nodiscard]] std::optional<std::vector<storage::metric_point>>
+  metrics(const std::string& run_id, const std::string& name = "");
 
   /// Blocks until the run has ended and returns its final state.
   run_info wait(const std::string& run_id);
@@ -55,6 +71,28 @@ public:
   /// Asks a run to stop: a queued one leaves its queue, a running one stops between batches.
   /// False when the run had already ended (or was already cancelled).
   bool cancel(const std::string& run_id);
+
+  /// Deletes an ended run: its record, events, metrics and folder.
+  [[nodiscard]] erase_result erase(const std::string& run_id);
+
+  /// The actor tree as JSON text: each actor's kind, state and mailbox size.
+  [[nodiscard]] std::string status();
+
+  /// What the three in-memory stores hold against their budgets, as JSON text in seed 000's
+  /// /api/health shape: {"status": "ok", "caches": {...}}.
+  [[nodiscard]] std::string health();
+
+  /// The outputs a record_outputs run left in the run output store, described node by node and
+  /// port by port (JSON text {node: {port: {...}}}); nullopt when the store does not hold them.
+  [[nodiscard]] std::optional<std::string> recorded_outputs(const std::string& run_id);
+
+  /// An editor session ended: its execution cache is dropped. False when it had none.
+  bool close_session(const std::string& session);
+
+  /// Stops taking runs (submit is refused as unavailable), stops running runs between batches
+  /// (they end interrupted) and waits for them. Queued runs stay queued for the next start when
+  /// config.resume, else they are cancelled. Idempotent.
+  void shutdown();
 
   [[nodiscard]] const std::filesystem::path& home() const;
 

@@ -1,10 +1,13 @@
-// The cdui command line: run, validate, devices.
+// The cdui command line: run, validate, fit, devices, the server (start, stop, status) and its client
+// commands (runs, cancel).
 #include <cstdio>
 #include <cstdlib>
 
 #include <CLI/CLI.hpp>
 
+#include "apps/client_commands.hpp"
 #include "apps/run_command.hpp"
+#include "apps/server_command.hpp"
 
 int main(int argc, char** argv) {
   using namespace cdui::apps;
@@ -14,7 +17,8 @@ int main(int argc, char** argv) {
 
   run_command_options run_opts;
   std::uint64_t seed = 0;
-  auto* run = app.add_subcommand("run", "train a graph on the embedded runtime");
+  auto* run = app.add_subcommand(
+    "run", "train a graph: on the running server, else on the embedded runtime");
   run->add_option("graph", run_opts.graph_file, "the graph JSON file")->required();
   run->add_option("--device", run_opts.device,
                   "the run's device: cpu, auto, cuda, cuda:N, mps, mps:N, sim, sim:N");
@@ -24,6 +28,19 @@ int main(int argc, char** argv) {
     ->check([](const std::string& s) {
       return s.size() <= 64 ? std::string{} : std::string{"a name has 64 characters at most"};
     });
+  run->add_flag("--deterministic", run_opts.deterministic,
+                "ask libtorch for deterministic algorithms");
+  run->add_flag("--record-outputs", run_opts.record_outputs,
+                "keep every node's outputs in the run output store (GET /api/runs/ID/outputs)");
+  auto* wait_flag = run->add_flag("--wait", "follow the run until it ends (the default)");
+  run->add_flag("--detach", run_opts.detach, "submit to the server and exit at once")
+    ->excludes(wait_flag);
+  double run_timeout = 0;
+  auto* timeout_opt =
+    run->add_option("--timeout", run_timeout,
+                    "stop waiting after S seconds (a server's run continues; embedded, it is "
+                    "cancelled)")
+      ->check(CLI::PositiveNumber);
 
   std::string sim_devices;
   for (auto* command : {run})
@@ -45,6 +62,33 @@ int main(int argc, char** argv) {
   devices->add_option("--sim-devices", sim_devices,
                       "simulated accelerators, e.g. 2x8GiB (default: $CODEFYUI_SIM_DEVICES)");
 
+  start_options start_opts;
+  auto* start = app.add_subcommand("start", "start the server (in the background unless --foreground)");
+  start->add_option("--host", start_opts.host, "the address to listen on (default 127.0.0.1)");
+  start->add_option("--port", start_opts.port, "the HTTP port (default 8765; 0: any free port)")
+    ->check(CLI::Range(0, 65535));
+  start->add_flag("--foreground", start_opts.foreground, "stay attached; log to the terminal too");
+  start->add_option("--sim-devices", sim_devices,
+                    "simulated accelerators, e.g. 2x8GiB (default: $CODEFYUI_SIM_DEVICES)");
+
+  int stop_timeout = 120;
+  auto* stop = app.add_subcommand("stop", "stop the server gracefully");
+  stop->add_option("--timeout", stop_timeout, "seconds to wait for it to stop (default 120)")
+    ->check(CLI::PositiveNumber);
+  auto* status = app.add_subcommand("status", "whether a server runs on this home, and its queues");
+
+  runs_options runs_opts;
+  auto* runs = app.add_subcommand("runs", "list the newest runs of this home");
+  runs->add_option("--status", runs_opts.status,
+                   "only runs of this status: queued, running, succeeded, failed, cancelled, "
+                   "interrupted");
+  runs->add_option("--limit", runs_opts.limit, "how many runs (default 20)")
+    ->check(CLI::Range(std::size_t{1}, std::size_t{1000}));
+
+  std::string cancel_id;
+  auto* cancel = app.add_subcommand("cancel", "cancel a queued or running run on the server");
+  cancel->add_option("id", cancel_id, "the run's id")->required();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -55,6 +99,8 @@ int main(int argc, char** argv) {
   if (*run) {
     if (*seed_opt)
       run_opts.seed = seed;
+    if (*timeout_opt)
+      run_opts.timeout_s = run_timeout;
     return run_command(run_opts);
   }
   if (*validate)
@@ -63,6 +109,16 @@ int main(int argc, char** argv) {
     return devices_command();
   if (*fit)
     return fit_command(fit_file, fit_memory);
+  if (*start)
+    return start_command(start_opts);
+  if (*stop)
+    return stop_command(stop_timeout);
+  if (*status)
+    return status_command();
+  if (*runs)
+    return runs_command(runs_opts);
+  if (*cancel)
+    return cancel_command(cancel_id);
   std::fputs(app.help().c_str(), stdout);
   return exit_usage;
 }

@@ -13,45 +13,24 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/server.hpp"
+#include "apps/client_commands.hpp"
+#include "apps/interrupt.hpp"
 #include "apps/progress_printer.hpp"
+#include "apps/run_report.hpp"
 #include "devices/host_inventory.hpp"
 #include "devices/memory.hpp"
 #include "devices/sim_devices.hpp"
 #include "runtime/fit.hpp"
 #include "runtime/validate.hpp"
+#include "storage/home.hpp"
+#include "storage/server_files.hpp"
 
 namespace cdui::apps {
 
 namespace {
 
-volatile std::sig_atomic_t interrupted = 0;
-
-/// The first Ctrl+C asks the run to stop; a second one quits at once.
-extern "C" void on_interrupt(int sig) {
-  if (interrupted) {
-    std::signal(sig, SIG_DFL);
-    std::raise(sig);
-  }
-  interrupted = 1;
-}
-
 /// How often the event loop wakes up to look at Ctrl+C when no event arrives.
 constexpr std::chrono::milliseconds poll_interval{200};
-
-void print_final_metrics(const std::string& metrics_json) {
-  auto metrics = nlohmann::json::parse(metrics_json, nullptr, false);
-  if (!metrics.is_object() || metrics.empty())
-    return;
-  std::printf("final metrics:\n");
-  for (const auto& [node, values] : metrics.items()) {
-    for (const auto& [name, v] : values.items()) {
-      if (v.is_number_float())
-        std::printf("  %s.%s = %.4f\n", node.c_str(), name.c_str(), v.get<double>());
-      else
-        std::printf("  %s.%s = %s\n", node.c_str(), name.c_str(), v.dump().c_str());
-    }
-  }
-}
 
 /// A graph file's text and its validated form.
 struct loaded_graph {
@@ -88,27 +67,40 @@ int validate_command(const std::filesystem::path& graph_file) {
   return exit_ok;
 }
 
-int run_command(const run_command_options& options) {
-  auto loaded = load_graph(options.graph_file);
-  if (!loaded)
-    return exit_usage;
-  std::signal(SIGINT, on_interrupt);
-  std::signal(SIGTERM, on_interrupt);
+namespace {
 
-  std::unique_ptr<server> owned;
-  try {
-    owned = std::make_unique<server>();
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "cdui: %s\n", e.what());
-    return exit_usage;
-  }
-  auto& srv = *owned;
+run_request make_request(const run_command_options& options, std::string graph_text) {
   run_request request;
-  request.graph_json = std::move(loaded->text);
+  request.graph_json = std::move(graph_text);
   request.name = options.name.empty() ? options.graph_file.stem().string() : options.name;
   request.device = options.device;
   request.has_seed = options.seed.has_value();
   request.seed = options.seed.value_or(0);
+  request.deterministic = options.deterministic;
+  request.record_outputs = options.record_outputs;
+  return request;
+}
+
+/// The run on a runtime inside this process: it lives as long as the process, so Ctrl+C and
+/// --timeout cancel it.
+int embedded_run(run_request request, const run_command_options& options) {
+  auto home = storage::default_home();
+  // Held shared while this process executes runs of the home, so no server starts on it meanwhile.
+  auto lock = storage::home_lock::try_lock(home, storage::home_lock::mode::shared);
+  if (!lock) {
+    std::fprintf(stderr, "cdui: a cdui server is starting on %s; run the command again\n",
+                 home.c_str());
+    return exit_run_failed;
+  }
+  catch_interrupts();
+  std::unique_ptr<server> owned;
+  try {
+    owned = std::make_unique<server>();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "cdui: %s\n", e.what());
+    return exit_usage;
+  }
+  auto& srv = *owned;
   auto submitted = srv.submit(std::move(request));
   if (!submitted.ok()) {
     std::fprintf(stderr, "cdui: %s\n", submitted.error.c_str());
@@ -121,16 +113,20 @@ int run_command(const run_command_options& options) {
               (srv.home() / "runs" / id).c_str());
   std::fflush(stdout);
 
+  auto started = std::chrono::steady_clock::now();
   progress_printer printer{stdout, ::isatty(STDOUT_FILENO) == 1};
-  bool cancel_sent = false;
+  const char* cancelled_by = nullptr;
   std::uint64_t cursor = 0;
   for (;;) {
-    if (interrupted && !cancel_sent) {
+    bool late = options.timeout_s && std::chrono::duration<double>(
+                                       std::chrono::steady_clock::now() - started)
+                                         .count() >= *options.timeout_s;
+    if (!cancelled_by && (interrupted() || late)) {
+      cancelled_by = interrupted() ? "interrupted" : "timeout";
       printer.close_line();
-      std::printf("interrupted: cancelling run %s\n", id.c_str());
+      std::printf("%s: cancelling run %s\n", cancelled_by, id.c_str());
       std::fflush(stdout);
       srv.cancel(id);
-      cancel_sent = true;
     }
     auto batch = srv.events(id, cursor, poll_interval);
     for (const auto& e : batch.events) {
@@ -142,16 +138,29 @@ int run_command(const run_command_options& options) {
   }
   printer.close_line();
   auto final_state = srv.wait(id);
-  auto seconds = static_cast<double>(final_state.finished_ms - final_state.created_ms) / 1000.0;
-  std::printf("run %s %s in %.1f s\n", id.c_str(), std::string{to_string(final_state.status)}.c_str(),
-              seconds);
-  print_final_metrics(final_state.final_metrics);
-  if (final_state.status == run_status::failed)
-    std::fprintf(stderr, "cdui: run %s failed: %s\n", id.c_str(), final_state.error.c_str());
-  std::fflush(stdout);
-  if (cancel_sent)
-    return exit_interrupted;
+  print_run_end(final_state);
+  if (cancelled_by)
+    return interrupted() ? exit_interrupted : exit_run_failed;
   return final_state.status == run_status::succeeded ? exit_ok : exit_run_failed;
+}
+
+} // namespace
+
+int run_command(const run_command_options& options) {
+  auto loaded = load_graph(options.graph_file);
+  if (!loaded)
+    return exit_usage;
+  auto request = make_request(options, std::move(loaded->text));
+  auto home = storage::default_home();
+  if (auto server = find_server(home))
+    return remote_run(*server, request, options);
+  if (options.detach) {
+    std::fprintf(stderr, "cdui: --detach needs a running server (`cdui start`); no server is "
+                         "running on %s\n", home.c_str());
+    return exit_usage;
+  }
+  std::printf("no cdui server is running on %s: training on the embedded runtime\n", home.c_str());
+  return embedded_run(std::move(request), options);
 }
 
 int fit_command(const std::filesystem::path& graph_file, const std::string& memory) {

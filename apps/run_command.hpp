@@ -18,13 +18,20 @@ struct run_command_options {
   std::string device;
   std::optional<std::uint64_t> seed;
   std::string name;
+  bool deterministic = false;
+  bool record_outputs = false;
+  /// Submit and exit at once (a running server only); otherwise wait for the run's end.
+  bool detach = false;
+  /// Stop waiting after this many seconds (the run continues on a server; embedded, it is cancelled).
+  std::optional<double> timeout_s;
 };
 
 /// `cdui validate GRAPH.json`.
 [[nodiscard]] int validate_command(const std::filesystem::path& graph_file);
 
-/// `cdui run GRAPH.json` on the embedded runtime: queues the run, prints its progress and final
-/// metrics, cancels it on Ctrl+C.
+/// `cdui run GRAPH.json`: as a client of the server running on $CODEFYUI_HOME, else on the embedded
+/// runtime (it says which). Prints the run's progress and final metrics. Ctrl+C stops following a
+/// server's run (it continues there) and cancels an embedded one.
 [[nodiscard]] int run_command(const run_command_options& options);
 
 /// `cdui fit GRAPH.json --memory SIZE`: the largest batch_size whose training step fits, measured.

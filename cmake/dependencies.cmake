@@ -7,6 +7,8 @@ find_package(nlohmann_json 3 REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(ZLIB REQUIRED)
+find_package(SQLite3 REQUIRED)
+pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 find_package(Boost REQUIRED COMPONENTS unit_test_framework)
 
 # CAF 0.17 ships neither a CMake config nor a .pc file in Debian.

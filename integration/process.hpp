@@ -32,8 +32,11 @@ public:
     if (pid_ == 0) {
       ::dup2(out[1], STDOUT_FILENO);
       ::dup2(err[1], STDERR_FILENO);
+      // Only the duplicates stay open: a daemon the command starts must not keep the pipes alive.
       ::close(out[0]);
       ::close(err[0]);
+      ::close(out[1]);
+      ::close(err[1]);
       for (const auto& [k, v] : env)
         ::setenv(k.c_str(), v.c_str(), 1);
       std::vector<char*> args;

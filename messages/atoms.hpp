@@ -19,5 +19,16 @@ using wait = caf::atom_constant<caf::atom("cd_wait")>;
 using info = caf::atom_constant<caf::atom("cd_info")>;
 using list = caf::atom_constant<caf::atom("cd_list")>;
 using timeout = caf::atom_constant<caf::atom("cd_timeout")>;
+using ended = caf::atom_constant<caf::atom("cd_ended")>;
+using interrupt = caf::atom_constant<caf::atom("cd_intr")>;
+using status = caf::atom_constant<caf::atom("cd_status")>;
+using quit = caf::atom_constant<caf::atom("cd_quit")>;
+using erase = caf::atom_constant<caf::atom("cd_erase")>;
+using flush = caf::atom_constant<caf::atom("cd_flush")>;
+using shutdown = caf::atom_constant<caf::atom("cd_shutdn")>;
+using put = caf::atom_constant<caf::atom("cd_put")>;
+using get = caf::atom_constant<caf::atom("cd_get")>;
+using drop = caf::atom_constant<caf::atom("cd_drop")>;
+using health = caf::atom_constant<caf::atom("cd_health")>;
 
 } // namespace cdui::atoms

@@ -20,15 +20,21 @@ typename Inspector::result_type inspect(Inspector& f, run_outcome& x) {
 }
 
 /// The answer to a submit: a run id, or the sentence that says why the run was refused.
+/// `unavailable` marks a refusal that is about now, not about the request (the server is shutting
+/// down, the interactive lane is full): HTTP says 503 for it, 400 otherwise.
 struct submit_result {
   std::string run_id;
   std::string error;
+  bool unavailable = false;
   [[nodiscard]] bool ok() const { return error.empty(); }
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, submit_result& x) {
-  return f(x.run_id, x.error);
+  return f(x.run_id, x.error, x.unavailable);
 }
+
+/// The answer to a delete.
+enum class erase_result { erased, unknown, active };
 
 } // namespace cdui

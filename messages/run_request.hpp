@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "messages/run_status.hpp"
 
@@ -17,11 +18,24 @@ struct run_request {
   /// and recorded in the run's execution_start event.
   bool has_seed = false;
   std::uint64_t seed = 0;
+  /// Asks libtorch for deterministic algorithms while the run executes.
+  bool deterministic = false;
+  /// Keeps every node's outputs in the run output store after the run.
+  bool record_outputs = false;
+  /// Keeps each model node's weights in the node state store and starts from them next time.
+  bool weights_persistent = false;
+  /// "queued" (waits for its device's slot) or "interactive" (starts at once, outside the queue).
+  std::string lane = "queued";
+  /// The editor session an interactive run belongs to; each session has one at a time.
+  std::string session;
+  /// A device set (options.target.devices): the run holds a slot on each and executes on the first.
+  std::vector<std::string> devices;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, run_request& x) {
-  return f(x.graph_json, x.name, x.device, x.has_seed, x.seed);
+  return f(x.graph_json, x.name, x.device, x.has_seed, x.seed, x.deterministic, x.record_outputs,
+           x.weights_persistent, x.lane, x.session, x.devices);
 }
 
 /// What anyone may ask about a run.
@@ -29,20 +43,24 @@ struct run_info {
   std::string id;
   std::string name;
   run_status status = run_status::queued;
-  /// The device key whose queue the run waits in (cpu, cuda:0, sim:1).
+  /// The device key whose queue the run waits in (cpu, cuda:0, sim:1); the first of a device set.
   std::string queue_key;
+  /// 1-based place in its queue while it waits there, else 0.
+  std::uint32_t queue_position = 0;
   std::string error;
   std::int64_t created_ms = 0;
   std::int64_t started_ms = 0;
   std::int64_t finished_ms = 0;
   /// Final metrics of every node that reported any, as a JSON object {node id: {name: value}}.
   std::string final_metrics = "{}";
+  /// The run's options as submitted, a JSON object.
+  std::string options = "{}";
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, run_info& x) {
-  return f(x.id, x.name, x.status, x.queue_key, x.error, x.created_ms, x.started_ms,
-           x.finished_ms, x.final_metrics);
+  return f(x.id, x.name, x.status, x.queue_key, x.queue_position, x.error, x.created_ms,
+           x.started_ms, x.finished_ms, x.final_metrics, x.options);
 }
 
 } // namespace cdui

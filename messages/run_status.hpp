@@ -1,6 +1,7 @@
 #pragma once
 
 #include <optional>
+#include <ostream>
 #include <string>
 #include <string_view>
 
@@ -23,6 +24,10 @@ enum class run_status {
 /// True for the statuses a run never leaves.
 [[nodiscard]] constexpr bool is_final(run_status x) {
   return x != run_status::queued && x != run_status::running;
+}
+
+inline std::ostream& operator<<(std::ostream& out, run_status x) {
+  return out << to_string(x);
 }
 
 } // namespace cdui

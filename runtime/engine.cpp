@@ -2,13 +2,19 @@
 
 #include <chrono>
 #include <exception>
+#include <mutex>
+#include <optional>
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 
 #include "devices/memory.hpp"
 #include "runtime/node_call.hpp"
+#include "runtime/node_keys.hpp"
+#include "runtime/stored_values.hpp"
+#include "runtime/tensor_bytes.hpp"
 
 namespace cdui::runtime {
 
@@ -42,7 +48,39 @@ std::string short_what(const std::exception& e) {
   return e.what();
 }
 
+/// Keeps libtorch's deterministic algorithms on while at least one deterministic run executes; the
+/// setting is process-wide, so the last run to leave turns it off.
+class deterministic_guard {
+public:
+  deterministic_guard() {
+    std::lock_guard lock{mutex()};
+    if (count()++ == 0)
+      at::globalContext().setDeterministicAlgorithms(true, false);
+  }
+  ~deterministic_guard() {
+    std::lock_guard lock{mutex()};
+    if (--count() == 0)
+      at::globalContext().setDeterministicAlgorithms(false, false);
+  }
+  deterministic_guard(const deterministic_guard&) = delete;
+  deterministic_guard& operator=(const deterministic_guard&) = delete;
+
+private:
+  static std::mutex& mutex() {
+    static std::mutex m;
+    return m;
+  }
+  static int& count() {
+    static int n = 0;
+    return n;
+  }
+};
+
 } // namespace
+
+bool deterministic_algorithms_enabled() {
+  return at::globalContext().deterministicAlgorithms();
+}
 
 void set_intra_op_threads(int n) {
   // ATen initialises a thread's count lazily, from a process-wide value that a concurrent run may
@@ -51,30 +89,113 @@ void set_intra_op_threads(int n) {
   at::set_num_threads(std::max(1, n));
 }
 
+namespace {
+
+/// The model a node's outputs carry, if any (a Model node, a TrainingLoop, a CheckpointLoader).
+const value* model_output(const port_values& outputs) {
+  auto i = outputs.find("model");
+  return i == outputs.end() ? nullptr : &i->second;
+}
+
+/// weights_persistent: a model node that just ran starts from what it left in the node state store.
+void restore_persisted_model(const graph_node& node, port_values& outputs, const run_context& ctx,
+                             nlohmann::json& node_metrics) {
+  const auto* model = model_output(outputs);
+  if (model == nullptr || node.type != "Model")
+    return;
+  auto stored = ctx.stores->persisted_model(model_state_key(node));
+  if (!stored) {
+    node_metrics["weights_restored"] = false;
+    return;
+  }
+  auto why_not = restore_weights(*model, *stored);
+  node_metrics["weights_restored"] = why_not.empty();
+  if (!why_not.empty())
+    ctx.emit("run_warning", {{"node", node.id},
+                             {"kind", "weights_not_restored"},
+                             {"message", "Node " + node.id + " (" + node.type + "): the node state "
+                                         "store's weights were not used: " + why_not}});
+}
+
+/// weights_persistent, at the end of a run: each Model node's model (trained in place by the
+/// loops it fed) goes to the node state store.
+void persist_models(const validated_graph& graph, const std::map<std::string, port_values>& outputs,
+                    const run_context& ctx) {
+  for (const auto& node : graph.g.nodes) {
+    auto out = outputs.find(node.id);
+    if (node.type != "Model" || out == outputs.end())
+      continue;
+    if (const auto* model = model_output(out->second)) {
+      tensor_bytes_counter counter;
+      counter.add_value(*model);
+      ctx.stores->persist_model(model_state_key(node), *model, counter.bytes());
+    }
+  }
+}
+
+void record_all(std::map<std::string, port_values> outputs, const run_context& ctx) {
+  if (outputs.empty())
+    return;
+  tensor_bytes_counter counter;  // one counter: a tensor two nodes pass along counts once
+  for (const auto& [node, values] : outputs)
+    counter.add_values(values);
+  ctx.stores->record(std::move(outputs), counter.bytes());
+}
+
+} // namespace
+
 run_outcome execute(const validated_graph& graph, const run_context& ctx) {
   auto started = std::chrono::steady_clock::now();
+  std::optional<deterministic_guard> deterministic;
+  if (ctx.deterministic)
+    deterministic.emplace();
   devices::install_counting_allocator();
   auto rng = at::make_generator<at::CPUGeneratorImpl>(ctx.seed);
   set_intra_op_threads(ctx.num_threads);
+  bool caching = ctx.stores && ctx.execution_cache;
+  bool persisting = ctx.stores && ctx.weights_persistent;
   ctx.emit("execution_start", {{"run_id", ctx.run_id},
                                {"seed", ctx.seed},
-                               {"device", ctx.device.empty() ? "cpu" : ctx.device},
+                               {"device", !ctx.slot.empty()     ? ctx.slot
+                                          : ctx.device.empty() ? "cpu"
+                                                               : ctx.device},
                                {"num_threads", ctx.num_threads},
+                               {"deterministic", ctx.deterministic},
+                               {"execution_cache", caching},
+                               {"weights_persistent", persisting},
+                               {"record_outputs", ctx.stores && ctx.record_outputs},
                                {"nodes", graph.g.nodes.size()}});
   auto stopped = [&] { return ctx.stop && ctx.stop->load(); };
+  auto keys = caching ? node_keys(graph, ctx.device) : std::vector<std::string>{};
   std::map<std::string, port_values> outputs;
   nlohmann::json final_metrics = nlohmann::json::object();
   run_outcome outcome;
+  // Whatever ran is recorded, a failed or stopped run's nodes too: that is when a person looks.
+  auto record = [&] {
+    if (ctx.stores && ctx.record_outputs)
+      record_all(std::move(outputs), ctx);
+  };
   for (auto index : graph.order) {
     const auto& node = graph.g.nodes[index];
     if (stopped())
       break;
+    if (caching) {
+      if (auto hit = ctx.stores->cached(keys[index])) {
+        outputs[node.id] = std::move(hit->outputs);
+        if (!hit->final_metrics.empty())
+          final_metrics[node.id] = std::move(hit->final_metrics);
+        ctx.emit("node_status", {{"node", node.id}, {"type", node.type}, {"status", "cached"}});
+        continue;
+      }
+    }
     auto node_started = std::chrono::steady_clock::now();
     ctx.emit("node_status", {{"node", node.id}, {"type", node.type}, {"status", "running"}});
     auto inputs = gather_inputs(graph, index, outputs);
     node_call call{node, inputs, ctx, rng};
     try {
       outputs[node.id] = graph.specs[index]->run(call);
+      if (persisting)
+        restore_persisted_model(node, outputs[node.id], ctx, call.final_metrics);
     } catch (const std::exception& e) {
       outcome.status = run_status::failed;
       outcome.final_metrics = final_metrics.dump();
@@ -88,19 +209,32 @@ run_outcome execute(const validated_graph& graph, const run_context& ctx) {
       ctx.emit("execution_error", {{"node", node.id},
                                    {"kind", oom ? "out_of_memory" : "error"},
                                    {"error", outcome.error}});
+      record();
       return outcome;
     }
     if (!call.final_metrics.empty())
       final_metrics[node.id] = call.final_metrics;
+    bool node_stopped = stopped();
     ctx.emit("node_status", {{"node", node.id},
                              {"type", node.type},
-                             {"status", stopped() ? "stopped" : "completed"},
+                             {"status", node_stopped ? "stopped" : "completed"},
                              {"seconds", seconds_since(node_started)}});
+    // Only a node that ran to its end is worth reusing.
+    if (caching && !node_stopped) {
+      tensor_bytes_counter counter;
+      counter.add_values(outputs[node.id]);
+      ctx.stores->cache(keys[index], {outputs[node.id], call.final_metrics}, counter.bytes());
+    }
   }
   outcome.final_metrics = final_metrics.dump();
+  if (persisting)
+    persist_models(graph, outputs, ctx);
+  record();
   if (stopped()) {
-    outcome.status = run_status::cancelled;
-    ctx.emit("execution_stopped", {{"reason", "cancelled"}, {"metrics", final_metrics}});
+    bool interrupted = ctx.interrupt && ctx.interrupt->load();
+    outcome.status = interrupted ? run_status::interrupted : run_status::cancelled;
+    ctx.emit("execution_stopped", {{"reason", interrupted ? "the server stopped" : "cancelled"},
+                                   {"metrics", final_metrics}});
     return outcome;
   }
   ctx.emit("execution_complete",

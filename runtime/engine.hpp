@@ -11,6 +11,7 @@
 
 #include "devices/device.hpp"
 #include "messages/run_outcome.hpp"
+#include "runtime/run_stores.hpp"
 #include "runtime/validate.hpp"
 
 namespace cdui::runtime {
@@ -25,14 +26,36 @@ struct run_context {
   std::filesystem::path run_dir;
   /// The run's device; a node whose device param the graph leaves out uses it. Empty: cpu.
   std::string device;
+  /// The device whose slot the run holds (its queue key), reported in execution_start; empty: the
+  /// run's device.
+  std::string slot;
   std::uint64_t seed = 0;
   /// Intra-op threads when a node does not set num_threads: the cores of the run's slot.
   int num_threads = 1;
   devices::host_devices host;
   /// Set to ask the run to stop; honoured between batches and between nodes.
   std::shared_ptr<const std::atomic<bool>> stop;
+  /// Set together with `stop` when the server is shutting down: the run ends interrupted, not
+  /// cancelled (the user did not ask for it).
+  std::shared_ptr<const std::atomic<bool>> interrupt;
+  /// Asks libtorch for deterministic algorithms while the run executes (process-wide, so it stays on
+  /// while any deterministic run is executing).
+  bool deterministic = false;
+  /// The server's in-memory stores; null: the run uses none. The flags below say which it uses.
+  std::shared_ptr<run_stores> stores;
+  /// An interactive run of an editor session: a node whose key (runtime/node_keys.hpp) the
+  /// session's execution cache holds is not executed again; its cached outputs are used.
+  bool execution_cache = false;
+  /// Each model node starts from the weights it left in the node state store, and leaves its
+  /// weights there when the run ends (unless it failed).
+  bool weights_persistent = false;
+  /// Every node's outputs go to the run output store when the run ends.
+  bool record_outputs = false;
   event_sink emit;
 };
+
+/// Whether libtorch's deterministic algorithms are on in this process now.
+[[nodiscard]] bool deterministic_algorithms_enabled();
 
 /// Sets the intra-op threads of the calling thread only (other runs' threads keep theirs).
 void set_intra_op_threads(int n);

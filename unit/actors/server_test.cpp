@@ -9,40 +9,14 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/server.hpp"
+#include "unit/test_graphs.hpp"
 #include "unit/test_home.hpp"
 
 using namespace std::chrono_literals;
 
 namespace {
 
-/// A moons MLP; `epochs` large makes a run that lasts until it is cancelled.
-std::string moons_graph(int epochs, int max_steps = 0, int hidden = 16,
-                        const std::string& device = "cpu") {
-  nlohmann::json g = {
-    {"nodes",
-     {{{"id", "data"}, {"type", "Dataset"}, {"params", {{"name", "moons"}, {"n_samples", 512}}}},
-      {{"id", "loader"}, {"type", "DataLoader"}, {"params", {{"batch_size", 32}}}},
-      {{"id", "model"},
-       {"type", "Model"},
-       {"params",
-        {{"layers",
-          {{{"type", "Linear"}, {"out_features", hidden}},
-           {{"type", "ReLU"}},
-           {{"type", "Linear"}, {"out_features", 2}}}}}}},
-      {{"id", "loss"}, {"type", "Loss"}},
-      {{"id", "opt"}, {"type", "Optimizer"}, {"params", {{"name", "adam"}, {"lr", 0.01}}}},
-      {{"id", "loop"},
-       {"type", "TrainingLoop"},
-       {"params", {{"epochs", epochs}, {"max_steps", max_steps}, {"device", device}}}}}},
-    {"edges",
-     {{{"from", "data.dataset"}, {"to", "loader.dataset"}},
-      {{"from", "data.dataset"}, {"to", "model.dataset"}},
-      {{"from", "model.model"}, {"to", "loop.model"}},
-      {{"from", "loader.dataloader"}, {"to", "loop.dataloader"}},
-      {{"from", "loss.loss_fn"}, {"to", "loop.loss_fn"}},
-      {{"from", "opt.optimizer"}, {"to", "loop.optimizer"}}}}};
-  return g.dump();
-}
+using cdui::test::moons_graph;
 
 cdui::run_request request(std::string graph, std::string name = "") {
   cdui::run_request r;
@@ -271,6 +245,177 @@ BOOST_AUTO_TEST_CASE(a_run_over_a_sim_cards_memory_fails_with_the_oom_text_and_t
   auto peak = nlohmann::json::parse(fitted.final_metrics)["loop"]["peak_memory_bytes"]["sim:0"];
   BOOST_TEST(peak.get<std::int64_t>() > 0);
   BOOST_TEST(peak.get<std::int64_t>() <= 256 * 1024);
+}
+
+BOOST_AUTO_TEST_CASE(five_runs_on_one_sim_card_wait_at_positions_one_to_four_and_start_in_order) {
+  cdui::test::temp_home home;
+  cdui::server srv{{home.path(), 2, "1x1GiB"}};
+  std::vector<std::string> ids;
+  ids.push_back(srv.submit(request(moons_graph(1'000'000, 0, 16, "sim:0"))).run_id);
+  for (int i = 0; i < 4; ++i)
+    ids.push_back(srv.submit(request(moons_graph(1, 3, 16, "sim:0"))).run_id);
+  await_status(srv, ids[0], cdui::run_status::running);
+  for (std::size_t i = 1; i < ids.size(); ++i) {
+    auto info = srv.info(ids[i]);
+    BOOST_TEST(info->queue_key == "sim:0");
+    BOOST_TEST(to_string(info->status) == "queued");
+    BOOST_TEST(info->queue_position == i);
+  }
+  auto listed = srv.runs("queued", 0, 0);
+  BOOST_TEST(listed.total == 4u);
+  BOOST_TEST(listed.runs.at(0).queue_position == 4u);  // newest first
+  srv.cancel(ids[0]);
+  std::vector<cdui::run_info> done;
+  for (const auto& id : ids)
+    done.push_back(srv.wait(id));
+  BOOST_TEST(to_string(done[0].status) == "cancelled");
+  for (std::size_t i = 1; i < done.size(); ++i) {
+    BOOST_TEST(to_string(done[i].status) == "succeeded", done[i].error);
+    BOOST_TEST(done[i].started_ms >= done[i - 1].finished_ms);  // never two at once
+  }
+  auto page = srv.runs("", 2, 1);
+  BOOST_TEST(page.total == 5u);
+  BOOST_REQUIRE(page.runs.size() == 2u);
+  BOOST_TEST(page.runs[0].id == ids[3]);  // newest first
+  BOOST_CHECK_THROW((void)srv.runs("finished", 0, 0), std::invalid_argument);
+}
+
+BOOST_AUTO_TEST_CASE(a_device_set_run_holds_both_cards_and_is_not_starved) {
+  cdui::test::temp_home home;
+  cdui::server srv{{home.path(), 2, "2x1GiB"}};
+  auto first = srv.submit(request(moons_graph(1'000'000, 0, 16, "sim:0"))).run_id;
+  await_status(srv, first, cdui::run_status::running);
+  auto r = request(moons_graph(1, 2));
+  r.devices = {"sim:1", "sim:0"};
+  auto set = srv.submit(r);
+  BOOST_REQUIRE_MESSAGE(set.ok(), set.error);
+  std::vector<std::string> singles;
+  for (int i = 0; i < 3; ++i)
+    singles.push_back(srv.submit(request(moons_graph(1, 2, 16, "sim:1"))).run_id);
+  std::this_thread::sleep_for(300ms);
+  // sim:1 is free, yet nothing starts on it: the set run waits at its front and reserves it.
+  BOOST_TEST(to_string(status_of(srv, set.run_id)) == "queued");
+  BOOST_TEST(srv.info(set.run_id)->queue_position == 1u);
+  for (const auto& id : singles)
+    BOOST_TEST(to_string(status_of(srv, id)) == "queued");
+  srv.cancel(first);
+  auto set_done = srv.wait(set.run_id);
+  BOOST_TEST(to_string(set_done.status) == "succeeded", set_done.error);
+  BOOST_TEST(set_done.queue_key == "sim:1");
+  for (const auto& id : singles) {
+    auto info = srv.wait(id);
+    BOOST_TEST(info.started_ms >= set_done.finished_ms);
+  }
+  auto events = srv.events(set.run_id, 0);
+  BOOST_TEST(nlohmann::json::parse(events.events.front().data)["device"] == "sim:1");
+
+  auto lacking = request(moons_graph(1, 2));
+  lacking.devices = {"sim:0", "sim:5"};
+  auto refused = srv.submit(lacking);
+  BOOST_TEST(refused.error.find("this server does not offer sim:5 (it offers cpu, sim:0, sim:1)")
+               != std::string::npos, refused.error);
+}
+
+BOOST_AUTO_TEST_CASE(a_limit_override_from_the_environment_admits_two_on_a_card) {
+  cdui::test::temp_home home;
+  ::setenv("CODEFYUI_RUN_QUEUE_MAX_CONCURRENT", "sim:0=2,bad", 1);
+  cdui::server srv{{home.path(), 2, "1x1GiB"}};
+  ::unsetenv("CODEFYUI_RUN_QUEUE_MAX_CONCURRENT");
+  auto a = srv.submit(request(moons_graph(1'000'000, 0, 16, "sim:0"))).run_id;
+  auto b = srv.submit(request(moons_graph(1'000'000, 0, 16, "sim:0"))).run_id;
+  await_status(srv, a, cdui::run_status::running);
+  await_status(srv, b, cdui::run_status::running);
+  srv.cancel(a);
+  srv.cancel(b);
+}
+
+BOOST_AUTO_TEST_CASE(the_interactive_lane_starts_at_once_and_refuses_over_its_limit) {
+  cdui::test::temp_home home;
+  cdui::server srv{{home.path(), 2, "1x1GiB"}};
+  auto queued = srv.submit(request(moons_graph(1'000'000, 0, 16, "sim:0"))).run_id;
+  await_status(srv, queued, cdui::run_status::running);
+  std::vector<std::string> lane;
+  for (auto session : {"tab-1", "tab-2"}) {
+    auto r = request(moons_graph(1'000'000, 0, 16, "sim:0"));
+    r.lane = "interactive";
+    r.session = session;
+    auto s = srv.submit(r);
+    BOOST_REQUIRE_MESSAGE(s.ok(), s.error);
+    lane.push_back(s.run_id);
+  }
+  // Both start beside the queued run although sim:0 admits one: they skip the queue.
+  for (const auto& id : lane)
+    await_status(srv, id, cdui::run_status::running);
+  auto third = request(moons_graph(1));
+  third.lane = "interactive";
+  auto refused = srv.submit(third);
+  BOOST_TEST(refused.unavailable);
+  BOOST_TEST(refused.error.find("interactive lane is full") != std::string::npos, refused.error);
+  srv.cancel(lane[0]);
+  srv.wait(lane[0]);
+  auto same_tab = request(moons_graph(1));
+  same_tab.lane = "interactive";
+  same_tab.session = "tab-2";
+  auto again = srv.submit(same_tab);
+  BOOST_TEST(again.error.find("editor session 'tab-2' already has an interactive run")
+               != std::string::npos, again.error);
+  srv.cancel(lane[1]);
+  srv.cancel(queued);
+}
+
+BOOST_AUTO_TEST_CASE(a_restart_queues_waiting_runs_again_in_order_and_interrupts_running_ones) {
+  cdui::test::temp_home home;
+  std::string running;
+  std::vector<std::string> waiting;
+  {
+    cdui::server srv{{home.path(), 2, "1x1GiB", true}};
+    running = srv.submit(request(moons_graph(1'000'000, 0, 16, "sim:0"))).run_id;
+    for (int i = 0; i < 3; ++i)
+      waiting.push_back(srv.submit(request(moons_graph(1, 2, 16, "sim:0"))).run_id);
+    await_status(srv, running, cdui::run_status::running);
+    srv.shutdown();
+    BOOST_TEST(to_string(srv.info(running)->status) == "interrupted");
+    BOOST_TEST(to_string(srv.info(waiting[0])->status) == "queued");
+    BOOST_TEST(srv.submit(request(moons_graph(1))).unavailable);
+  }
+  cdui::server srv{{home.path(), 2, "1x1GiB", true}};
+  auto stopped = event_types(srv, running);
+  BOOST_TEST(stopped.back() == "execution_stopped");
+  std::vector<cdui::run_info> done;
+  for (const auto& id : waiting)
+    done.push_back(srv.wait(id));
+  for (std::size_t i = 0; i < done.size(); ++i) {
+    BOOST_TEST(to_string(done[i].status) == "succeeded", done[i].error);
+    if (i > 0)
+      BOOST_TEST(done[i].started_ms >= done[i - 1].finished_ms);
+  }
+  BOOST_TEST(to_string(srv.info(running)->status) == "interrupted");
+}
+
+BOOST_AUTO_TEST_CASE(metrics_erase_and_status_report_what_the_store_holds) {
+  cdui::test::temp_home home;
+  cdui::server srv{{home.path(), 2}};
+  auto long_run = srv.submit(request(moons_graph(1'000'000))).run_id;
+  auto id = srv.submit(request(moons_graph(2))).run_id;
+  srv.wait(id);
+  auto loss = srv.metrics(id, "train_loss");
+  BOOST_REQUIRE(loss.has_value());
+  BOOST_TEST(loss->size() == 2u);  // one per epoch
+  BOOST_TEST(loss->at(0).node == "loop");
+  BOOST_TEST(!srv.metrics("nosuchid").has_value());
+
+  auto status = nlohmann::json::parse(srv.status());
+  auto queue = status["children"][0];
+  BOOST_TEST(queue["kind"] == "run_queue");
+  BOOST_TEST(queue["mailbox"].is_number());
+  BOOST_TEST(queue["children"].size() == 1u);  // the long run's actor
+  BOOST_TEST(queue["children"][0]["state"]["status"] == "running");
+
+  BOOST_TEST((srv.erase(long_run) == cdui::erase_result::active));
+  BOOST_TEST((srv.erase(id) == cdui::erase_result::erased));
+  BOOST_TEST((srv.erase(id) == cdui::erase_result::unknown));
+  BOOST_TEST(!std::filesystem::exists(home.path() / "runs" / id));
+  srv.cancel(long_run);
 }
 
 BOOST_AUTO_TEST_CASE(a_bad_sim_spec_is_refused_naming_the_entry) {

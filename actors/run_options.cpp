@@ -1,0 +1,156 @@
+#include "actors/run_options.hpp"
+
+#include <limits>
+
+#include "devices/device.hpp"
+
+namespace cdui::actors {
+
+namespace {
+
+constexpr const char* known_options =
+  "device, seed, deterministic, record_outputs, lane, session, weights_persistent, target";
+
+std::string check_device(const std::string& field, const nlohmann::json& value) {
+  if (!value.is_string())
+    return field + ": must be a device string such as \"cpu\", \"cuda:0\" or \"sim:0\"";
+  auto parsed = devices::parse_device(value.get<std::string>());
+  if (auto* err = std::get_if<devices::device_parse_error>(&parsed))
+    return field + ": " + err->message;
+  return "";
+}
+
+std::string read_bool(const nlohmann::json& options, const char* key, bool& out) {
+  const auto& value = options[key];
+  if (!value.is_boolean())
+    return std::string{"option '"} + key + "': must be true or false, not " + value.dump();
+  out = value.get<bool>();
+  return "";
+}
+
+std::string read_target(const nlohmann::json& target, run_request& request) {
+  if (!target.is_object())
+    return "option 'target': must be an object such as {\"devices\": [\"sim:0\", \"sim:1\"]}";
+  for (const auto& [key, value] : target.items()) {
+    if (key == "worker") {
+      if (!value.is_string())
+        return "option 'target.worker': must be a worker name or \"local\"";
+      if (value != "local")
+        return "option 'target.worker': no worker named '" + value.get<std::string>()
+               + "' has connected to this server";
+    } else if (key == "devices") {
+      if (!value.is_array() || value.empty())
+        return "option 'target.devices': must be a non-empty list of device strings";
+      request.devices.clear();
+      for (std::size_t i = 0; i < value.size(); ++i) {
+        auto err = check_device("option 'target.devices[" + std::to_string(i) + "]'", value[i]);
+        if (!err.empty())
+          return err;
+        request.devices.push_back(value[i].get<std::string>());
+      }
+    } else {
+      return "option 'target': unknown key '" + key + "' (known: worker, devices)";
+    }
+  }
+  return "";
+}
+
+} // namespace
+
+std::string apply_options(const nlohmann::json& options, run_request& request) {
+  if (!options.is_object())
+    return "field 'options': must be a JSON object";
+  for (const auto& [key, value] : options.items()) {
+    std::string err;
+    if (key == "device") {
+      err = check_device("option 'device'", value);
+      if (err.empty())
+        request.device = value.get<std::string>();
+    } else if (key == "seed") {
+      constexpr auto max_seed = std::numeric_limits<std::uint32_t>::max();
+      if (!value.is_number_integer() || (value.is_number_unsigned() ? value.get<std::uint64_t>() > max_seed
+                                                                    : value.get<std::int64_t>() < 0))
+        err = "option 'seed': must be an integer from 0 to 4294967295, not " + value.dump();
+      else {
+        request.has_seed = true;
+        request.seed = value.get<std::uint64_t>();
+      }
+    } else if (key == "deterministic") {
+      err = read_bool(options, "deterministic", request.deterministic);
+    } else if (key == "record_outputs") {
+      err = read_bool(options, "record_outputs", request.record_outputs);
+    } else if (key == "weights_persistent") {
+      err = read_bool(options, "weights_persistent", request.weights_persistent);
+    } else if (key == "lane") {
+      if (value != "queued" && value != "interactive")
+        err = "option 'lane': must be \"queued\" or \"interactive\", not " + value.dump();
+      else
+        request.lane = value.get<std::string>();
+    } else if (key == "session") {
+      if (!value.is_string() || value.get<std::string>().empty())
+        err = "option 'session': must be a non-empty string naming the editor session";
+      else
+        request.session = value.get<std::string>();
+    } else if (key == "target") {
+      err = read_target(value, request);
+    } else {
+      err = "option '" + key + "' is not known (known: " + known_options + ")";
+    }
+    if (!err.empty())
+      return err;
+  }
+  return "";
+}
+
+std::variant<run_request, submission_error> parse_submission(const nlohmann::json& body) {
+  if (!body.is_object())
+    return submission_error{true, "the body must be a JSON object {\"graph\": {...}}"};
+  for (const auto& [key, value] : body.items())
+    if (key != "graph" && key != "options" && key != "name")
+      return submission_error{false, "field '" + key + "' is not known (known: graph, options, name)"};
+  if (!body.contains("graph"))
+    return submission_error{true, "field 'graph' is missing"};
+  const auto& graph = body["graph"];
+  if (!graph.is_object())
+    return submission_error{true, "field 'graph' must be a JSON object, not " + std::string{graph.type_name()}};
+  if (!graph.contains("nodes") || (graph["nodes"].is_array() && graph["nodes"].empty()))
+    return submission_error{false, "field 'graph': the graph is empty (it has no nodes)"};
+  run_request request;
+  request.graph_json = graph.dump();
+  if (body.contains("name")) {
+    const auto& name = body["name"];
+    if (!name.is_string())
+      return submission_error{false, "field 'name' must be a string"};
+    request.name = name.get<std::string>();
+    if (request.name.size() > max_run_name_length)
+      return submission_error{false, "field 'name' is " + std::to_string(request.name.size())
+                                       + " characters long; the most is 64"};
+  }
+  if (body.contains("options"))
+    if (auto err = apply_options(body["options"], request); !err.empty())
+      return submission_error{false, err};
+  return request;
+}
+
+nlohmann::json options_json(const run_request& r) {
+  nlohmann::json o = nlohmann::json::object();
+  if (!r.device.empty())
+    o["device"] = r.device;
+  if (r.has_seed)
+    o["seed"] = r.seed;
+  if (r.deterministic)
+    o["deterministic"] = true;
+  if (r.record_outputs)
+    o["record_outputs"] = true;
+  if (r.weights_persistent)
+    o["weights_persistent"] = true;
+  if (r.lane != "queued")
+    o["lane"] = r.lane;
+  if (!r.session.empty())
+    o["session"] = r.session;
+  if (!r.devices.empty())
+    o["target"] = {{"devices", r.devices}};
+  return o;
+}
+
+} // namespace cdui::actors

@@ -1,0 +1,272 @@
+#include "apps/client_commands.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+
+#include <unistd.h>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "actors/run_options.hpp"
+#include "apps/http_api.hpp"
+#include "apps/interrupt.hpp"
+#include "apps/progress_printer.hpp"
+#include "apps/run_report.hpp"
+#include "storage/home.hpp"
+#include "storage/run_store.hpp"
+
+namespace cdui::apps {
+
+namespace {
+
+using nlohmann::json;
+using clock = std::chrono::steady_clock;
+
+/// The longest one long-poll waits, so that Ctrl+C and --timeout are noticed within it.
+constexpr double poll_seconds = 0.5;
+
+httplib::Client http_client(const server_connection& server) {
+  httplib::Client c{server.address.host, server.address.port};
+  c.set_connection_timeout(std::chrono::seconds(5));
+  c.set_read_timeout(std::chrono::seconds(30));
+  return c;
+}
+
+httplib::Headers auth(const server_connection& server) {
+  return {{token_header, server.token}};
+}
+
+/// The `detail` of an error answer, else its body.
+std::string detail_of(const httplib::Response& res) {
+  auto j = json::parse(res.body, nullptr, false);
+  if (j.is_object() && j["detail"].is_string())
+    return j["detail"].get<std::string>();
+  return "HTTP " + std::to_string(res.status) + ": " + res.body;
+}
+
+std::string no_answer(const server_connection& server, const httplib::Result& result) {
+  return "the server at " + server.address.http_url()
+         + " did not answer (" + httplib::to_string(result.error()) + ")";
+}
+
+/// A run as GET /api/runs/{id} describes it.
+run_info run_from_json(const json& j) {
+  run_info r;
+  r.id = j.value("run_id", std::string{});
+  r.name = j.value("name", std::string{});
+  r.status = parse_run_status(j.value("status", std::string{})).value_or(run_status::failed);
+  r.queue_key = j.value("queue_key", std::string{});
+  r.queue_position = j.value("queue_position", 0u);
+  if (j["error"].is_string())
+    r.error = j["error"].get<std::string>();
+  auto ms = [&](const char* key) { return j[key].is_number() ? j[key].get<std::int64_t>() : 0; };
+  r.created_ms = ms("created_ms");
+  r.started_ms = ms("started_ms");
+  r.finished_ms = ms("finished_ms");
+  if (!j["final_metrics"].is_null())
+    r.final_metrics = j["final_metrics"].dump();
+  return r;
+}
+
+std::string local_time(std::int64_t ms) {
+  if (ms == 0)
+    return "-";
+  std::time_t t = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  ::localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
+  return buf;
+}
+
+void print_runs(const std::vector<run_info>& runs, std::uint64_t total) {
+  std::printf("%-8s  %-20s  %-11s  %-8s  %-5s  %-19s  %s\n", "ID", "NAME", "STATUS", "DEVICE",
+              "QUEUE", "CREATED", "SECONDS");
+  for (const auto& r : runs) {
+    auto name = r.name.size() > 20 ? r.name.substr(0, 19) + "~" : r.name;
+    auto queue = r.queue_position > 0 ? std::to_string(r.queue_position) : std::string{"-"};
+    std::string seconds = "-";
+    if (r.started_ms > 0) {
+      auto end = r.finished_ms > 0 ? r.finished_ms
+                                   : std::chrono::duration_cast<std::chrono::milliseconds>(
+                                       std::chrono::system_clock::now().time_since_epoch())
+                                       .count();
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.1f", static_cast<double>(end - r.started_ms) / 1000.0);
+      seconds = buf;
+    }
+    std::printf("%-8s  %-20s  %-11s  %-8s  %-5s  %-19s  %s\n", r.id.c_str(), name.c_str(),
+                std::string{to_string(r.status)}.c_str(), r.queue_key.c_str(), queue.c_str(),
+                local_time(r.created_ms).c_str(), seconds.c_str());
+  }
+  if (total > runs.size())
+    std::printf("(%zu of %llu runs; --limit shows more)\n", runs.size(),
+                static_cast<unsigned long long>(total));
+}
+
+} // namespace
+
+std::optional<server_connection> find_server(const std::filesystem::path& home) {
+  if (!storage::home_lock::server_running(home))
+    return std::nullopt;
+  auto address = storage::read_server_json(home);
+  auto token = storage::read_token(home);
+  if (!address || !token)
+    return std::nullopt;
+  return server_connection{*address, *token};
+}
+
+int remote_run(const server_connection& server, const run_request& request,
+               const run_command_options& options) {
+  auto started = clock::now();
+  auto timed_out = [&] {
+    return options.timeout_s
+           && std::chrono::duration<double>(clock::now() - started).count() >= *options.timeout_s;
+  };
+  json body{{"graph", json::parse(request.graph_json)},
+            {"name", request.name},
+            {"options", actors::options_json(request)}};
+  auto client = http_client(server);
+  auto res = client.Post("/api/runs", auth(server), body.dump(), "application/json");
+  if (!res) {
+    std::fprintf(stderr, "cdui: %s\n", no_answer(server, res).c_str());
+    return exit_run_failed;
+  }
+  if (res->status != 200) {
+    std::fprintf(stderr, "cdui: the server refused the run: %s\n", detail_of(*res).c_str());
+    // A 400/422 is about this command line or graph; 403 and 503 are about the server.
+    return res->status == 400 || res->status == 422 ? exit_usage : exit_run_failed;
+  }
+  auto submitted = json::parse(res->body);
+  auto id = submitted["run_id"].get<std::string>();
+  std::printf("run %s (%s) submitted to the server at %s, folder %s\n", id.c_str(),
+              request.name.c_str(), server.address.http_url().c_str(),
+              (storage::default_home() / "runs" / id).c_str());
+  if (options.detach) {
+    std::printf("detached: `cdui runs` lists it, `cdui cancel %s` stops it\n", id.c_str());
+    return exit_ok;
+  }
+  if (submitted.value("status", std::string{}) == "queued")
+    std::printf("queued, position %u on %s\n", submitted.value("queue_position", 0u),
+                submitted.value("queue_key", std::string{}).c_str());
+  std::fflush(stdout);
+
+  catch_interrupts();
+  progress_printer printer{stdout, ::isatty(STDOUT_FILENO) == 1};
+  std::uint64_t cursor = 0;
+  for (;;) {
+    if (interrupted() || timed_out()) {
+      printer.close_line();
+      std::printf("%s: stopped following run %s; it continues on the server (`cdui cancel %s` "
+                  "stops it)\n",
+                  interrupted() ? "interrupted" : "timeout", id.c_str(), id.c_str());
+      std::fflush(stdout);
+      return interrupted() ? exit_interrupted : exit_run_failed;
+    }
+    auto path = "/api/runs/" + id + "/events?cursor=" + std::to_string(cursor)
+                + "&wait=" + std::to_string(poll_seconds);
+    auto page = client.Get(path.c_str());
+    if (!page || page->status != 200) {
+      printer.close_line();
+      std::fprintf(stderr, "cdui: following run %s: %s\n", id.c_str(),
+                   page ? detail_of(*page).c_str() : no_answer(server, page).c_str());
+      return exit_run_failed;
+    }
+    auto j = json::parse(page->body);
+    for (const auto& e : j["events"]) {
+      printer.print({e["cursor"].get<std::uint64_t>(), e["time_ms"].get<std::int64_t>(),
+                     e["type"].get<std::string>(), e["data"].dump()});
+      cursor = e["cursor"].get<std::uint64_t>();
+    }
+    if (j["finished"] == true)
+      break;
+  }
+  printer.close_line();
+  auto final_res = client.Get(("/api/runs/" + id).c_str());
+  if (!final_res || final_res->status != 200) {
+    std::fprintf(stderr, "cdui: run %s ended, but its state could not be read: %s\n", id.c_str(),
+                 final_res ? detail_of(*final_res).c_str() : no_answer(server, final_res).c_str());
+    return exit_run_failed;
+  }
+  auto final_state = run_from_json(json::parse(final_res->body));
+  print_run_end(final_state);
+  return final_state.status == run_status::succeeded ? exit_ok : exit_run_failed;
+}
+
+int runs_command(const runs_options& options) {
+  auto home = storage::default_home();
+  if (auto server = find_server(home)) {
+    auto client = http_client(*server);
+    auto path = "/api/runs?limit=" + std::to_string(options.limit)
+                + (options.status.empty() ? "" : "&status=" + options.status);
+    auto res = client.Get(path.c_str());
+    if (!res) {
+      std::fprintf(stderr, "cdui: %s\n", no_answer(*server, res).c_str());
+      return exit_run_failed;
+    }
+    if (res->status != 200) {
+      std::fprintf(stderr, "cdui: %s\n", detail_of(*res).c_str());
+      return exit_usage;
+    }
+    auto page = json::parse(res->body);
+    std::vector<run_info> runs;
+    for (const auto& r : page["runs"])
+      runs.push_back(run_from_json(r));
+    print_runs(runs, page["total"].get<std::uint64_t>());
+    return exit_ok;
+  }
+  std::optional<run_status> filter;
+  if (!options.status.empty() && !(filter = parse_run_status(options.status))) {
+    std::fprintf(stderr, "cdui: --status '%s' is not one of queued, running, succeeded, failed, "
+                         "cancelled, interrupted\n", options.status.c_str());
+    return exit_usage;
+  }
+  auto db = home / "cdui.db";
+  if (!std::filesystem::exists(db)) {
+    std::printf("no runs on %s yet\n", home.c_str());
+    return exit_ok;
+  }
+  try {
+    // No server: read the store itself (SQLite lets this process read while an embedded run writes).
+    storage::run_store store{db};
+    auto page = store.list(filter, options.limit, 0);
+    print_runs(page.runs, page.total);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "cdui: %s\n", e.what());
+    return exit_run_failed;
+  }
+  return exit_ok;
+}
+
+int cancel_command(const std::string& run_id) {
+  auto home = storage::default_home();
+  auto server = find_server(home);
+  if (!server) {
+    std::fprintf(stderr, "cdui: no cdui server is running on %s; a run on the embedded runtime is "
+                         "cancelled with Ctrl+C in its terminal\n", home.c_str());
+    return exit_run_failed;
+  }
+  auto client = http_client(*server);
+  auto res = client.Post(("/api/runs/" + run_id + "/cancel").c_str(), auth(*server), "",
+                         "application/json");
+  if (!res) {
+    std::fprintf(stderr, "cdui: %s\n", no_answer(*server, res).c_str());
+    return exit_run_failed;
+  }
+  if (res->status != 200) {
+    std::fprintf(stderr, "cdui: %s\n", detail_of(*res).c_str());
+    return exit_run_failed;
+  }
+  auto j = json::parse(res->body);
+  auto status = j.value("status", std::string{});
+  if (j["cancelled"] == true)
+    std::printf("run %s: cancel requested (it was %s)\n", run_id.c_str(), status.c_str());
+  else
+    std::printf("run %s had already ended: %s\n", run_id.c_str(), status.c_str());
+  return exit_ok;
+}
+
+} // namespace cdui::apps

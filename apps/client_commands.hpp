@@ -1,0 +1,39 @@
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "apps/run_command.hpp"
+#include "messages/run_request.hpp"
+#include "storage/server_files.hpp"
+
+namespace cdui::apps {
+
+/// A server running on a home: where it listens and the session token from its 0600 file.
+struct server_connection {
+  storage::server_address address;
+  std::string token;
+};
+
+/// The server that holds `home` now, if one does and its server.json can be read.
+[[nodiscard]] std::optional<server_connection> find_server(const std::filesystem::path& home);
+
+/// `cdui run` against a running server over HTTP: submits, then follows the run's events until it
+/// ends (or returns at once with --detach). Ctrl+C and --timeout stop following; the run goes on.
+[[nodiscard]] int remote_run(const server_connection& server, const run_request& request,
+                             const run_command_options& options);
+
+struct runs_options {
+  std::string status;
+  std::size_t limit = 20;
+};
+
+/// `cdui runs`: the newest runs, from the server, else straight from the home's run store.
+[[nodiscard]] int runs_command(const runs_options& options);
+
+/// `cdui cancel ID`: asks the server to cancel a run.
+[[nodiscard]] int cancel_command(const std::string& run_id);
+
+} // namespace cdui::apps

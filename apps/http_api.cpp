@@ -1,0 +1,369 @@
+#include "apps/http_api.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "actors/run_options.hpp"
+#include "actors/server.hpp"
+#include "storage/lru_store.hpp"
+
+namespace cdui::apps {
+
+namespace {
+
+using nlohmann::json;
+
+/// The longest a long-poll waits, whatever `wait` asks for.
+constexpr double max_wait_seconds = 60.0;
+/// The page size of GET /api/runs when `limit` is not given, and the largest one allowed.
+constexpr std::size_t default_page = 50;
+constexpr std::size_t max_page = 1000;
+
+void reply(httplib::Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_content(body.dump(), "application/json");
+}
+
+void refuse(httplib::Response& res, int status, const std::string& detail) {
+  reply(res, status, {{"detail", detail}});
+}
+
+bool authorized(const httplib::Request& req, httplib::Response& res, const std::string& token) {
+  if (req.get_header_value(token_header) == token)
+    return true;
+  refuse(res, 403,
+         std::string{"this request needs the session token in the "} + token_header
+           + " header (the server's token file is in $CODEFYUI_HOME)");
+  return false;
+}
+
+json parse_or_null(const std::string& text) {
+  return json::parse(text, nullptr, false);
+}
+
+json run_json(const run_info& r) {
+  json j{{"run_id", r.id},
+         {"name", r.name},
+         {"status", to_string(r.status)},
+         {"active", !is_final(r.status)},
+         {"queue_key", r.queue_key},
+         {"queue_position", r.queue_position},
+         {"error", r.error.empty() ? json(nullptr) : json(r.error)},
+         {"created_ms", r.created_ms},
+         {"started_ms", r.started_ms ? json(r.started_ms) : json(nullptr)},
+         {"finished_ms", r.finished_ms ? json(r.finished_ms) : json(nullptr)},
+         {"final_metrics", parse_or_null(r.final_metrics)},
+         {"options", parse_or_null(r.options)}};
+  return j;
+}
+
+/// Reads an unsigned integer query parameter; false (with a 400 sent) when it is not one.
+bool query_number(const httplib::Request& req, httplib::Response& res, const char* name,
+                  std::uint64_t& out) {
+  if (!req.has_param(name))
+    return true;
+  auto text = req.get_param_value(name);
+  try {
+    std::size_t used = 0;
+    if (!text.empty() && text[0] != '-') {
+      out = std::stoull(text, &used);
+      if (used == text.size())
+        return true;
+    }
+  } catch (const std::exception&) {
+  }
+  refuse(res, 400, std::string{"query parameter '"} + name + "' must be a non-negative integer, not '"
+                     + text + "'");
+  return false;
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos)
+    return s;
+  std::string out = "\"";
+  for (char c : s)
+    out += c == '"' ? std::string{"\"\""} : std::string(1, c);
+  return out + "\"";
+}
+
+void post_run(cdui::server& runtime, const httplib::Request& req, httplib::Response& res) {
+  auto body = json::parse(req.body, nullptr, false);
+  if (body.is_discarded()) {
+    refuse(res, 400, "the body is not valid JSON");
+    return;
+  }
+  auto parsed = actors::parse_submission(body);
+  if (auto* err = std::get_if<actors::submission_error>(&parsed)) {
+    refuse(res, err->unprocessable ? 422 : 400, err->message);
+    return;
+  }
+  auto result = runtime.submit(std::get<run_request>(std::move(parsed)));
+  if (!result.ok()) {
+    refuse(res, result.unavailable ? 503 : 400, result.error);
+    return;
+  }
+  auto info = runtime.info(result.run_id);
+  reply(res, 200,
+        {{"run_id", result.run_id},
+         {"status", info ? to_string(info->status) : "queued"},
+         {"queue_key", info ? info->queue_key : ""},
+         {"queue_position", info ? info->queue_position : 0}});
+}
+
+void get_runs(cdui::server& runtime, const httplib::Request& req, httplib::Response& res) {
+  std::uint64_t limit = default_page;
+  std::uint64_t offset = 0;
+  if (!query_number(req, res, "limit", limit) || !query_number(req, res, "offset", offset))
+    return;
+  limit = std::clamp<std::uint64_t>(limit, 1, max_page);
+  try {
+    auto page = runtime.runs(req.get_param_value("status"), limit, offset);
+    json runs = json::array();
+    for (const auto& r : page.runs)
+      runs.push_back(run_json(r));
+    reply(res, 200, {{"runs", runs}, {"total", page.total}, {"limit", limit}, {"offset", offset}});
+  } catch (const std::invalid_argument& e) {
+    refuse(res, 400, std::string{"query parameter 'status': "} + e.what());
+  }
+}
+
+void get_events(cdui::server& runtime, const std::string& id, const httplib::Request& req,
+                httplib::Response& res) {
+  std::uint64_t cursor = 0;
+  std::uint64_t limit = 1000;
+  if (!query_number(req, res, "cursor", cursor) || !query_number(req, res, "limit", limit))
+    return;
+  double wait = 0;
+  if (req.has_param("wait")) {
+    try {
+      wait = std::stod(req.get_param_value("wait"));
+    } catch (const std::exception&) {
+      wait = -1;
+    }
+    if (!(wait >= 0)) {
+      refuse(res, 400, "query parameter 'wait' must be a number of seconds, 0 or more");
+      return;
+    }
+  }
+  wait = std::min(wait, max_wait_seconds);
+  try {
+    auto batch = runtime.events(id, cursor, std::chrono::milliseconds(static_cast<long>(wait * 1000)));
+    json events = json::array();
+    auto last = cursor;
+    for (const auto& e : batch.events) {
+      if (events.size() >= std::max<std::uint64_t>(limit, 1)) {
+        batch.finished = false;
+        break;
+      }
+      events.push_back({{"cursor", e.cursor},
+                        {"time_ms", e.time_ms},
+                        {"type", e.type},
+                        {"data", parse_or_null(e.data)}});
+      last = e.cursor;
+    }
+    reply(res, 200, {{"run_id", id}, {"events", events}, {"cursor", last}, {"finished", batch.finished}});
+  } catch (const std::invalid_argument& e) {
+    refuse(res, 404, e.what());
+  }
+}
+
+void get_metrics(cdui::server& runtime, const std::string& id, const httplib::Request& req,
+                 httplib::Response& res) {
+  auto format = req.has_param("format") ? req.get_param_value("format") : "json";
+  if (format != "json" && format != "csv") {
+    refuse(res, 400, "query parameter 'format' must be json or csv, not '" + format + "'");
+    return;
+  }
+  auto points = runtime.metrics(id, req.get_param_value("name"));
+  if (!points) {
+    refuse(res, 404, "no run has the id '" + id + "'");
+    return;
+  }
+  if (format == "csv") {
+    std::ostringstream out;
+    out.precision(17);
+    out << "node,name,step,value,time_ms\n";
+    for (const auto& p : *points)
+      out << csv_field(p.node) << ',' << csv_field(p.name) << ',' << p.step << ',' << p.value << ','
+          << p.time_ms << '\n';
+    res.status = 200;
+    res.set_content(out.str(), "text/csv");
+    return;
+  }
+  json metrics = json::array();
+  for (const auto& p : *points)
+    metrics.push_back({{"node", p.node},
+                       {"name", p.name},
+                       {"step", p.step},
+                       {"value", p.value},
+                       {"time_ms", p.time_ms}});
+  reply(res, 200, {{"run_id", id}, {"metrics", metrics}});
+}
+
+/// Prometheus' text format: runs by status, and per device the queue length, slot use and limit.
+std::string prometheus_text(cdui::server& runtime) {
+  std::ostringstream out;
+  out << "# HELP cdui_runs Runs in the store, by status.\n# TYPE cdui_runs gauge\n";
+  for (auto status : {run_status::queued, run_status::running, run_status::succeeded,
+                      run_status::failed, run_status::cancelled, run_status::interrupted})
+    out << "cdui_runs{status=\"" << to_string(status) << "\"} "
+        << runtime.runs(std::string{to_string(status)}, 1, 0).total << '\n';
+  auto status = json::parse(runtime.status());
+  const auto& queue = status["children"][0]["state"];
+  out << "# HELP cdui_queue_length Runs waiting in a device's queue.\n"
+         "# TYPE cdui_queue_length gauge\n";
+  for (const auto& q : queue["queues"])
+    out << "cdui_queue_length{device=\"" << q["device"].get<std::string>() << "\"} "
+        << q["waiting"].size() << '\n';
+  out << "# HELP cdui_slot_running Runs holding a device's slot.\n# TYPE cdui_slot_running gauge\n";
+  for (const auto& q : queue["queues"])
+    out << "cdui_slot_running{device=\"" << q["device"].get<std::string>() << "\"} "
+        << q["running"].size() << '\n';
+  out << "# HELP cdui_slot_limit Runs a device's slot admits at once.\n# TYPE cdui_slot_limit gauge\n";
+  for (const auto& q : queue["queues"])
+    out << "cdui_slot_limit{device=\"" << q["device"].get<std::string>() << "\"} "
+        << q["limit"].get<int>() << '\n';
+  out << "# HELP cdui_interactive_running Interactive runs executing.\n"
+         "# TYPE cdui_interactive_running gauge\n"
+      << "cdui_interactive_running " << queue["interactive"]["running"].size() << '\n';
+  auto caches = json::parse(runtime.health())["caches"];
+  out << "# HELP cdui_store_bytes Bytes of tensor storage an in-memory store holds.\n"
+         "# TYPE cdui_store_bytes gauge\n";
+  for (const auto& [name, store] : caches.items())
+    out << "cdui_store_bytes{store=\"" << name << "\"} " << store["bytes"].get<std::int64_t>() << '\n';
+  out << "# HELP cdui_store_max_bytes A store's byte budget (0: none).\n"
+         "# TYPE cdui_store_max_bytes gauge\n";
+  for (const auto& [name, store] : caches.items()) {
+    auto max = store.contains("max_bytes") ? store["max_bytes"] : store["max_bytes_each"];
+    out << "cdui_store_max_bytes{store=\"" << name << "\"} " << max.get<std::int64_t>() << '\n';
+  }
+  return out.str();
+}
+
+void get_outputs(cdui::server& runtime, const std::string& id, httplib::Response& res) {
+  auto info = runtime.info(id);
+  if (!info) {
+    refuse(res, 404, "no run has the id '" + id + "'");
+    return;
+  }
+  if (auto nodes = runtime.recorded_outputs(id)) {
+    reply(res, 200, {{"run_id", id}, {"nodes", json::parse(*nodes)}});
+    return;
+  }
+  auto options = parse_or_null(info->options);
+  auto budget = storage::read_budget(storage::run_output_store_budget).budget;
+  if (!options.is_object() || options.value("record_outputs", false) != true)
+    refuse(res, 404, "run " + id + " does not record its outputs: submit it with options."
+                     "record_outputs true (cdui run --record-outputs)");
+  else if (!is_final(info->status))
+    refuse(res, 404, "run " + id + " is " + std::string{to_string(info->status)}
+                     + "; its outputs are recorded when it ends");
+  else
+    refuse(res, 404, "run " + id + "'s outputs are no longer in the run output store: it keeps the "
+                     + std::to_string(budget.max_entries) + " most recently recorded runs within "
+                     + std::to_string(budget.max_bytes / storage::bytes_per_mb) + " MB ("
+                     + std::string{budget.env_var} + "), in this server's memory only");
+}
+
+} // namespace
+
+void mount_http_api(httplib::Server& http, cdui::server& runtime, std::string token) {
+  auto& rt = runtime;
+  http.Post("/api/runs", [&rt, token](const httplib::Request& req, httplib::Response& res) {
+    if (authorized(req, res, token))
+      post_run(rt, req, res);
+  });
+  http.Get("/api/runs", [&rt](const httplib::Request& req, httplib::Response& res) {
+    get_runs(rt, req, res);
+  });
+  http.Get(R"(/api/runs/([^/]+))", [&rt](const httplib::Request& req, httplib::Response& res) {
+    std::string id = req.matches[1];
+    if (auto info = rt.info(id))
+      reply(res, 200, run_json(*info));
+    else
+      refuse(res, 404, "no run has the id '" + id + "'");
+  });
+  http.Delete(R"(/api/runs/([^/]+))",
+              [&rt, token](const httplib::Request& req, httplib::Response& res) {
+                if (!authorized(req, res, token))
+                  return;
+                std::string id = req.matches[1];
+                switch (rt.erase(id)) {
+                case erase_result::erased:
+                  reply(res, 200, {{"run_id", id}, {"deleted", true}});
+                  break;
+                case erase_result::active:
+                  refuse(res, 409, "run " + id + " is queued or running; cancel it first");
+                  break;
+                case erase_result::unknown:
+                  refuse(res, 404, "no run has the id '" + id + "'");
+                  break;
+                }
+              });
+  http.Post(R"(/api/runs/([^/]+)/cancel)",
+            [&rt, token](const httplib::Request& req, httplib::Response& res) {
+              if (!authorized(req, res, token))
+                return;
+              std::string id = req.matches[1];
+              if (!rt.info(id)) {
+                refuse(res, 404, "no run has the id '" + id + "'");
+                return;
+              }
+              bool cancelled = rt.cancel(id);
+              auto info = rt.info(id);
+              reply(res, 200, {{"run_id", id},
+                               {"cancelled", cancelled},
+                               {"status", to_string(info->status)}});
+            });
+  http.Get(R"(/api/runs/([^/]+)/events)", [&rt](const httplib::Request& req, httplib::Response& res) {
+    get_events(rt, req.matches[1], req, res);
+  });
+  http.Get(R"(/api/runs/([^/]+)/metrics)", [&rt](const httplib::Request& req, httplib::Response& res) {
+    get_metrics(rt, req.matches[1], req, res);
+  });
+  http.Get(R"(/api/runs/([^/]+)/outputs)", [&rt](const httplib::Request& req, httplib::Response& res) {
+    get_outputs(rt, req.matches[1], res);
+  });
+  http.Delete(R"(/api/sessions/([^/]+))",
+              [&rt, token](const httplib::Request& req, httplib::Response& res) {
+                if (!authorized(req, res, token))
+                  return;
+                std::string session = req.matches[1];
+                reply(res, 200, {{"session", session}, {"closed", rt.close_session(session)}});
+              });
+  http.Get("/api/health", [&rt](const httplib::Request&, httplib::Response& res) {
+    res.status = 200;
+    res.set_content(rt.health(), "application/json");
+  });
+  http.Get("/api/status", [&rt](const httplib::Request&, httplib::Response& res) {
+    res.status = 200;
+    res.set_content(rt.status(), "application/json");
+  });
+  http.Get("/metrics", [&rt](const httplib::Request&, httplib::Response& res) {
+    res.status = 200;
+    res.set_content(prometheus_text(rt), "text/plain; version=0.0.4");
+  });
+  http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (res.status == 404 && res.body.empty())
+      refuse(res, 404, "no such endpoint: " + req.method + " " + req.path);
+  });
+  http.set_exception_handler(
+    [](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+      std::string what = "unknown error";
+      try {
+        std::rethrow_exception(ep);
+      } catch (const std::exception& e) {
+        what = e.what();
+      } catch (...) {
+      }
+      refuse(res, 500, req.method + " " + req.path + " failed: " + what);
+    });
+}
+
+} // namespace cdui::apps

@@ -1,0 +1,225 @@
+#include "apps/server_command.hpp"
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <thread>
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "actors/server.hpp"
+#include "apps/http_api.hpp"
+#include "apps/run_command.hpp"
+#include "storage/home.hpp"
+#include "storage/server_files.hpp"
+
+namespace cdui::apps {
+
+namespace {
+
+/// HTTP worker threads: each long-poll holds one while it waits.
+constexpr std::size_t http_threads = 32;
+/// How long `cdui start` waits for the server it started to answer.
+constexpr auto start_timeout = std::chrono::seconds(60);
+
+void set_up_logging(const std::filesystem::path& home) {
+  std::vector<spdlog::sink_ptr> sinks;
+  sinks.push_back(std::make_shared<spdlog::sinks::basic_file_sink_mt>((home / "server.log").string()));
+  sinks.push_back(std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
+  auto logger = std::make_shared<spdlog::logger>("cdui", sinks.begin(), sinks.end());
+  logger->flush_on(spdlog::level::info);
+  spdlog::set_default_logger(logger);
+}
+
+std::string already_running(const std::filesystem::path& home) {
+  auto address = storage::read_server_json(home);
+  if (storage::home_lock::server_running(home) && address)
+    return "a cdui server is already running on " + home.string() + " (pid "
+           + std::to_string(address->pid) + ", " + address->http_url() + ")";
+  return "the home " + home.string() + " is in use by embedded `cdui run` processes; start the "
+         "server when they have ended";
+}
+
+int serve(const start_options& options) {
+  auto home = storage::default_home();
+  auto lock = storage::home_lock::try_lock(home, storage::home_lock::mode::exclusive);
+  if (!lock) {
+    std::fprintf(stderr, "cdui: %s\n", already_running(home).c_str());
+    return exit_run_failed;
+  }
+  // Blocked before any thread exists, so every thread inherits the mask and only sigwait below
+  // sees the signals.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+  set_up_logging(home);
+
+  std::unique_ptr<cdui::server> runtime;
+  std::string token;
+  try {
+    token = storage::create_token(home);
+    server::config cfg;
+    cfg.home = home;
+    cfg.resume = true;
+    runtime = std::make_unique<cdui::server>(cfg);
+  } catch (const std::exception& e) {
+    spdlog::error("cannot start: {}", e.what());
+    return exit_usage;
+  }
+  httplib::Server http;
+  http.new_task_queue = [] { return new httplib::ThreadPool(http_threads); };
+  http.set_logger([](const httplib::Request& req, const httplib::Response& res) {
+    spdlog::debug("{} {} -> {}", req.method, req.path, res.status);
+  });
+  mount_http_api(http, *runtime, token);
+  int port = options.port;
+  bool bound = port == 0 ? (port = http.bind_to_any_port(options.host)) > 0
+                         : http.bind_to_port(options.host, port);
+  if (!bound) {
+    spdlog::error("cannot listen on {}:{} (is another program using the port? try --port)",
+                  options.host, options.port);
+    return exit_run_failed;
+  }
+  storage::server_address address{options.host, port, static_cast<int>(::getpid()), ""};
+  storage::write_server_json(home, address);
+  std::thread listener{[&http] { http.listen_after_bind(); }};
+  spdlog::info("cdui {} serving {} (home {}, pid {})", CDUI_VERSION, address.http_url(),
+               home.string(), address.pid);
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  spdlog::info("stopping ({}): running runs end interrupted, queued runs wait for the next start",
+               sig == SIGINT ? "SIGINT" : "SIGTERM");
+  // New submits get 503 from here on; running runs stop between batches.
+  runtime->shutdown();
+  http.stop();
+  listener.join();
+  runtime.reset();
+  std::error_code ec;
+  std::filesystem::remove(storage::server_json_path(home), ec);
+  spdlog::info("stopped");
+  return exit_ok;
+}
+
+/// Starts `cdui start --foreground` detached from this terminal and waits until it answers.
+int start_in_background(const start_options& options) {
+  auto home = storage::default_home();
+  if (!storage::home_lock::try_lock(home, storage::home_lock::mode::exclusive)) {
+    std::fprintf(stderr, "cdui: %s\n", already_running(home).c_str());
+    return exit_run_failed;
+  }
+  auto port = std::to_string(options.port);
+  pid_t child = ::fork();
+  if (child < 0) {
+    std::perror("cdui: fork");
+    return exit_run_failed;
+  }
+  if (child == 0) {
+    ::setsid();
+    int null = ::open("/dev/null", O_RDWR);
+    ::dup2(null, STDIN_FILENO);
+    ::dup2(null, STDOUT_FILENO);
+    ::dup2(null, STDERR_FILENO);
+    // A daemon holds nothing of the terminal's process: no inherited descriptor (a pipe a caller
+    // waits on to close, say) stays open in it.
+    ::close_range(3, ~0U, 0);
+    ::execl("/proc/self/exe", "cdui", "start", "--foreground", "--host", options.host.c_str(),
+            "--port", port.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  auto deadline = std::chrono::steady_clock::now() + start_timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    if (::waitpid(child, &status, WNOHANG) == child) {
+      std::fprintf(stderr, "cdui: the server did not start; see %s\n",
+                   (home / "server.log").c_str());
+      return exit_run_failed;
+    }
+    auto address = storage::read_server_json(home);
+    if (address && address->pid == child) {
+      httplib::Client client{address->host, address->port};
+      if (auto res = client.Get("/api/status"); res && res->status == 200) {
+        std::printf("cdui server started: %s (pid %d, home %s)\n", address->http_url().c_str(),
+                    address->pid, home.c_str());
+        return exit_ok;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::fprintf(stderr, "cdui: the server (pid %d) did not answer within %lld s; see %s\n", child,
+               static_cast<long long>(start_timeout.count()), (home / "server.log").c_str());
+  return exit_run_failed;
+}
+
+} // namespace
+
+int start_command(const start_options& options) {
+  return options.foreground ? serve(options) : start_in_background(options);
+}
+
+int stop_command(int timeout_seconds) {
+  auto home = storage::default_home();
+  auto address = storage::read_server_json(home);
+  if (!storage::home_lock::server_running(home) || !address) {
+    std::printf("no cdui server is running on %s\n", home.c_str());
+    return exit_ok;
+  }
+  if (::kill(address->pid, SIGTERM) != 0) {
+    std::perror("cdui: kill");
+    return exit_run_failed;
+  }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_seconds);
+  while (storage::home_lock::server_running(home)) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      std::fprintf(stderr, "cdui: the server (pid %d) did not stop within %d s\n", address->pid,
+                   timeout_seconds);
+      return exit_run_failed;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::printf("cdui server stopped (pid %d)\n", address->pid);
+  return exit_ok;
+}
+
+int status_command() {
+  auto home = storage::default_home();
+  auto address = storage::read_server_json(home);
+  if (!storage::home_lock::server_running(home) || !address) {
+    std::printf("no cdui server is running on %s\n", home.c_str());
+    return exit_run_failed;
+  }
+  httplib::Client client{address->host, address->port};
+  auto res = client.Get("/api/status");
+  if (!res || res->status != 200) {
+    std::printf("cdui server pid %d holds %s but does not answer on %s\n", address->pid,
+                home.c_str(), address->http_url().c_str());
+    return exit_run_failed;
+  }
+  std::printf("cdui server running: %s (pid %d, home %s)\n", address->http_url().c_str(),
+              address->pid, home.c_str());
+  auto status = nlohmann::json::parse(res->body, nullptr, false);
+  if (!status.is_object())
+    return exit_ok;
+  const auto& queue = status["children"][0]["state"];
+  std::printf("%-10s %-8s %-8s %s\n", "DEVICE", "RUNNING", "LIMIT", "WAITING");
+  for (const auto& q : queue["queues"])
+    std::printf("%-10s %-8zu %-8d %zu\n", q["device"].get<std::string>().c_str(),
+                q["running"].size(), q["limit"].get<int>(), q["waiting"].size());
+  std::printf("interactive: %zu of %d\n", queue["interactive"]["running"].size(),
+              queue["interactive"]["limit"].get<int>());
+  return exit_ok;
+}
+
+} // namespace cdui::apps

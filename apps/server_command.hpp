@@ -1,0 +1,25 @@
+#pragma once
+
+#include <string>
+
+namespace cdui::apps {
+
+/// The HTTP port `cdui start` listens on when not told otherwise.
+inline constexpr int default_port = 8765;
+
+struct start_options {
+  std::string host = "127.0.0.1";
+  int port = default_port;  // 0: any free port (server.json says which)
+  bool foreground = false;
+};
+
+/// `cdui start`: the server, in the background (or attached with --foreground).
+[[nodiscard]] int start_command(const start_options& options);
+
+/// `cdui stop`: asks the server to stop gracefully and waits for it.
+[[nodiscard]] int stop_command(int timeout_seconds);
+
+/// `cdui status`: whether a server runs on this home, where, and its queues.
+[[nodiscard]] int status_command();
+
+} // namespace cdui::apps

@@ -1,0 +1,324 @@
+// A real server process (`cdui start --foreground`) on 127.0.0.1 with a temporary home, driven over
+// HTTP as a user's tools drive it.
+#include <boost/test/unit_test.hpp>
+
+#include <future>
+
+#include "integration/server_process.hpp"
+#include "unit/test_graphs.hpp"
+
+using namespace std::chrono_literals;
+using cdui::test::moons_graph_json;
+using cdui::test::server_process;
+using nlohmann::json;
+
+namespace {
+
+/// A run that trains until it is cancelled.
+json endless(const std::string& device = "sim:0") {
+  return {{"graph", moons_graph_json(1'000'000, 0, 16, device)}, {"options", {{"seed", 1}}}};
+}
+
+json short_run(const std::string& device = "sim:0") {
+  return {{"graph", moons_graph_json(1, 3, 16, device)}, {"options", {{"seed", 1}}}};
+}
+
+std::string submit_ok(const server_process& srv, const json& body) {
+  auto res = srv.submit(body);
+  BOOST_REQUIRE(res);
+  BOOST_REQUIRE_MESSAGE(res->status == 200, res->status << " " << res->body);
+  return json::parse(res->body)["run_id"].get<std::string>();
+}
+
+void await_status(const server_process& srv, const std::string& id, const std::string& status) {
+  auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (srv.get_json("/api/runs/" + id)["status"] != status) {
+    BOOST_REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline,
+                          "run " << id << " never reached " << status);
+    std::this_thread::sleep_for(20ms);
+  }
+}
+
+void cancel(const server_process& srv, const std::string& id) {
+  srv.client().Post(("/api/runs/" + id + "/cancel").c_str(), srv.auth(), "", "application/json");
+}
+
+/// Every event of a run, read page by page.
+std::vector<json> all_events(const server_process& srv, const std::string& id) {
+  std::vector<json> events;
+  std::uint64_t cursor = 0;
+  for (;;) {
+    auto page = srv.get_json("/api/runs/" + id + "/events?cursor=" + std::to_string(cursor));
+    for (auto& e : page["events"])
+      events.push_back(e);
+    cursor = page["cursor"].get<std::uint64_t>();
+    if (page["finished"] == true || page["events"].empty())
+      return events;
+  }
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(server_test)
+
+BOOST_AUTO_TEST_CASE(five_runs_on_one_card_queue_at_positions_one_to_four_and_start_in_order) {
+  cdui::test::temp_home home;
+  server_process srv{home};
+  std::vector<std::string> ids{submit_ok(srv, endless())};
+  await_status(srv, ids[0], "running");
+  // The second run fails at run time (a CSV file that is not there): it must not block the rest.
+  auto failing = short_run();
+  failing["graph"]["nodes"][0]["params"] = {{"name", "csv"}, {"path", (home.path() / "no.csv").string()}};
+  ids.push_back(submit_ok(srv, failing));
+  for (int i = 0; i < 3; ++i)
+    ids.push_back(submit_ok(srv, short_run()));
+
+  auto listed = srv.get_json("/api/runs?status=queued");
+  BOOST_TEST(listed["total"] == 4);
+  for (const auto& run : listed["runs"]) {
+    auto at = std::find(ids.begin(), ids.end(), run["run_id"].get<std::string>()) - ids.begin();
+    BOOST_TEST(run["queue_position"] == at);  // ids[1] is at 1, ..., ids[4] at 4
+    BOOST_TEST(run["queue_key"] == "sim:0");
+    BOOST_TEST(run["active"] == true);
+  }
+  cancel(srv, ids[0]);
+  std::vector<json> done;
+  for (const auto& id : ids)
+    done.push_back(srv.wait_final(id));
+  BOOST_TEST(done[0]["status"] == "cancelled");
+  BOOST_TEST(done[1]["status"] == "failed");
+  BOOST_TEST(done[1]["error"].get<std::string>().find("no.csv") != std::string::npos);
+  for (std::size_t i = 2; i < done.size(); ++i)
+    BOOST_TEST(done[i]["status"] == "succeeded");
+  for (std::size_t i = 1; i < done.size(); ++i)  // start order = submit order, never two at once
+    BOOST_TEST(done[i]["started_ms"].get<std::int64_t>() >= done[i - 1]["finished_ms"].get<std::int64_t>());
+  auto page = srv.get_json("/api/runs?limit=2&offset=1");
+  BOOST_TEST(page["total"] == 5);
+  BOOST_TEST(page["runs"][0]["run_id"] == ids[3]);  // newest first
+}
+
+BOOST_AUTO_TEST_CASE(the_cpu_runs_two_at_once_and_the_third_waits) {
+  cdui::test::temp_home home;
+  server_process srv{home};
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i)
+    ids.push_back(submit_ok(srv, endless("cpu")));
+  await_status(srv, ids[0], "running");
+  await_status(srv, ids[1], "running");
+  std::this_thread::sleep_for(300ms);
+  auto third = srv.get_json("/api/runs/" + ids[2]);
+  BOOST_TEST(third["status"] == "queued");
+  BOOST_TEST(third["queue_position"] == 1);
+  auto status = srv.get_json("/api/status");
+  auto queue = status["children"][0];
+  BOOST_TEST(queue["kind"] == "run_queue");
+  BOOST_TEST(queue["mailbox"].is_number());
+  bool found = false;
+  for (const auto& q : queue["state"]["queues"]) {
+    if (q["device"] == "cpu") {
+      found = true;
+      BOOST_TEST(q["limit"] == 2);
+      BOOST_TEST(q["running"].size() == 2u);
+      BOOST_TEST(q["waiting"].size() == 1u);
+    }
+  }
+  BOOST_TEST(found);
+  auto metrics = srv.client().Get("/metrics");
+  BOOST_TEST(metrics->body.find("cdui_queue_length{device=\"cpu\"} 1") != std::string::npos,
+             metrics->body);
+  BOOST_TEST(metrics->body.find("cdui_runs{status=\"running\"} 2") != std::string::npos);
+  for (const auto& id : ids)
+    cancel(srv, id);
+}
+
+BOOST_AUTO_TEST_CASE(a_limit_override_lets_two_runs_share_a_card) {
+  cdui::test::temp_home home;
+  server_process srv{home, {{"CODEFYUI_RUN_QUEUE_MAX_CONCURRENT", "SIM:0 = 2, nonsense"}}};
+  auto a = submit_ok(srv, endless());
+  auto b = submit_ok(srv, endless());
+  await_status(srv, a, "running");
+  await_status(srv, b, "running");
+  cancel(srv, a);
+  cancel(srv, b);
+  std::ifstream log{home.path() / "server.log"};
+  std::string text{std::istreambuf_iterator<char>{log}, {}};
+  BOOST_TEST(text.find("skipped the entry ' nonsense'") != std::string::npos, text);
+}
+
+BOOST_AUTO_TEST_CASE(every_refusal_has_its_status_and_names_the_field) {
+  cdui::test::temp_home home;
+  server_process srv{home, {{"CODEFYUI_RUN_INTERACTIVE_MAX_CONCURRENT", "1"}}};
+  auto c = srv.client();
+  auto expect = [&](const httplib::Result& res, int status, const std::string& words) {
+    BOOST_REQUIRE(res);
+    BOOST_TEST(res->status == status, res->body);
+    auto detail = json::parse(res->body, nullptr, false);
+    BOOST_REQUIRE(detail.is_object());
+    BOOST_TEST(detail["detail"].get<std::string>().find(words) != std::string::npos, res->body);
+  };
+  auto good = short_run();
+  auto with_options = [&](json options) {
+    auto body = good;
+    body["options"] = std::move(options);
+    return srv.submit(body);
+  };
+  expect(c.Post("/api/runs", good.dump(), "application/json"), 403, "X-CodefyUI-Token");
+  expect(c.Post("/api/runs", {{"X-CodefyUI-Token", "wrong"}}, good.dump(), "application/json"), 403,
+         "session token");
+  expect(with_options({{"colour", "red"}}), 400, "option 'colour' is not known");
+  expect(with_options({{"device", "gpu"}}), 400, "option 'device'");
+  expect(with_options({{"seed", -1}}), 400, "option 'seed'");
+  expect(with_options({{"seed", 4294967296ULL}}), 400, "option 'seed'");
+  expect(with_options({{"seed", "7"}}), 400, "option 'seed'");
+  expect(with_options({{"lane", "fast"}}), 400, "option 'lane'");
+  expect(with_options({{"target", {{"devices", {"sim:0", "cuda:0"}}}}}), 400,
+         "this server does not offer cuda:0 (it offers cpu, sim:0)");
+  auto long_name = good;
+  long_name["name"] = std::string(65, 'x');
+  expect(srv.submit(long_name), 400, "field 'name'");
+  expect(srv.submit({{"graph", {{"nodes", json::array()}}}}), 400, "the graph is empty");
+  expect(srv.submit({{"options", {{"seed", 1}}}}), 422, "field 'graph' is missing");
+  expect(srv.submit({{"graph", "not an object"}}), 422, "field 'graph' must be a JSON object");
+  auto invalid = short_run();
+  invalid["graph"]["nodes"][5]["params"]["epochs"] = -3;
+  expect(srv.submit(invalid), 400, "node 'loop'");
+
+  expect(c.Get("/api/runs/nosuchid"), 404, "no run has the id 'nosuchid'");
+  expect(c.Get("/api/runs/nosuchid/events"), 404, "nosuchid");
+  expect(c.Get("/api/runs/nosuchid/metrics"), 404, "nosuchid");
+  expect(c.Post("/api/runs/nosuchid/cancel", srv.auth(), "", "application/json"), 404, "nosuchid");
+  expect(c.Delete("/api/runs/nosuchid", srv.auth()), 404, "nosuchid");
+  expect(c.Get("/api/runs?status=finished"), 400, "status 'finished'");
+  expect(c.Get("/api/runs?limit=-1"), 400, "'limit'");
+
+  auto running = submit_ok(srv, endless());
+  await_status(srv, running, "running");
+  expect(c.Delete(("/api/runs/" + running).c_str()), 403, "X-CodefyUI-Token");
+  expect(c.Delete(("/api/runs/" + running).c_str(), srv.auth()), 409, "cancel it first");
+  auto interactive = endless("cpu");
+  interactive["options"]["lane"] = "interactive";
+  auto first = submit_ok(srv, interactive);
+  expect(srv.submit(interactive), 503, "interactive lane is full");
+  cancel(srv, first);
+  cancel(srv, running);
+  srv.wait_final(running);
+  auto deleted = c.Delete(("/api/runs/" + running).c_str(), srv.auth());
+  BOOST_TEST(deleted->status == 200);
+  BOOST_TEST(c.Get(("/api/runs/" + running).c_str())->status == 404);
+}
+
+BOOST_AUTO_TEST_CASE(a_long_poll_wakes_on_the_first_event_and_metrics_come_as_json_and_csv) {
+  cdui::test::temp_home home;
+  server_process srv{home};
+  auto blocker = submit_ok(srv, endless());
+  await_status(srv, blocker, "running");
+  auto waiting = submit_ok(srv, short_run());
+  // The queued run has no events yet: the poll waits until it starts.
+  auto poll = std::async(std::launch::async, [&] {
+    auto started = std::chrono::steady_clock::now();
+    auto page = srv.get_json("/api/runs/" + waiting + "/events?cursor=0&wait=30");
+    return std::make_pair(page, std::chrono::steady_clock::now() - started);
+  });
+  std::this_thread::sleep_for(700ms);
+  BOOST_TEST((poll.wait_for(0ms) == std::future_status::timeout));  // still waiting
+  cancel(srv, blocker);
+  auto [page, took] = poll.get();
+  BOOST_TEST(!page["events"].empty());
+  BOOST_TEST(page["events"][0]["type"] == "execution_start");
+  BOOST_TEST(page["events"][0]["data"]["device"] == "sim:0");
+  BOOST_TEST((took >= 600ms));
+  BOOST_TEST((took < 25s));
+
+  auto done = srv.wait_final(waiting);
+  BOOST_TEST(done["status"] == "succeeded");
+  auto events = all_events(srv, waiting);
+  BOOST_TEST(events.back()["type"] == "execution_complete");
+  for (std::size_t i = 0; i < events.size(); ++i)
+    BOOST_TEST(events[i]["cursor"] == i + 1);
+
+  auto csv = srv.client().Get(("/api/runs/" + waiting + "/metrics?format=csv").c_str());
+  BOOST_TEST(csv->status == 200);
+  BOOST_TEST(csv->get_header_value("Content-Type") == "text/csv");
+  BOOST_TEST(csv->body.rfind("node,name,step,value,time_ms\n", 0) == 0u, csv->body);
+  BOOST_TEST(csv->body.find("\nloop,train_loss,1,") != std::string::npos, csv->body);
+  auto loss = srv.get_json("/api/runs/" + waiting + "/metrics?name=train_loss");
+  BOOST_REQUIRE(loss["metrics"].size() == 1u);
+  BOOST_TEST(loss["metrics"][0]["value"].get<double>() > 0.0);
+  auto health = srv.get_json("/api/health");
+  BOOST_TEST(health["status"] == "ok");
+  BOOST_TEST(health["caches"]["run_output_store"]["max_bytes"] == 2147483648LL);
+}
+
+BOOST_AUTO_TEST_CASE(after_kill_9_the_queued_runs_come_back_in_order_and_the_running_one_is_interrupted) {
+  cdui::test::temp_home home;
+  std::string running;
+  std::vector<std::string> queued;
+  {
+    server_process srv{home};
+    running = submit_ok(srv, endless());
+    await_status(srv, running, "running");
+    for (int i = 0; i < 3; ++i)
+      queued.push_back(submit_ok(srv, short_run()));
+    srv.proc().signal(SIGKILL);
+    srv.proc().wait_for(10s);
+  }
+  server_process srv{home};
+  auto interrupted = srv.wait_final(running);
+  BOOST_TEST(interrupted["status"] == "interrupted");
+  auto events = all_events(srv, running);
+  BOOST_TEST(events.back()["type"] == "execution_stopped");
+  BOOST_TEST(events.back()["data"]["reason"].get<std::string>().find("server stopped")
+             != std::string::npos);
+  std::vector<json> done;
+  for (const auto& id : queued)
+    done.push_back(srv.wait_final(id));
+  for (std::size_t i = 0; i < done.size(); ++i) {
+    BOOST_TEST(done[i]["status"] == "succeeded");
+    if (i > 0)
+      BOOST_TEST(done[i]["started_ms"].get<std::int64_t>() >= done[i - 1]["finished_ms"].get<std::int64_t>());
+  }
+}
+
+BOOST_AUTO_TEST_CASE(start_status_and_stop_from_the_command_line) {
+  cdui::test::temp_home home;
+  std::map<std::string, std::string> env{{"CODEFYUI_HOME", home.path().string()}};
+  auto cli = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), CDUI_BINARY);
+    cdui::test::process p{args, env};
+    auto code = p.wait_for(120s);
+    BOOST_REQUIRE(code.has_value());
+    return std::make_tuple(*code, p.out(), p.err());
+  };
+  // Whatever happens below, the background server must not outlive the test.
+  struct stop_guard {
+    std::filesystem::path home;
+    ~stop_guard() {
+      std::ifstream in{home / "server.json"};
+      auto j = nlohmann::json::parse(in, nullptr, false);
+      if (j.is_object() && j["pid"].is_number_integer())
+        ::kill(j["pid"].get<int>(), SIGKILL);
+    }
+  } guard{home.path()};
+  auto [started, out, err] = cli({"start", "--port", "0"});
+  BOOST_TEST(started == 0, err);
+  BOOST_TEST(out.find("cdui server started: http://127.0.0.1:") != std::string::npos, out);
+  auto token = home.path() / "session.token";
+  auto mode = std::filesystem::status(token).permissions() & std::filesystem::perms::all;
+  BOOST_TEST((mode == (std::filesystem::perms::owner_read | std::filesystem::perms::owner_write)),
+             "the token file's mode is " << std::oct << static_cast<int>(mode));
+  auto [again, out2, err2] = cli({"start", "--port", "0"});
+  BOOST_TEST(again == 1);
+  BOOST_TEST(err2.find("already running") != std::string::npos, err2);
+  auto [status, out3, err3] = cli({"status"});
+  BOOST_TEST(status == 0);
+  BOOST_TEST(out3.find("cdui server running") != std::string::npos, out3);
+  auto [stopped, out4, err4] = cli({"stop"});
+  BOOST_TEST(stopped == 0, err4);
+  BOOST_TEST(out4.find("cdui server stopped") != std::string::npos, out4);
+  auto [status2, out5, err5] = cli({"status"});
+  BOOST_TEST(status2 == 1);
+  BOOST_TEST(out5.find("no cdui server is running") != std::string::npos, out5);
+  BOOST_TEST(!std::filesystem::exists(home.path() / "server.json"));
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,24 @@
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/value.hpp"
+
+namespace cdui::runtime {
+
+/// What a port value is, for a person reading recorded outputs (GET /api/runs/{id}/outputs): its
+/// kind and the figures that describe it (a dataset's samples and sample shape, a model's
+/// parameters and shapes, a metrics object itself), with the bytes of tensor storage it holds.
+[[nodiscard]] nlohmann::json describe_value(const value& v);
+
+/// Every port of a node's outputs, described.
+[[nodiscard]] nlohmann::json describe_values(const port_values& values);
+
+/// Copies the weights of `stored` (a model value a node left in the node state store) into
+/// `fresh` (the model the node just built), parameter by parameter and buffer by buffer. Returns
+/// an empty string when it did, else why not (different layers or shapes), changing nothing.
+[[nodiscard]] std::string restore_weights(const value& fresh, const value& stored);
+
+} // namespace cdui::runtime

@@ -1,0 +1,352 @@
+#include "storage/run_store.hpp"
+
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+#include <sqlite3.h>
+
+namespace cdui::storage {
+
+namespace {
+
+constexpr const char* schema = R"sql(
+CREATE TABLE IF NOT EXISTS runs (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  id TEXT NOT NULL UNIQUE,
+  name TEXT NOT NULL,
+  graph TEXT NOT NULL,
+  options TEXT NOT NULL,
+  status TEXT NOT NULL,
+  error TEXT NOT NULL,
+  queue_key TEXT NOT NULL,
+  created_ms INTEGER NOT NULL,
+  started_ms INTEGER NOT NULL,
+  finished_ms INTEGER NOT NULL,
+  final_metrics TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS runs_by_status ON runs(status, seq);
+CREATE TABLE IF NOT EXISTS events (
+  run_id TEXT NOT NULL,
+  cursor INTEGER NOT NULL,
+  time_ms INTEGER NOT NULL,
+  type TEXT NOT NULL,
+  data TEXT NOT NULL,
+  PRIMARY KEY (run_id, cursor)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS metrics (
+  run_id TEXT NOT NULL,
+  node TEXT NOT NULL,
+  name TEXT NOT NULL,
+  step INTEGER NOT NULL,
+  value REAL NOT NULL,
+  time_ms INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS metrics_by_run ON metrics(run_id, name);
+CREATE TABLE IF NOT EXISTS artifacts (
+  run_id TEXT NOT NULL,
+  path TEXT NOT NULL,
+  bytes INTEGER NOT NULL,
+  PRIMARY KEY (run_id, path)
+) WITHOUT ROWID;
+)sql";
+
+/// A prepared statement, finalized when it goes out of scope.
+class statement {
+public:
+  statement(sqlite3* db, const char* sql) : db_(db) {
+    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK)
+      throw std::runtime_error(std::string{"SQLite cannot prepare a statement: "} + sqlite3_errmsg(db));
+  }
+  ~statement() { sqlite3_finalize(stmt_); }
+  /// Ready to step again with new bindings.
+  void reset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+  statement(const statement&) = delete;
+  statement& operator=(const statement&) = delete;
+
+  statement& bind(int i, const std::string& text) {
+    sqlite3_bind_text(stmt_, i, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  statement& bind(int i, std::int64_t x) {
+    sqlite3_bind_int64(stmt_, i, x);
+    return *this;
+  }
+  statement& bind(int i, double x) {
+    sqlite3_bind_double(stmt_, i, x);
+    return *this;
+  }
+
+  /// Steps once: true while a row is available.
+  bool step() {
+    auto rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW)
+      return true;
+    if (rc == SQLITE_DONE)
+      return false;
+    throw std::runtime_error(std::string{"SQLite: "} + sqlite3_errmsg(db_));
+  }
+
+  std::string text(int col) const {
+    auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, col));
+    return p ? std::string{p, static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col))} : "";
+  }
+  std::int64_t integer(int col) const { return sqlite3_column_int64(stmt_, col); }
+  double real(int col) const { return sqlite3_column_double(stmt_, col); }
+
+private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+void exec(sqlite3* db, const char* sql) {
+  char* message = nullptr;
+  if (sqlite3_exec(db, sql, nullptr, nullptr, &message) != SQLITE_OK) {
+    std::string text = message ? message : "unknown error";
+    sqlite3_free(message);
+    throw std::runtime_error("SQLite: " + text);
+  }
+}
+
+/// BEGIN IMMEDIATE ... COMMIT, rolled back when an exception leaves the scope.
+class transaction {
+public:
+  explicit transaction(sqlite3* db) : db_(db) { exec(db_, "BEGIN IMMEDIATE"); }
+  ~transaction() {
+    if (!done_)
+      sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+  void commit() {
+    exec(db_, "COMMIT");
+    done_ = true;
+  }
+
+private:
+  sqlite3* db_;
+  bool done_ = false;
+};
+
+constexpr const char* run_columns =
+  "id, name, status, queue_key, error, created_ms, started_ms, finished_ms, final_metrics, "
+  "options, graph";
+
+stored_run read_run(const statement& s) {
+  stored_run r;
+  r.info.id = s.text(0);
+  r.info.name = s.text(1);
+  r.info.status = parse_run_status(s.text(2)).value_or(run_status::failed);
+  r.info.queue_key = s.text(3);
+  r.info.error = s.text(4);
+  r.info.created_ms = s.integer(5);
+  r.info.started_ms = s.integer(6);
+  r.info.finished_ms = s.integer(7);
+  r.info.final_metrics = s.text(8);
+  r.info.options = s.text(9);
+  r.graph_json = s.text(10);
+  return r;
+}
+
+} // namespace
+
+run_store::run_store(const std::filesystem::path& file) {
+  if (sqlite3_open(file.c_str(), &db_) != SQLITE_OK) {
+    std::string why = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    throw std::runtime_error("cannot open the run store " + file.string() + ": " + why);
+  }
+  try {
+    sqlite3_busy_timeout(db_, 5000);
+    exec(db_, "PRAGMA journal_mode=WAL");
+    // WAL with synchronous=NORMAL survives a crash of the process; only a power loss can undo the
+    // last commits.
+    exec(db_, "PRAGMA synchronous=NORMAL");
+    exec(db_, "PRAGMA foreign_keys=ON");
+    exec(db_, schema);
+  } catch (const std::exception& e) {
+    sqlite3_close(db_);
+    throw std::runtime_error("cannot open the run store " + file.string() + ": " + e.what());
+  }
+}
+
+run_store::~run_store() {
+  sqlite3_close(db_);
+}
+
+void run_store::insert(const stored_run& run) {
+  std::lock_guard lock{mutex_};
+  const auto& i = run.info;
+  statement s{db_, "INSERT INTO runs (id, name, graph, options, status, error, queue_key, created_ms, "
+                   "started_ms, finished_ms, final_metrics) VALUES (?,?,?,?,?,?,?,?,?,?,?)"};
+  s.bind(1, i.id).bind(2, i.name).bind(3, run.graph_json).bind(4, i.options);
+  s.bind(5, std::string{to_string(i.status)}).bind(6, i.error).bind(7, i.queue_key);
+  s.bind(8, i.created_ms).bind(9, i.started_ms).bind(10, i.finished_ms).bind(11, i.final_metrics);
+  s.step();
+}
+
+void run_store::update(const run_info& i) {
+  std::lock_guard lock{mutex_};
+  statement s{db_, "UPDATE runs SET status=?, error=?, queue_key=?, started_ms=?, finished_ms=?, "
+                   "final_metrics=? WHERE id=?"};
+  s.bind(1, std::string{to_string(i.status)}).bind(2, i.error).bind(3, i.queue_key);
+  s.bind(4, i.started_ms).bind(5, i.finished_ms).bind(6, i.final_metrics).bind(7, i.id);
+  s.step();
+}
+
+void run_store::append_event(const std::string& run_id, const run_event& e) {
+  append_events(run_id, {e});
+}
+
+void run_store::append_events(const std::string& run_id, const std::vector<run_event>& events) {
+  std::lock_guard lock{mutex_};
+  transaction tx{db_};
+  statement s{db_, "INSERT INTO events (run_id, cursor, time_ms, type, data) VALUES (?,?,?,?,?)"};
+  statement m{db_, "INSERT INTO metrics (run_id, node, name, step, value, time_ms) "
+                   "VALUES (?,?,?,?,?,?)"};
+  for (const auto& e : events) {
+    s.reset();
+    s.bind(1, run_id).bind(2, static_cast<std::int64_t>(e.cursor)).bind(3, e.time_ms);
+    s.bind(4, e.type).bind(5, e.data);
+    s.step();
+    if (e.type != "metric")
+      continue;
+    auto data = nlohmann::json::parse(e.data, nullptr, false);
+    if (data.is_object() && data.value("value", nlohmann::json{}).is_number()) {
+      m.reset();
+      m.bind(1, run_id).bind(2, data.value("node", std::string{}));
+      m.bind(3, data.value("name", std::string{})).bind(4, data.value("step", std::int64_t{0}));
+      m.bind(5, data["value"].get<double>()).bind(6, e.time_ms);
+      m.step();
+    }
+  }
+  tx.commit();
+}
+
+std::vector<run_event> run_store::events_after(const std::string& run_id, std::uint64_t cursor,
+                                               std::size_t limit) const {
+  std::lock_guard lock{mutex_};
+  statement s{db_, "SELECT cursor, time_ms, type, data FROM events WHERE run_id=? AND cursor>? "
+                   "ORDER BY cursor LIMIT ?"};
+  s.bind(1, run_id).bind(2, static_cast<std::int64_t>(cursor));
+  s.bind(3, static_cast<std::int64_t>(limit));
+  std::vector<run_event> out;
+  while (s.step())
+    out.push_back({static_cast<std::uint64_t>(s.integer(0)), s.integer(1), s.text(2), s.text(3)});
+  return out;
+}
+
+std::uint64_t run_store::last_cursor(const std::string& run_id) const {
+  std::lock_guard lock{mutex_};
+  statement s{db_, "SELECT COALESCE(MAX(cursor), 0) FROM events WHERE run_id=?"};
+  s.bind(1, run_id);
+  s.step();
+  return static_cast<std::uint64_t>(s.integer(0));
+}
+
+std::optional<stored_run> run_store::find(const std::string& run_id) const {
+  std::lock_guard lock{mutex_};
+  statement s{db_, (std::string{"SELECT "} + run_columns + " FROM runs WHERE id=?").c_str()};
+  s.bind(1, run_id);
+  if (!s.step())
+    return std::nullopt;
+  return read_run(s);
+}
+
+run_page run_store::list(std::optional<run_status> status, std::size_t limit,
+                         std::size_t offset) const {
+  std::lock_guard lock{mutex_};
+  std::string where = status ? " WHERE status=?" : "";
+  run_page page;
+  {
+    statement s{db_, ("SELECT COUNT(*) FROM runs" + where).c_str()};
+    if (status)
+      s.bind(1, std::string{to_string(*status)});
+    s.step();
+    page.total = static_cast<std::uint64_t>(s.integer(0));
+  }
+  statement s{db_, (std::string{"SELECT "} + run_columns + " FROM runs" + where
+                    + " ORDER BY seq DESC LIMIT ? OFFSET ?")
+                     .c_str()};
+  int i = 1;
+  if (status)
+    s.bind(i++, std::string{to_string(*status)});
+  s.bind(i++, limit == 0 ? std::int64_t{-1} : static_cast<std::int64_t>(limit));
+  s.bind(i, static_cast<std::int64_t>(offset));
+  while (s.step())
+    page.runs.push_back(read_run(s).info);
+  return page;
+}
+
+std::vector<stored_run> run_store::unfinished() const {
+  std::lock_guard lock{mutex_};
+  statement s{db_, (std::string{"SELECT "} + run_columns
+                    + " FROM runs WHERE status IN ('queued', 'running') ORDER BY seq")
+                     .c_str()};
+  std::vector<stored_run> out;
+  while (s.step())
+    out.push_back(read_run(s));
+  return out;
+}
+
+std::vector<metric_point> run_store::metrics(const std::string& run_id,
+                                             const std::string& name) const {
+  std::lock_guard lock{mutex_};
+  statement s{db_, name.empty() ? "SELECT node, name, step, value, time_ms FROM metrics "
+                                  "WHERE run_id=? ORDER BY rowid"
+                                : "SELECT node, name, step, value, time_ms FROM metrics "
+                                  "WHERE run_id=? AND name=? ORDER BY rowid"};
+  s.bind(1, run_id);
+  if (!name.empty())
+    s.bind(2, name);
+  std::vector<metric_point> out;
+  while (s.step())
+    out.push_back({s.text(0), s.text(1), s.integer(2), s.real(3), s.integer(4)});
+  return out;
+}
+
+void run_store::add_artifact(const std::string& run_id, const artifact& file) {
+  std::lock_guard lock{mutex_};
+  statement s{db_, "INSERT OR REPLACE INTO artifacts (run_id, path, bytes) VALUES (?,?,?)"};
+  s.bind(1, run_id).bind(2, file.path).bind(3, static_cast<std::int64_t>(file.bytes));
+  s.step();
+}
+
+std::vector<artifact> run_store::artifacts(const std::string& run_id) const {
+  std::lock_guard lock{mutex_};
+  statement s{db_, "SELECT path, bytes FROM artifacts WHERE run_id=? ORDER BY path"};
+  s.bind(1, run_id);
+  std::vector<artifact> out;
+  while (s.step())
+    out.push_back({s.text(0), static_cast<std::uint64_t>(s.integer(1))});
+  return out;
+}
+
+std::map<run_status, std::size_t> run_store::count_by_status() const {
+  std::lock_guard lock{mutex_};
+  statement s{db_, "SELECT status, COUNT(*) FROM runs GROUP BY status"};
+  std::map<run_status, std::size_t> out;
+  while (s.step())
+    if (auto status = parse_run_status(s.text(0)))
+      out[*status] = static_cast<std::size_t>(s.integer(1));
+  return out;
+}
+
+bool run_store::erase(const std::string& run_id) {
+  std::lock_guard lock{mutex_};
+  transaction tx{db_};
+  for (const char* sql : {"DELETE FROM events WHERE run_id=?", "DELETE FROM metrics WHERE run_id=?",
+                          "DELETE FROM artifacts WHERE run_id=?"}) {
+    statement s{db_, sql};
+    s.bind(1, run_id);
+    s.step();
+  }
+  statement s{db_, "DELETE FROM runs WHERE id=?"};
+  s.bind(1, run_id);
+  s.step();
+  bool erased = sqlite3_changes(db_) > 0;
+  tx.commit();
+  return erased;
+}
+
+} // namespace cdui::storage

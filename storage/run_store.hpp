@@ -1,0 +1,112 @@
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "messages/run_event.hpp"
+#include "messages/run_request.hpp"
+
+struct sqlite3;
+
+namespace cdui::storage {
+
+/// A run as the store keeps it: what anyone may ask, plus the graph it executes.
+struct stored_run {
+  run_info info;
+  std::string graph_json;
+};
+
+/// One metric point: a metric event of a node, kept in its own table for queries.
+struct metric_point {
+  std::string node;
+  std::string name;
+  std::int64_t step = 0;
+  double value = 0.0;
+  std::int64_t time_ms = 0;
+};
+
+/// A file a run left behind (a checkpoint), relative to its run folder.
+struct artifact {
+  std::string path;
+  std::uint64_t bytes = 0;
+};
+
+/// One page of runs, newest first, and how many match in all.
+struct run_page {
+  std::vector<run_info> runs;
+  std::uint64_t total = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, run_page& x) {
+  return f(x.runs, x.total);
+}
+
+/// The durable record of every run: $CODEFYUI_HOME/cdui.db, SQLite in WAL mode. Runs, their events
+/// (cursor per run, 1-based, gap-free), metrics (from metric events) and artifacts. Every write is
+/// committed before the call returns. Thread-safe: one connection behind a mutex; several processes
+/// may open the same file (SQLite locks it; a writer waits up to 5 s for another).
+class run_store {
+public:
+  /// Opens or creates the database; throws std::runtime_error naming the file when it cannot.
+  explicit run_store(const std::filesystem::path& file);
+  ~run_store();
+  run_store(const run_store&) = delete;
+  run_store& operator=(const run_store&) = delete;
+
+  /// Records a new run; its submit order is the order of these calls.
+  void insert(const stored_run& run);
+
+  /// Writes the run's status, error, times, queue key and final metrics.
+  void update(const run_info& info);
+
+  /// Appends an event (its cursor must be the run's last + 1). A metric event
+  /// {node, name, step, value} also becomes a metric row, in the same transaction.
+  void append_event(const std::string& run_id, const run_event& event);
+
+  /// Appends several events in one transaction (all or none): a busy run's events cost one commit
+  /// per batch, not one per event.
+  void append_events(const std::string& run_id, const std::vector<run_event>& events);
+
+  /// Events with a cursor above `cursor`, oldest first, at most `limit`.
+  [[nodiscard]] std::vector<run_event> events_after(const std::string& run_id,
+                                                    std::uint64_t cursor,
+                                                    std::size_t limit) const;
+
+  /// The cursor of the run's last event, 0 when it has none.
+  [[nodiscard]] std::uint64_t last_cursor(const std::string& run_id) const;
+
+  [[nodiscard]] std::optional<stored_run> find(const std::string& run_id) const;
+
+  /// Runs newest first, optionally of one status; `limit` 0 means all.
+  [[nodiscard]] run_page list(std::optional<run_status> status, std::size_t limit,
+                              std::size_t offset) const;
+
+  /// Runs that were queued or running, in submit order (what a restart picks up).
+  [[nodiscard]] std::vector<stored_run> unfinished() const;
+
+  /// Metric points of a run in the order they were recorded; `name` empty: every metric.
+  [[nodiscard]] std::vector<metric_point> metrics(const std::string& run_id,
+                                                  const std::string& name) const;
+
+  void add_artifact(const std::string& run_id, const artifact& file);
+  [[nodiscard]] std::vector<artifact> artifacts(const std::string& run_id) const;
+
+  /// How many runs have each status.
+  [[nodiscard]] std::map<run_status, std::size_t> count_by_status() const;
+
+  /// Deletes the run and everything recorded about it; false when there was no such run.
+  bool erase(const std::string& run_id);
+
+private:
+  sqlite3* db_ = nullptr;
+  mutable std::mutex mutex_;
+};
+
+} // namespace cdui::storage

@@ -1,0 +1,125 @@
+#include "storage/server_files.hpp"
+
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "storage/home.hpp"
+
+namespace cdui::storage {
+
+std::filesystem::path server_json_path(const std::filesystem::path& home) {
+  return home / "server.json";
+}
+
+std::filesystem::path token_path(const std::filesystem::path& home) {
+  return home / "session.token";
+}
+
+void write_server_json(const std::filesystem::path& home, const server_address& a) {
+  nlohmann::json j{{"http", a.http_url()},
+                   {"host", a.host},
+                   {"port", a.port},
+                   {"pid", a.pid},
+                   {"zmq", nullptr},
+                   {"token_file", token_path(home).string()}};
+  if (!a.zmq.empty())
+    j["zmq"] = a.zmq;
+  write_file_atomic(server_json_path(home), j.dump(2) + "\n");
+}
+
+std::optional<server_address> read_server_json(const std::filesystem::path& home) {
+  std::ifstream in{server_json_path(home)};
+  if (!in)
+    return std::nullopt;
+  auto j = nlohmann::json::parse(in, nullptr, false);
+  if (!j.is_object() || !j["host"].is_string() || !j["port"].is_number_integer())
+    return std::nullopt;
+  server_address a;
+  a.host = j["host"].get<std::string>();
+  a.port = j["port"].get<int>();
+  a.pid = j.value("pid", 0);
+  if (j["zmq"].is_string())
+    a.zmq = j["zmq"].get<std::string>();
+  return a;
+}
+
+std::string create_token(const std::filesystem::path& home) {
+  std::random_device rd;
+  static const char* hex = "0123456789abcdef";
+  std::string token;
+  for (int i = 0; i < 64; ++i)
+    token += hex[rd() & 0xf];
+  auto path = token_path(home);
+  auto tmp = path;
+  tmp += ".tmp" + std::to_string(::getpid());
+  // Created 0600 from the start: there is no moment when another user could read it.
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0)
+    throw std::runtime_error("cannot create the token file " + tmp.string());
+  ::fchmod(fd, 0600);
+  auto line = token + "\n";
+  bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+  ::close(fd);
+  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    throw std::runtime_error("cannot write the token file " + path.string());
+  }
+  return token;
+}
+
+std::optional<std::string> read_token(const std::filesystem::path& home) {
+  std::ifstream in{token_path(home)};
+  std::string token;
+  if (!in || !std::getline(in, token) || token.empty())
+    return std::nullopt;
+  return token;
+}
+
+std::optional<home_lock> home_lock::try_lock(const std::filesystem::path& home, mode m) {
+  std::filesystem::create_directories(home);
+  int fd = ::open((home / "server.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0)
+    throw std::runtime_error("cannot open " + (home / "server.lock").string());
+  if (::flock(fd, (m == mode::exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0) {
+    ::close(fd);
+    return std::nullopt;
+  }
+  return home_lock{fd};
+}
+
+bool home_lock::server_running(const std::filesystem::path& home) {
+  if (!std::filesystem::exists(home / "server.lock") || !std::filesystem::exists(server_json_path(home)))
+    return false;
+  // A server holds the lock exclusively: a shared lock fails exactly while one runs.
+  return !try_lock(home, mode::shared).has_value();
+}
+
+home_lock::home_lock(home_lock&& other) noexcept : fd_(other.fd_) {
+  other.fd_ = -1;
+}
+
+home_lock& home_lock::operator=(home_lock&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0)
+      ::close(fd_);
+    fd_ = other.fd_;
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+home_lock::~home_lock() {
+  if (fd_ >= 0)
+    ::close(fd_);  // closing the descriptor releases the flock
+}
+
+} // namespace cdui::storage

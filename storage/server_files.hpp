@@ -1,0 +1,56 @@
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace cdui::storage {
+
+/// What $CODEFYUI_HOME/server.json says about the running server.
+struct server_address {
+  std::string host;
+  int port = 0;
+  int pid = 0;
+  /// The ZeroMQ endpoint agents connect to; empty until the server offers one.
+  std::string zmq;
+  [[nodiscard]] std::string http_url() const {
+    return "http://" + host + ":" + std::to_string(port);
+  }
+};
+
+[[nodiscard]] std::filesystem::path server_json_path(const std::filesystem::path& home);
+[[nodiscard]] std::filesystem::path token_path(const std::filesystem::path& home);
+
+/// Writes server.json atomically (temp name, then rename).
+void write_server_json(const std::filesystem::path& home, const server_address& address);
+/// nullopt when the file is missing or unreadable.
+[[nodiscard]] std::optional<server_address> read_server_json(const std::filesystem::path& home);
+
+/// Creates a fresh random session token in a file only its owner can read (mode 0600) and returns
+/// it. Throws std::runtime_error naming the file when it cannot.
+std::string create_token(const std::filesystem::path& home);
+[[nodiscard]] std::optional<std::string> read_token(const std::filesystem::path& home);
+
+/// A lock on $CODEFYUI_HOME/server.lock (flock), released by the destructor or when the process
+/// dies, even by kill -9. A server holds it exclusively for its lifetime; an embedded `cdui run`
+/// holds it shared, so that no server starts on a home whose runs another process executes.
+class home_lock {
+public:
+  enum class mode { exclusive, shared };
+  /// nullopt when another process holds a conflicting lock.
+  [[nodiscard]] static std::optional<home_lock> try_lock(const std::filesystem::path& home, mode m);
+  /// Whether a server holds the home's lock now (a probe that takes and drops a shared lock).
+  [[nodiscard]] static bool server_running(const std::filesystem::path& home);
+
+  home_lock(home_lock&& other) noexcept;
+  home_lock& operator=(home_lock&& other) noexcept;
+  home_lock(const home_lock&) = delete;
+  home_lock& operator=(const home_lock&) = delete;
+  ~home_lock();
+
+private:
+  explicit home_lock(int fd) : fd_(fd) {}
+  int fd_ = -1;
+};
+
+} // namespace cdui::storage
