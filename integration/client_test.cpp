@@ -1,0 +1,237 @@
+// `cdui run`, `cdui runs` and `cdui cancel` as clients of a real server process on 127.0.0.1, and
+// the same commands when no server runs; the stores' endpoints over HTTP.
+#include <boost/test/unit_test.hpp>
+
+#include <fstream>
+#include <regex>
+
+#include "integration/server_process.hpp"
+#include "unit/test_graphs.hpp"
+
+using namespace std::chrono_literals;
+using cdui::test::moons_graph_json;
+using cdui::test::server_process;
+using nlohmann::json;
+
+namespace {
+
+const std::string cdui_binary = CDUI_BINARY;
+
+std::string write_graph(const cdui::test::temp_home& home, const std::string& name, const json& g) {
+  auto path = home.path() / (name + ".json");
+  std::ofstream{path} << g.dump();
+  return path.string();
+}
+
+/// `cdui ARGS` with the test's home, started (not waited for).
+std::unique_ptr<cdui::test::process> start_cdui(const cdui::test::temp_home& home,
+                                                std::vector<std::string> args) {
+  args.insert(args.begin(), cdui_binary);
+  return std::make_unique<cdui::test::process>(
+    args, std::map<std::string, std::string>{{"CODEFYUI_HOME", home.path().string()}});
+}
+
+struct finished {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+finished run_cdui(const cdui::test::temp_home& home, std::vector<std::string> args) {
+  auto p = start_cdui(home, std::move(args));
+  auto code = p->wait_for(240s);
+  BOOST_REQUIRE_MESSAGE(code.has_value(), "cdui did not exit; stdout:\n" << p->out());
+  return {*code, p->out(), p->err()};
+}
+
+std::string submit_ok(const server_process& srv, const json& body) {
+  auto res = srv.submit(body);
+  BOOST_REQUIRE(res);
+  BOOST_REQUIRE_MESSAGE(res->status == 200, res->status << " " << res->body);
+  return json::parse(res->body)["run_id"].get<std::string>();
+}
+
+void await_status(const server_process& srv, const std::string& id, const std::string& status) {
+  auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (srv.get_json("/api/runs/" + id)["status"] != status) {
+    BOOST_REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline,
+                          "run " << id << " never reached " << status);
+    std::this_thread::sleep_for(20ms);
+  }
+}
+
+/// A run that keeps sim:0 busy until it is cancelled.
+std::string occupy_sim0(const server_process& srv) {
+  auto id = submit_ok(srv, {{"graph", moons_graph_json(1'000'000, 0, 16, "sim:0")}});
+  await_status(srv, id, "running");
+  return id;
+}
+
+void cancel(const server_process& srv, const std::string& id) {
+  srv.client().Post(("/api/runs/" + id + "/cancel").c_str(), srv.auth(), "", "application/json");
+}
+
+std::string run_id_in(const std::string& out) {
+  std::smatch m;
+  BOOST_REQUIRE_MESSAGE(std::regex_search(out, m, std::regex{"run ([0-9a-f]{8}) "}), out);
+  return m[1].str();
+}
+
+std::size_t count_of(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+    ++n;
+  return n;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(client_test)
+
+BOOST_AUTO_TEST_CASE(cdui_run_submits_to_the_server_prints_its_place_once_and_follows_it_to_the_end) {
+  cdui::test::temp_home home;
+  server_process srv{home};
+  auto blocker = occupy_sim0(srv);
+  auto graph = write_graph(home, "short", moons_graph_json(2, 0, 16, "sim:0"));
+  auto p = start_cdui(home, {"run", graph, "--seed", "1", "--deterministic"});
+  BOOST_REQUIRE_MESSAGE(p->wait_for_output("queued, position 1 on sim:0", 60s), p->out() << p->err());
+  std::this_thread::sleep_for(500ms);  // still waiting: the line is printed once, not per poll
+  cancel(srv, blocker);
+  auto code = p->wait_for(120s);
+  BOOST_REQUIRE(code.has_value());
+  auto out = p->out();
+  BOOST_TEST(*code == 0, out << p->err());
+  BOOST_TEST(out.find("submitted to the server at http://127.0.0.1:" + std::to_string(srv.port()))
+             != std::string::npos, out);
+  BOOST_TEST(count_of(out, "queued, position") == 1u, out);
+  BOOST_TEST(out.find("started (seed 1") != std::string::npos, out);
+  BOOST_TEST(out.find("[loop] epoch 2 train_loss") != std::string::npos, out);
+  BOOST_TEST(out.find("succeeded in") != std::string::npos, out);
+  BOOST_TEST(out.find("loop.total_epochs_run = 2") != std::string::npos, out);
+  BOOST_TEST(out.find("embedded") == std::string::npos, out);
+  auto run = srv.get_json("/api/runs/" + run_id_in(out));
+  BOOST_TEST(run["status"] == "succeeded");
+  BOOST_TEST(run["options"]["deterministic"] == true);
+  BOOST_TEST(run["options"]["seed"] == 1);
+}
+
+BOOST_AUTO_TEST_CASE(detach_timeout_and_ctrl_c_stop_following_and_leave_the_run_queued) {
+  cdui::test::temp_home home;
+  server_process srv{home};
+  auto blocker = occupy_sim0(srv);
+  auto graph = write_graph(home, "waits", moons_graph_json(1, 2, 16, "sim:0"));
+
+  auto detached = run_cdui(home, {"run", graph, "--detach", "--name", "detached"});
+  BOOST_TEST(detached.code == 0, detached.err);
+  BOOST_TEST(detached.out.find("detached") != std::string::npos, detached.out);
+  auto detached_id = run_id_in(detached.out);
+
+  auto timed = run_cdui(home, {"run", graph, "--timeout", "1"});
+  BOOST_TEST(timed.code == 1, timed.err);
+  BOOST_TEST(timed.out.find("timeout: stopped following run") != std::string::npos, timed.out);
+  auto timed_id = run_id_in(timed.out);
+
+  auto followed = start_cdui(home, {"run", graph});
+  BOOST_REQUIRE(followed->wait_for_output("queued, position 3 on sim:0", 60s));
+  followed->signal(SIGINT);
+  auto code = followed->wait_for(30s);
+  BOOST_REQUIRE(code.has_value());
+  BOOST_TEST(*code == 130);
+  BOOST_TEST(followed->out().find("it continues on the server") != std::string::npos);
+  auto interrupted_id = run_id_in(followed->out());
+
+  for (const auto& id : {detached_id, timed_id, interrupted_id})
+    BOOST_TEST(srv.get_json("/api/runs/" + id)["status"] == "queued", id);
+  auto listed = run_cdui(home, {"runs", "--status", "queued"});
+  BOOST_TEST(listed.code == 0, listed.err);
+  for (const auto& id : {detached_id, timed_id, interrupted_id})
+    BOOST_TEST(listed.out.find(id) != std::string::npos, listed.out);
+  BOOST_TEST(listed.out.find("detached") != std::string::npos, listed.out);
+  BOOST_TEST(listed.out.find(blocker) == std::string::npos, listed.out);  // running, not queued
+
+  auto cancelled = run_cdui(home, {"cancel", timed_id});
+  BOOST_TEST(cancelled.code == 0, cancelled.err);
+  BOOST_TEST(cancelled.out.find("cancel requested") != std::string::npos, cancelled.out);
+  BOOST_TEST(srv.get_json("/api/runs/" + timed_id)["status"] == "cancelled");
+  auto unknown = run_cdui(home, {"cancel", "nosuchid"});
+  BOOST_TEST(unknown.code == 1);
+  BOOST_TEST(unknown.err.find("no run has the id 'nosuchid'") != std::string::npos, unknown.err);
+
+  cancel(srv, blocker);
+  BOOST_TEST(srv.wait_final(detached_id)["status"] == "succeeded");
+  BOOST_TEST(srv.wait_final(interrupted_id)["status"] == "succeeded");
+}
+
+BOOST_AUTO_TEST_CASE(a_run_the_server_refuses_exits_2_with_its_reason) {
+  cdui::test::temp_home home;
+  server_process srv{home};
+  auto graph = write_graph(home, "g", moons_graph_json(1, 1));
+  auto r = run_cdui(home, {"run", graph, "--device", "gpu"});
+  BOOST_TEST(r.code == 2);
+  BOOST_TEST(r.err.find("the server refused the run: option 'device'") != std::string::npos, r.err);
+  BOOST_TEST(srv.get_json("/api/runs")["total"] == 0);
+}
+
+BOOST_AUTO_TEST_CASE(without_a_server_cdui_run_trains_embedded_and_runs_reads_the_store) {
+  cdui::test::temp_home home;
+  auto graph = write_graph(home, "alone", moons_graph_json(1, 2));
+  auto r = run_cdui(home, {"run", graph, "--seed", "4"});
+  BOOST_TEST(r.code == 0, r.err);
+  BOOST_TEST(r.out.find("no cdui server is running on " + home.path().string()
+                        + ": training on the embedded runtime") != std::string::npos, r.out);
+  auto id = run_id_in(r.out.substr(r.out.find('\n') + 1));
+  auto listed = run_cdui(home, {"runs"});
+  BOOST_TEST(listed.code == 0, listed.err);
+  BOOST_TEST(listed.out.find(id) != std::string::npos, listed.out);
+  BOOST_TEST(listed.out.find("succeeded") != std::string::npos, listed.out);
+
+  auto detach = run_cdui(home, {"run", graph, "--detach"});
+  BOOST_TEST(detach.code == 2);
+  BOOST_TEST(detach.err.find("--detach needs a running server") != std::string::npos, detach.err);
+  auto cancel_cmd = run_cdui(home, {"cancel", id});
+  BOOST_TEST(cancel_cmd.code == 1);
+  BOOST_TEST(cancel_cmd.err.find("no cdui server is running") != std::string::npos, cancel_cmd.err);
+  auto bad_status = run_cdui(home, {"runs", "--status", "done"});
+  BOOST_TEST(bad_status.code == 2);
+}
+
+BOOST_AUTO_TEST_CASE(recorded_outputs_health_and_sessions_over_http) {
+  cdui::test::temp_home home;
+  server_process srv{home};
+  auto recorded = submit_ok(srv, {{"graph", moons_graph_json(1, 2)},
+                                  {"options", {{"record_outputs", true}, {"seed", 2}}}});
+  auto plain = submit_ok(srv, {{"graph", moons_graph_json(1, 2)}});
+  BOOST_TEST(srv.wait_final(recorded)["status"] == "succeeded");
+  BOOST_TEST(srv.wait_final(plain)["status"] == "succeeded");
+
+  auto outputs = srv.get_json("/api/runs/" + recorded + "/outputs");
+  BOOST_TEST(outputs["nodes"]["data"]["dataset"]["samples"] == 512);
+  BOOST_TEST(outputs["nodes"]["model"]["model"]["parameters"] == 82);
+  auto missing = srv.client().Get(("/api/runs/" + plain + "/outputs").c_str());
+  BOOST_TEST(missing->status == 404);
+  BOOST_TEST(missing->body.find("does not record its outputs") != std::string::npos, missing->body);
+  BOOST_TEST(srv.client().Get("/api/runs/nosuchid/outputs")->status == 404);
+
+  auto health = srv.get_json("/api/health");
+  BOOST_TEST(health["caches"]["run_output_store"]["runs"] == 1);
+  BOOST_TEST(health["caches"]["run_output_store"]["bytes"].get<std::int64_t>() > 512 * 16);
+  BOOST_TEST(health["caches"]["execution_cache"]["instances"] == 0);
+  auto metrics = srv.client().Get("/metrics")->body;
+  BOOST_TEST(metrics.find("cdui_store_bytes{store=\"run_output_store\"} "
+                          + std::to_string(health["caches"]["run_output_store"]["bytes"].get<std::int64_t>()))
+               != std::string::npos, metrics);
+
+  // An editor session's interactive run fills its cache; closing the session drops it.
+  auto interactive = submit_ok(srv, {{"graph", moons_graph_json(1, 2)},
+                                     {"options", {{"lane", "interactive"}, {"session", "tab-9"}}}});
+  srv.wait_final(interactive);
+  BOOST_TEST(srv.get_json("/api/health")["caches"]["execution_cache"]["instances"] == 1);
+  auto c = srv.client();
+  BOOST_TEST(c.Delete("/api/sessions/tab-9")->status == 403);
+  auto closed = c.Delete("/api/sessions/tab-9", srv.auth());
+  BOOST_TEST(closed->status == 200);
+  BOOST_TEST(json::parse(closed->body)["closed"] == true);
+  BOOST_TEST(srv.get_json("/api/health")["caches"]["execution_cache"]["instances"] == 0);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
