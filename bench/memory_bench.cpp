@@ -17,6 +17,7 @@
 #include "devices/memory.hpp"
 #include "runtime/engine.hpp"
 #include "runtime/fit.hpp"
+#include "unit/test_graphs.hpp"
 
 using nlohmann::json;
 using namespace cdui;
@@ -39,30 +40,14 @@ json graph(std::int64_t batch, std::int64_t accumulate, const std::string& preci
               {{"type", "Linear"}, {"out_features", 1024}},
               {{"type", "ReLU"}},
               {{"type", "Linear"}, {"out_features", 10}}};
-  return {
-    {"nodes",
-     {{{"id", "data"}, {"type", "Dataset"}, {"params", {{"name", "fashion_mnist"}, {"limit", 2048}}}},
-      {{"id", "loader"}, {"type", "DataLoader"}, {"params", {{"batch_size", batch}}}},
-      {{"id", "model"},
-       {"type", "Model"},
-       {"params", {{"layers", convolutional ? cnn : mlp}}}},
-      {{"id", "loss"}, {"type", "Loss"}},
-      {{"id", "opt"}, {"type", "Optimizer"}, {"params", {{"name", "sgd"}, {"lr", 0.01}}}},
-      {{"id", "loop"},
-       {"type", "TrainingLoop"},
-       {"params",
-        {{"accumulate_steps", accumulate},
-         {"precision", precision},
-         {"max_steps", max_steps},
-         {"num_threads", 1},
-         {"device", "sim:0"}}}}}},
-    {"edges",
-     {{{"from", "data.dataset"}, {"to", "loader.dataset"}},
-      {{"from", "data.dataset"}, {"to", "model.dataset"}},
-      {{"from", "model.model"}, {"to", "loop.model"}},
-      {{"from", "loader.dataloader"}, {"to", "loop.dataloader"}},
-      {{"from", "loss.loss_fn"}, {"to", "loop.loss_fn"}},
-      {{"from", "opt.optimizer"}, {"to", "loop.optimizer"}}}}};
+  return test::training_graph_json({{"name", "fashion_mnist"}, {"limit", 2048}},
+                                   {{"batch_size", batch}}, convolutional ? cnn : mlp,
+                                   {{"name", "sgd"}, {"lr", 0.01}},
+                                   {{"accumulate_steps", accumulate},
+                                    {"precision", precision},
+                                    {"max_steps", max_steps},
+                                    {"num_threads", 1},
+                                    {"device", "sim:0"}});
 }
 
 runtime::validated_graph validated(const json& g) {

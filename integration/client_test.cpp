@@ -44,31 +44,11 @@ finished run_cdui(const cdui::test::temp_home& home, std::vector<std::string> ar
   return {*code, p->out(), p->err()};
 }
 
-std::string submit_ok(const server_process& srv, const json& body) {
-  auto res = srv.submit(body);
-  BOOST_REQUIRE(res);
-  BOOST_REQUIRE_MESSAGE(res->status == 200, res->status << " " << res->body);
-  return json::parse(res->body)["run_id"].get<std::string>();
-}
-
-void await_status(const server_process& srv, const std::string& id, const std::string& status) {
-  auto deadline = std::chrono::steady_clock::now() + 60s;
-  while (srv.get_json("/api/runs/" + id)["status"] != status) {
-    BOOST_REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline,
-                          "run " << id << " never reached " << status);
-    std::this_thread::sleep_for(20ms);
-  }
-}
-
 /// A run that keeps sim:0 busy until it is cancelled.
 std::string occupy_sim0(const server_process& srv) {
-  auto id = submit_ok(srv, {{"graph", moons_graph_json(1'000'000, 0, 16, "sim:0")}});
-  await_status(srv, id, "running");
+  auto id = srv.submit_ok({{"graph", moons_graph_json(1'000'000, 0, 16, "sim:0")}});
+  srv.await_status(id, "running");
   return id;
-}
-
-void cancel(const server_process& srv, const std::string& id) {
-  srv.client().Post(("/api/runs/" + id + "/cancel").c_str(), srv.auth(), "", "application/json");
 }
 
 std::string run_id_in(const std::string& out) {
@@ -96,7 +76,7 @@ BOOST_AUTO_TEST_CASE(cdui_run_submits_to_the_server_prints_its_place_once_and_fo
   auto p = start_cdui(home, {"run", graph, "--seed", "1", "--deterministic"});
   BOOST_REQUIRE_MESSAGE(p->wait_for_output("queued, position 1 on sim:0", 60s), p->out() << p->err());
   std::this_thread::sleep_for(500ms);  // still waiting: the line is printed once, not per poll
-  cancel(srv, blocker);
+  srv.cancel(blocker);
   auto code = p->wait_for(120s);
   BOOST_REQUIRE(code.has_value());
   auto out = p->out();
@@ -157,7 +137,7 @@ BOOST_AUTO_TEST_CASE(detach_timeout_and_ctrl_c_stop_following_and_leave_the_run_
   BOOST_TEST(unknown.code == 1);
   BOOST_TEST(unknown.err.find("no run has the id 'nosuchid'") != std::string::npos, unknown.err);
 
-  cancel(srv, blocker);
+  srv.cancel(blocker);
   BOOST_TEST(srv.wait_final(detached_id)["status"] == "succeeded");
   BOOST_TEST(srv.wait_final(interrupted_id)["status"] == "succeeded");
 }
@@ -198,9 +178,9 @@ BOOST_AUTO_TEST_CASE(without_a_server_cdui_run_trains_embedded_and_runs_reads_th
 BOOST_AUTO_TEST_CASE(recorded_outputs_health_and_sessions_over_http) {
   cdui::test::temp_home home;
   server_process srv{home};
-  auto recorded = submit_ok(srv, {{"graph", moons_graph_json(1, 2)},
+  auto recorded = srv.submit_ok({{"graph", moons_graph_json(1, 2)},
                                   {"options", {{"record_outputs", true}, {"seed", 2}}}});
-  auto plain = submit_ok(srv, {{"graph", moons_graph_json(1, 2)}});
+  auto plain = srv.submit_ok({{"graph", moons_graph_json(1, 2)}});
   BOOST_TEST(srv.wait_final(recorded)["status"] == "succeeded");
   BOOST_TEST(srv.wait_final(plain)["status"] == "succeeded");
 
@@ -222,7 +202,7 @@ BOOST_AUTO_TEST_CASE(recorded_outputs_health_and_sessions_over_http) {
                != std::string::npos, metrics);
 
   // An editor session's interactive run fills its cache; closing the session drops it.
-  auto interactive = submit_ok(srv, {{"graph", moons_graph_json(1, 2)},
+  auto interactive = srv.submit_ok({{"graph", moons_graph_json(1, 2)},
                                      {"options", {{"lane", "interactive"}, {"session", "tab-9"}}}});
   srv.wait_final(interactive);
   BOOST_TEST(srv.get_json("/api/health")["caches"]["execution_cache"]["instances"] == 1);

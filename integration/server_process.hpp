@@ -66,6 +66,31 @@ public:
     return client().Post("/api/runs", auth(), body.dump(), "application/json");
   }
 
+  /// POST /api/runs that must be accepted; the run's id. Throws with the answer otherwise.
+  std::string submit_ok(const nlohmann::json& body) const {
+    auto res = submit(body);
+    if (!res || res->status != 200)
+      throw std::runtime_error("POST /api/runs was refused: "
+                               + (res ? std::to_string(res->status) + " " + res->body : "no answer"));
+    return nlohmann::json::parse(res->body)["run_id"].get<std::string>();
+  }
+
+  /// POST /api/runs/{id}/cancel.
+  void cancel(const std::string& id) const {
+    client().Post(("/api/runs/" + id + "/cancel").c_str(), auth(), "", "application/json");
+  }
+
+  /// Polls GET /api/runs/{id} until it has `status`; throws after `timeout`.
+  void await_status(const std::string& id, const std::string& status,
+                    std::chrono::seconds timeout = std::chrono::seconds(60)) const {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (get_json("/api/runs/" + id)["status"] != status) {
+      if (std::chrono::steady_clock::now() > deadline)
+        throw std::runtime_error("run " + id + " never reached " + status);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+
   nlohmann::json get_json(const std::string& path) const {
     auto res = client().Get(path.c_str());
     if (!res)

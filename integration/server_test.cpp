@@ -23,26 +23,6 @@ json short_run(const std::string& device = "sim:0") {
   return {{"graph", moons_graph_json(1, 3, 16, device)}, {"options", {{"seed", 1}}}};
 }
 
-std::string submit_ok(const server_process& srv, const json& body) {
-  auto res = srv.submit(body);
-  BOOST_REQUIRE(res);
-  BOOST_REQUIRE_MESSAGE(res->status == 200, res->status << " " << res->body);
-  return json::parse(res->body)["run_id"].get<std::string>();
-}
-
-void await_status(const server_process& srv, const std::string& id, const std::string& status) {
-  auto deadline = std::chrono::steady_clock::now() + 60s;
-  while (srv.get_json("/api/runs/" + id)["status"] != status) {
-    BOOST_REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline,
-                          "run " << id << " never reached " << status);
-    std::this_thread::sleep_for(20ms);
-  }
-}
-
-void cancel(const server_process& srv, const std::string& id) {
-  srv.client().Post(("/api/runs/" + id + "/cancel").c_str(), srv.auth(), "", "application/json");
-}
-
 /// Every event of a run, read page by page.
 std::vector<json> all_events(const server_process& srv, const std::string& id) {
   std::vector<json> events;
@@ -64,14 +44,14 @@ BOOST_AUTO_TEST_SUITE(server_test)
 BOOST_AUTO_TEST_CASE(five_runs_on_one_card_queue_at_positions_one_to_four_and_start_in_order) {
   cdui::test::temp_home home;
   server_process srv{home};
-  std::vector<std::string> ids{submit_ok(srv, endless())};
-  await_status(srv, ids[0], "running");
+  std::vector<std::string> ids{srv.submit_ok(endless())};
+  srv.await_status(ids[0], "running");
   // The second run fails at run time (a CSV file that is not there): it must not block the rest.
   auto failing = short_run();
   failing["graph"]["nodes"][0]["params"] = {{"name", "csv"}, {"path", (home.path() / "no.csv").string()}};
-  ids.push_back(submit_ok(srv, failing));
+  ids.push_back(srv.submit_ok(failing));
   for (int i = 0; i < 3; ++i)
-    ids.push_back(submit_ok(srv, short_run()));
+    ids.push_back(srv.submit_ok(short_run()));
 
   auto listed = srv.get_json("/api/runs?status=queued");
   BOOST_TEST(listed["total"] == 4);
@@ -81,7 +61,7 @@ BOOST_AUTO_TEST_CASE(five_runs_on_one_card_queue_at_positions_one_to_four_and_st
     BOOST_TEST(run["queue_key"] == "sim:0");
     BOOST_TEST(run["active"] == true);
   }
-  cancel(srv, ids[0]);
+  srv.cancel(ids[0]);
   std::vector<json> done;
   for (const auto& id : ids)
     done.push_back(srv.wait_final(id));
@@ -102,9 +82,9 @@ BOOST_AUTO_TEST_CASE(the_cpu_runs_two_at_once_and_the_third_waits) {
   server_process srv{home};
   std::vector<std::string> ids;
   for (int i = 0; i < 3; ++i)
-    ids.push_back(submit_ok(srv, endless("cpu")));
-  await_status(srv, ids[0], "running");
-  await_status(srv, ids[1], "running");
+    ids.push_back(srv.submit_ok(endless("cpu")));
+  srv.await_status(ids[0], "running");
+  srv.await_status(ids[1], "running");
   std::this_thread::sleep_for(300ms);
   auto third = srv.get_json("/api/runs/" + ids[2]);
   BOOST_TEST(third["status"] == "queued");
@@ -128,18 +108,18 @@ BOOST_AUTO_TEST_CASE(the_cpu_runs_two_at_once_and_the_third_waits) {
              metrics->body);
   BOOST_TEST(metrics->body.find("cdui_runs{status=\"running\"} 2") != std::string::npos);
   for (const auto& id : ids)
-    cancel(srv, id);
+    srv.cancel(id);
 }
 
 BOOST_AUTO_TEST_CASE(a_limit_override_lets_two_runs_share_a_card) {
   cdui::test::temp_home home;
   server_process srv{home, {{"CODEFYUI_RUN_QUEUE_MAX_CONCURRENT", "SIM:0 = 2, nonsense"}}};
-  auto a = submit_ok(srv, endless());
-  auto b = submit_ok(srv, endless());
-  await_status(srv, a, "running");
-  await_status(srv, b, "running");
-  cancel(srv, a);
-  cancel(srv, b);
+  auto a = srv.submit_ok(endless());
+  auto b = srv.submit_ok(endless());
+  srv.await_status(a, "running");
+  srv.await_status(b, "running");
+  srv.cancel(a);
+  srv.cancel(b);
   std::ifstream log{home.path() / "server.log"};
   std::string text{std::istreambuf_iterator<char>{log}, {}};
   BOOST_TEST(text.find("skipped the entry ' nonsense'") != std::string::npos, text);
@@ -191,16 +171,16 @@ BOOST_AUTO_TEST_CASE(every_refusal_has_its_status_and_names_the_field) {
   expect(c.Get("/api/runs?status=finished"), 400, "status 'finished'");
   expect(c.Get("/api/runs?limit=-1"), 400, "'limit'");
 
-  auto running = submit_ok(srv, endless());
-  await_status(srv, running, "running");
+  auto running = srv.submit_ok(endless());
+  srv.await_status(running, "running");
   expect(c.Delete(("/api/runs/" + running).c_str()), 403, "X-CodefyUI-Token");
   expect(c.Delete(("/api/runs/" + running).c_str(), srv.auth()), 409, "cancel it first");
   auto interactive = endless("cpu");
   interactive["options"]["lane"] = "interactive";
-  auto first = submit_ok(srv, interactive);
+  auto first = srv.submit_ok(interactive);
   expect(srv.submit(interactive), 503, "interactive lane is full");
-  cancel(srv, first);
-  cancel(srv, running);
+  srv.cancel(first);
+  srv.cancel(running);
   srv.wait_final(running);
   auto deleted = c.Delete(("/api/runs/" + running).c_str(), srv.auth());
   BOOST_TEST(deleted->status == 200);
@@ -210,9 +190,9 @@ BOOST_AUTO_TEST_CASE(every_refusal_has_its_status_and_names_the_field) {
 BOOST_AUTO_TEST_CASE(a_long_poll_wakes_on_the_first_event_and_metrics_come_as_json_and_csv) {
   cdui::test::temp_home home;
   server_process srv{home};
-  auto blocker = submit_ok(srv, endless());
-  await_status(srv, blocker, "running");
-  auto waiting = submit_ok(srv, short_run());
+  auto blocker = srv.submit_ok(endless());
+  srv.await_status(blocker, "running");
+  auto waiting = srv.submit_ok(short_run());
   // The queued run has no events yet: the poll waits until it starts.
   auto poll = std::async(std::launch::async, [&] {
     auto started = std::chrono::steady_clock::now();
@@ -221,7 +201,7 @@ BOOST_AUTO_TEST_CASE(a_long_poll_wakes_on_the_first_event_and_metrics_come_as_js
   });
   std::this_thread::sleep_for(700ms);
   BOOST_TEST((poll.wait_for(0ms) == std::future_status::timeout));  // still waiting
-  cancel(srv, blocker);
+  srv.cancel(blocker);
   auto [page, took] = poll.get();
   BOOST_TEST(!page["events"].empty());
   BOOST_TEST(page["events"][0]["type"] == "execution_start");
@@ -255,10 +235,10 @@ BOOST_AUTO_TEST_CASE(after_kill_9_the_queued_runs_come_back_in_order_and_the_run
   std::vector<std::string> queued;
   {
     server_process srv{home};
-    running = submit_ok(srv, endless());
-    await_status(srv, running, "running");
+    running = srv.submit_ok(endless());
+    srv.await_status(running, "running");
     for (int i = 0; i < 3; ++i)
-      queued.push_back(submit_ok(srv, short_run()));
+      queued.push_back(srv.submit_ok(short_run()));
     srv.proc().signal(SIGKILL);
     srv.proc().wait_for(10s);
   }

@@ -6,26 +6,20 @@
 
 namespace cdui::test {
 
-/// A moons MLP graph (Dataset -> DataLoader -> Model -> TrainingLoop) as a JSON object. `epochs`
-/// large makes a run that lasts until it is cancelled; `device` pins the loop's device.
-inline nlohmann::json moons_graph_json(int epochs, int max_steps = 0, int hidden = 16,
-                                       const std::string& device = "cpu") {
+/// The standard training graph as a JSON object: Dataset "data" -> DataLoader "loader" and Model
+/// "model" -> TrainingLoop "loop", with Loss "loss" and Optimizer "opt". Each argument is the params
+/// object of its node (`layers` is the Model's layer list). Tests and benchmarks add nodes to it.
+inline nlohmann::json training_graph_json(const nlohmann::json& data, const nlohmann::json& loader,
+                                          const nlohmann::json& layers, const nlohmann::json& opt,
+                                          const nlohmann::json& loop) {
   return {
     {"nodes",
-     {{{"id", "data"}, {"type", "Dataset"}, {"params", {{"name", "moons"}, {"n_samples", 512}}}},
-      {{"id", "loader"}, {"type", "DataLoader"}, {"params", {{"batch_size", 32}}}},
-      {{"id", "model"},
-       {"type", "Model"},
-       {"params",
-        {{"layers",
-          {{{"type", "Linear"}, {"out_features", hidden}},
-           {{"type", "ReLU"}},
-           {{"type", "Linear"}, {"out_features", 2}}}}}}},
+     {{{"id", "data"}, {"type", "Dataset"}, {"params", data}},
+      {{"id", "loader"}, {"type", "DataLoader"}, {"params", loader}},
+      {{"id", "model"}, {"type", "Model"}, {"params", {{"layers", layers}}}},
       {{"id", "loss"}, {"type", "Loss"}},
-      {{"id", "opt"}, {"type", "Optimizer"}, {"params", {{"name", "adam"}, {"lr", 0.01}}}},
-      {{"id", "loop"},
-       {"type", "TrainingLoop"},
-       {"params", {{"epochs", epochs}, {"max_steps", max_steps}, {"device", device}}}}}},
+      {{"id", "opt"}, {"type", "Optimizer"}, {"params", opt}},
+      {{"id", "loop"}, {"type", "TrainingLoop"}, {"params", loop}}}},
     {"edges",
      {{{"from", "data.dataset"}, {"to", "loader.dataset"}},
       {{"from", "data.dataset"}, {"to", "model.dataset"}},
@@ -33,6 +27,19 @@ inline nlohmann::json moons_graph_json(int epochs, int max_steps = 0, int hidden
       {{"from", "loader.dataloader"}, {"to", "loop.dataloader"}},
       {{"from", "loss.loss_fn"}, {"to", "loop.loss_fn"}},
       {{"from", "opt.optimizer"}, {"to", "loop.optimizer"}}}}};
+}
+
+/// A moons MLP graph (Dataset -> DataLoader -> Model -> TrainingLoop) as a JSON object. `epochs`
+/// large makes a run that lasts until it is cancelled; `device` pins the loop's device.
+inline nlohmann::json moons_graph_json(int epochs, int max_steps = 0, int hidden = 16,
+                                       const std::string& device = "cpu") {
+  return training_graph_json(
+    {{"name", "moons"}, {"n_samples", 512}}, {{"batch_size", 32}},
+    {{{"type", "Linear"}, {"out_features", hidden}},
+     {{"type", "ReLU"}},
+     {{"type", "Linear"}, {"out_features", 2}}},
+    {{"name", "adam"}, {"lr", 0.01}},
+    {{"epochs", epochs}, {"max_steps", max_steps}, {"device", device}});
 }
 
 inline std::string moons_graph(int epochs, int max_steps = 0, int hidden = 16,

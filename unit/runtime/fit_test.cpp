@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/fit.hpp"
+#include "unit/test_graphs.hpp"
 
 using nlohmann::json;
 using namespace cdui::runtime;
@@ -13,32 +14,17 @@ namespace {
 /// A wide moons MLP whose activations grow visibly with the batch.
 validated_graph wide_moons(std::int64_t batch, std::int64_t accumulate,
                            const std::string& precision = "fp32") {
-  json g = {
-    {"nodes",
-     {{{"id", "data"}, {"type", "Dataset"}, {"params", {{"name", "moons"}, {"n_samples", 1024}}}},
-      {{"id", "loader"}, {"type", "DataLoader"}, {"params", {{"batch_size", batch}}}},
-      {{"id", "model"},
-       {"type", "Model"},
-       {"params",
-        {{"layers",
-          {{{"type", "Linear"}, {"out_features", 1024}},
-           {{"type", "ReLU"}},
-           {{"type", "Linear"}, {"out_features", 1024}},
-           {{"type", "ReLU"}},
-           {{"type", "Linear"}, {"out_features", 2}}}}}}},
-      {{"id", "loss"}, {"type", "Loss"}},
-      {{"id", "opt"}, {"type", "Optimizer"}, {"params", {{"name", "sgd"}, {"lr", 0.01}}}},
-      {{"id", "loop"}, {"type", "TrainingLoop"}, {"params", {{"accumulate_steps", accumulate}, {"precision", precision}}}},
-      {{"id", "eval"}, {"type", "EvaluateModel"}}}},
-    {"edges",
-     {{{"from", "data.dataset"}, {"to", "loader.dataset"}},
-      {{"from", "data.dataset"}, {"to", "model.dataset"}},
-      {{"from", "model.model"}, {"to", "loop.model"}},
-      {{"from", "loader.dataloader"}, {"to", "loop.dataloader"}},
-      {{"from", "loss.loss_fn"}, {"to", "loop.loss_fn"}},
-      {{"from", "opt.optimizer"}, {"to", "loop.optimizer"}},
-      {{"from", "loop.model"}, {"to", "eval.model"}},
-      {{"from", "loader.dataloader"}, {"to", "eval.dataloader"}}}}};
+  auto g = cdui::test::training_graph_json(
+    {{"name", "moons"}, {"n_samples", 1024}}, {{"batch_size", batch}},
+    {{{"type", "Linear"}, {"out_features", 1024}},
+     {{"type", "ReLU"}},
+     {{"type", "Linear"}, {"out_features", 1024}},
+     {{"type", "ReLU"}},
+     {{"type", "Linear"}, {"out_features", 2}}},
+    {{"name", "sgd"}, {"lr", 0.01}}, {{"accumulate_steps", accumulate}, {"precision", precision}});
+  g["nodes"].push_back({{"id", "eval"}, {"type", "EvaluateModel"}});
+  g["edges"].push_back({{"from", "loop.model"}, {"to", "eval.model"}});
+  g["edges"].push_back({{"from", "loader.dataloader"}, {"to", "eval.dataloader"}});
   return std::get<validated_graph>(validate_graph(g));
 }
 
