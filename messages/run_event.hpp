@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "messages/fields.hpp"
+
 namespace cdui {
 
 /// One entry of a run's event log. `data` is a JSON object as text, so that the vocabulary stays free
@@ -17,22 +19,14 @@ struct run_event {
   /// execution_complete, execution_error or execution_stopped.
   std::string type;
   std::string data;
+  CDUI_FIELDS(cursor, time_ms, type, data)
 };
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, run_event& x) {
-  return f(x.cursor, x.time_ms, x.type, x.data);
-}
 
 /// The answer to "events after cursor": the events, and whether the run has ended (no more will come).
 struct event_batch {
   std::vector<run_event> events;
   bool finished = false;
+  CDUI_FIELDS(events, finished)
 };
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, event_batch& x) {
-  return f(x.events, x.finished);
-}
 
 } // namespace cdui

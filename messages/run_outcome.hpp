@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "messages/fields.hpp"
 #include "messages/run_status.hpp"
 
 namespace cdui {
@@ -12,12 +13,8 @@ struct run_outcome {
   run_status status = run_status::succeeded;
   std::string error;
   std::string final_metrics = "{}";
+  CDUI_FIELDS(status, error, final_metrics)
 };
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, run_outcome& x) {
-  return f(x.status, x.error, x.final_metrics);
-}
 
 /// The answer to a submit: a run id, or the sentence that says why the run was refused.
 /// `unavailable` marks a refusal that is about now, not about the request (the server is shutting

@@ -1,0 +1,98 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "messages/fields.hpp"
+#include "messages/run_event.hpp"
+#include "messages/run_outcome.hpp"
+
+/// What a worker agent and the server say to each other (seed 001, "Start a worker on this
+/// machine"; DESIGN.md, "Wire"). Each struct travels as the payload of one wire message.
+namespace cdui {
+
+/// A device a worker offers: its name on the worker (cpu, cuda:1, sim:0), its kind, the card's
+/// UUID (which tells a card two offerers share) and its memory.
+struct device_offer {
+  std::string name;
+  std::string kind;  // cpu | cuda | mps | sim
+  std::string uuid;
+  std::int64_t total_bytes = 0;
+  std::int64_t free_bytes = 0;
+  CDUI_FIELDS(name, kind, uuid, total_bytes, free_bytes)
+};
+
+/// The agent's first message.
+struct hello {
+  std::string name;
+  /// cdui's version; another version is refused.
+  std::string version;
+  /// A digest of the agent's environment (libtorch, CUDA) and of the node types it knows; node
+  /// types that differ from the server's make the worker Degraded.
+  std::string env_digest;
+  std::string node_types_digest;
+  std::vector<device_offer> devices;
+  /// The session token (same host) or the enrolled credential.
+  std::string credential;
+  /// Runs the agent is executing now (after a reconnect or a server restart: adopted).
+  std::vector<std::string> running_runs;
+  bool one_shot = false;
+  CDUI_FIELDS(name, version, env_digest, node_types_digest, devices, credential, running_runs,
+              one_shot)
+};
+
+struct welcome {
+  std::string server_version;
+  std::uint32_t heartbeat_interval_ms = 10000;
+  CDUI_FIELDS(server_version, heartbeat_interval_ms)
+};
+
+/// The server will not take the agent; `reason` is a sentence for the operator.
+struct refused {
+  std::string reason;
+  CDUI_FIELDS(reason)
+};
+
+/// Every heartbeat interval: each device's memory now and the runs executing.
+struct heartbeat {
+  std::vector<device_offer> devices;
+  std::vector<std::string> running_runs;
+  CDUI_FIELDS(devices, running_runs)
+};
+
+/// Server -> agent: execute a run on these of the worker's devices (its own names).
+struct assign_run {
+  std::string run_id;
+  std::string name;
+  std::string graph_json;
+  /// The run's options as the server stores them (a JSON object).
+  std::string options_json;
+  std::vector<std::string> devices;
+  std::uint64_t seed = 0;
+  CDUI_FIELDS(run_id, name, graph_json, options_json, devices, seed)
+};
+
+/// Agent -> server: events a run appended, in order. `type` and `data` as in run_event; the
+/// server gives them its own cursors.
+struct run_update {
+  std::string run_id;
+  std::vector<run_event> events;
+  CDUI_FIELDS(run_id, events)
+};
+
+/// Agent -> server: the run's subprocess ended.
+struct run_done {
+  std::string run_id;
+  run_outcome outcome;
+  CDUI_FIELDS(run_id, outcome)
+};
+
+/// Server -> agent: stop a run between batches (cancelled, or interrupted when `interrupt`).
+struct stop_run {
+  std::string run_id;
+  bool interrupt = false;
+  CDUI_FIELDS(run_id, interrupt)
+};
+
+} // namespace cdui
