@@ -102,8 +102,10 @@ void finish(self_ptr self, const run_outcome& outcome) {
   st.setup.info.queue_position = 0;
   record_artifacts(st);
   st.setup.store->update(st.setup.info);
-  wake_waiters(self);
+  // The queue hears of the end before anyone waiting does, so a question asked after the answer
+  // finds the run ended in the queue too (its mailbox is in order).
   self->send(st.queue, atoms::ended::value, st.setup.info.id);
+  wake_waiters(self);
 }
 
 void start(self_ptr self) {
@@ -187,8 +189,8 @@ caf::behavior run_actor(self_ptr self, run_setup setup, caf::actor queue) {
     [=](atoms::cancel, bool dequeued) {
       // The queue took the run out of its queue: it never starts.
       auto& st = self->state;
-      if (is_final(st.setup.info.status))
-        return false;
+      if (is_final(st.setup.info.status) || st.stop->load())
+        return false;  // ended, or a cancel is already on its way
       st.stop->store(true);
       if (dequeued)
         end_unstarted(self, run_status::cancelled, "cancelled before it started");

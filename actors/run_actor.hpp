@@ -72,8 +72,9 @@ inline constexpr std::size_t max_events_per_answer = 1000;
 /// status change is in the run store before anyone is told. A grant starts the engine on a thread
 /// of its own (never on a CAF scheduler thread); the thread posts events and the outcome back as
 /// messages. When the run has ended it tells the queue (ended, id) and quits on (quit).
-/// Protocol: (grant, key); (append, type, data); (flush); (finished, run_outcome); (cancel) -> bool (queued
-/// runs are cancelled by the queue first, with (cancel, true)); (interrupt) -> bool;
+/// Protocol: (grant, run id or "interactive"); (append, type, data); (flush); (finished, run_outcome);
+/// (cancel, dequeued) -> bool (dequeued: the queue took it out of its queue, so it never starts;
+/// false when it had ended or a cancel was already sent); (interrupt) -> bool;
 /// (info) -> run_info; (events, cursor, wait_ms) -> event_batch; (wait) -> run_info once ended;
 /// (status) -> JSON text.
 caf::behavior run_actor(caf::stateful_actor<run_state>* self, run_setup setup, caf::actor queue);

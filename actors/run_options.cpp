@@ -99,6 +99,12 @@ std::string apply_options(const nlohmann::json& options, run_request& request) {
     if (!err.empty())
       return err;
   }
+  if (!request.device.empty() && !request.devices.empty())
+    return "option 'device' and option 'target.devices' both name the run's devices; give one: "
+           "device for one card, target.devices for a set";
+  if (!request.session.empty() && request.lane != "interactive")
+    return "option 'session' names the editor session of an interactive run; it needs "
+           "option 'lane' \"interactive\"";
   return "";
 }
 

@@ -135,7 +135,12 @@ std::variant<prepared_run, submit_result> prepare(self_ptr self, const run_reque
   p.setup.graph = graph;
   auto& ctx = p.setup.context;
   ctx.device = run_device;
-  ctx.seed = req.has_seed ? req.seed : std::random_device{}();
+  if (req.has_seed)
+    ctx.seed = req.seed;
+  else if (req.lane == "interactive" && !req.session.empty())
+    ctx.seed = st.session_seeds.try_emplace(req.session, std::random_device{}()).first->second;
+  else
+    ctx.seed = std::random_device{}();
   ctx.num_threads = st.cfg.host.cores_per_run(p.keys.front());
   ctx.host = st.cfg.host.counts();
   ctx.deterministic = req.deterministic;
@@ -199,7 +204,8 @@ submit_result submit(self_ptr self, run_request& req) {
     // Recorded before it is acknowledged: a crash after this line loses nothing.
     st.cfg.store->insert({info, req.graph_json});
   } catch (const std::exception& e) {
-    return {"", std::string{"cannot record the run: "} + e.what()};
+    // The server's own failure (a full disk, say), not the request's: 503, not 400.
+    return {"", std::string{"the server cannot record the run: "} + e.what(), true};
   }
   auto id = info.id;
   launch(self, std::move(p), req);
@@ -397,6 +403,10 @@ caf::behavior run_queue(self_ptr self, run_queue_config cfg) {
       if (!st.shutting_down)
         pump(self);
       maybe_drained(self);
+    },
+    [=](atoms::drop, const std::string& session) {
+      // The editor session ended: its next run, if it comes back, draws a new seed.
+      return self->state.session_seeds.erase(session) > 0;
     },
     [=](atoms::shutdown) -> caf::result<bool> {
       auto& st = self->state;

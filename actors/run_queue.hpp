@@ -44,6 +44,9 @@ struct run_queue_state {
   std::map<std::string, caf::actor> runs;         // runs that have not ended, by id
   std::set<std::string> started;                  // of those, the ones running
   std::map<std::string, std::string> interactive; // interactive run id -> editor session
+  /// The seed of each editor session whose interactive runs gave none: drawn at its first run and
+  /// kept, like a tab's seed, so that its execution cache can serve the next run.
+  std::map<std::string, std::uint64_t> session_seeds;
   bool shutting_down = false;
   std::vector<caf::response_promise> drained;     // shutdown callers, answered when none runs
   static inline const char* name = "run_queue";
@@ -54,7 +57,8 @@ struct run_queue_state {
 /// Protocol: (submit, run_request) -> submit_result; (info, id) -> run_info;
 /// (list, status or "", limit, offset) -> run_page; (cancel, id) -> bool;
 /// (events, id, cursor, wait_ms) -> event_batch; (wait, id) -> run_info once ended;
-/// (erase, id) -> erase_result; (status) -> JSON text; (shutdown) -> bool once no run is running.
+/// (erase, id) -> erase_result; (drop, session) -> bool (an editor session ended: its seed goes);
+/// (status) -> JSON text; (shutdown) -> bool once no run is running.
 /// An unknown id gets an error naming it.
 caf::behavior run_queue(caf::stateful_actor<run_queue_state>* self, run_queue_config cfg);
 

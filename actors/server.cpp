@@ -105,7 +105,12 @@ struct server::impl {
     std::string error;
     self->request(who, caf::infinite, std::forward<Ts>(xs)...)
       .receive([&](T& x) { answer = std::move(x); },
-               [&](caf::error& e) { error = system.render(e); });
+               [&](caf::error& e) {
+                 // Our refusals carry their sentence as the error's context; say just that.
+                 const auto& context = e.context();
+                 error = context.match_elements<std::string>() ? context.get_as<std::string>(0)
+                                                              : system.render(e);
+               });
     if (!answer && throw_errors)
       throw std::invalid_argument(error);
     return answer;
@@ -217,8 +222,11 @@ std::optional<std::string> server::recorded_outputs(const std::string& run_id) {
 }
 
 bool server::close_session(const std::string& session) {
-  return impl_->ask_actor<bool>(impl_->stores.execution_cache, false, atoms::drop::value, session)
-    .value_or(false);
+  bool had_seed = impl_->ask<bool>(false, atoms::drop::value, session).value_or(false);
+  bool had_cache =
+    impl_->ask_actor<bool>(impl_->stores.execution_cache, false, atoms::drop::value, session)
+      .value_or(false);
+  return had_seed || had_cache;
 }
 
 void server::shutdown() {

@@ -86,7 +86,8 @@ public:
   /// port by port (JSON text {node: {port: {...}}}); nullopt when the store does not hold them.
   [[nodiscard]] std::optional<std::string> recorded_outputs(const std::string& run_id);
 
-  /// An editor session ended: its execution cache is dropped. False when it had none.
+  /// An editor session ended: its execution cache and its seed are dropped. False when it had
+  /// neither.
   bool close_session(const std::string& session);
 
   /// Stops taking runs (submit is refused as unavailable), stops running runs between batches

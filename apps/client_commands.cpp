@@ -31,6 +31,7 @@ constexpr double poll_seconds = 0.5;
 httplib::Client http_client(const server_connection& server) {
   httplib::Client c{server.address.host, server.address.port};
   c.set_connection_timeout(std::chrono::seconds(5));
+  c.set_tcp_nodelay(true);  // see apps/server_command.cpp
   c.set_read_timeout(std::chrono::seconds(30));
   return c;
 }
@@ -262,10 +263,13 @@ int cancel_command(const std::string& run_id) {
   }
   auto j = json::parse(res->body);
   auto status = j.value("status", std::string{});
-  if (j["cancelled"] == true)
-    std::printf("run %s: cancel requested (it was %s)\n", run_id.c_str(), status.c_str());
+  if (j["cancelled"] != true)
+    std::printf("run %s was not cancelled: it had already ended (%s) or was being cancelled\n",
+                run_id.c_str(), status.c_str());
+  else if (status == "cancelled")
+    std::printf("run %s cancelled before it started\n", run_id.c_str());
   else
-    std::printf("run %s had already ended: %s\n", run_id.c_str(), status.c_str());
+    std::printf("run %s: cancel requested; it stops before its next batch\n", run_id.c_str());
   return exit_ok;
 }
 

@@ -63,23 +63,25 @@ json run_json(const run_info& r) {
   return j;
 }
 
-/// Reads an unsigned integer query parameter; false (with a 400 sent) when it is not one.
+/// Reads an integer query parameter of at least `min`; false (with a 400 sent) when it is not one.
 bool query_number(const httplib::Request& req, httplib::Response& res, const char* name,
-                  std::uint64_t& out) {
+                  std::uint64_t& out, std::uint64_t min = 0) {
   if (!req.has_param(name))
     return true;
   auto text = req.get_param_value(name);
   try {
     std::size_t used = 0;
     if (!text.empty() && text[0] != '-') {
-      out = std::stoull(text, &used);
-      if (used == text.size())
+      auto value = std::stoull(text, &used);
+      if (used == text.size() && value >= min) {
+        out = value;
         return true;
+      }
     }
   } catch (const std::exception&) {
   }
-  refuse(res, 400, std::string{"query parameter '"} + name + "' must be a non-negative integer, not '"
-                     + text + "'");
+  refuse(res, 400, std::string{"query parameter '"} + name + "' must be an integer of at least "
+                     + std::to_string(min) + ", not '" + text + "'");
   return false;
 }
 
@@ -119,9 +121,9 @@ void post_run(cdui::server& runtime, const httplib::Request& req, httplib::Respo
 void get_runs(cdui::server& runtime, const httplib::Request& req, httplib::Response& res) {
   std::uint64_t limit = default_page;
   std::uint64_t offset = 0;
-  if (!query_number(req, res, "limit", limit) || !query_number(req, res, "offset", offset))
+  if (!query_number(req, res, "limit", limit, 1) || !query_number(req, res, "offset", offset))
     return;
-  limit = std::clamp<std::uint64_t>(limit, 1, max_page);
+  limit = std::min<std::uint64_t>(limit, max_page);
   try {
     auto page = runtime.runs(req.get_param_value("status"), limit, offset);
     json runs = json::array();
@@ -137,7 +139,7 @@ void get_events(cdui::server& runtime, const std::string& id, const httplib::Req
                 httplib::Response& res) {
   std::uint64_t cursor = 0;
   std::uint64_t limit = 1000;
-  if (!query_number(req, res, "cursor", cursor) || !query_number(req, res, "limit", limit))
+  if (!query_number(req, res, "cursor", cursor) || !query_number(req, res, "limit", limit, 1))
     return;
   double wait = 0;
   if (req.has_param("wait")) {
@@ -157,7 +159,7 @@ void get_events(cdui::server& runtime, const std::string& id, const httplib::Req
     json events = json::array();
     auto last = cursor;
     for (const auto& e : batch.events) {
-      if (events.size() >= std::max<std::uint64_t>(limit, 1)) {
+      if (events.size() >= limit) {
         batch.finished = false;
         break;
       }
@@ -266,9 +268,12 @@ void get_outputs(cdui::server& runtime, const std::string& id, httplib::Response
                      + "; its outputs are recorded when it ends");
   else
     refuse(res, 404, "run " + id + "'s outputs are no longer in the run output store: it keeps the "
-                     + std::to_string(budget.max_entries) + " most recently recorded runs within "
-                     + std::to_string(budget.max_bytes / storage::bytes_per_mb) + " MB ("
-                     + std::string{budget.env_var} + "), in this server's memory only");
+                     + std::to_string(budget.max_entries) + " most recently recorded runs"
+                     + (budget.max_bytes > 0 ? " within " + std::to_string(budget.max_bytes
+                                                                           / storage::bytes_per_mb)
+                                                 + " MB (" + std::string{budget.env_var} + ")"
+                                             : std::string{})
+                     + ", in this server's memory only, until it restarts");
 }
 
 } // namespace
@@ -349,9 +354,15 @@ void mount_http_api(httplib::Server& http, cdui::server& runtime, std::string to
     res.status = 200;
     res.set_content(prometheus_text(rt), "text/plain; version=0.0.4");
   });
+  // Errors cpp-httplib answers itself (no route, an unreadable request) get a JSON detail too.
   http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (res.status == 404 && res.body.empty())
+    if (!res.body.empty())
+      return;
+    if (res.status == 404)
       refuse(res, 404, "no such endpoint: " + req.method + " " + req.path);
+    else
+      refuse(res, res.status, req.method + " " + req.path + ": the request could not be read (HTTP "
+                                + std::to_string(res.status) + "; a POST needs a Content-Length)");
   });
   http.set_exception_handler(
     [](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {

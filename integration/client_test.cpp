@@ -131,13 +131,18 @@ BOOST_AUTO_TEST_CASE(detach_timeout_and_ctrl_c_stop_following_and_leave_the_run_
 
   auto cancelled = run_cdui(home, {"cancel", timed_id});
   BOOST_TEST(cancelled.code == 0, cancelled.err);
-  BOOST_TEST(cancelled.out.find("cancel requested") != std::string::npos, cancelled.out);
+  BOOST_TEST(cancelled.out.find("cancelled before it started") != std::string::npos, cancelled.out);
   BOOST_TEST(srv.get_json("/api/runs/" + timed_id)["status"] == "cancelled");
   auto unknown = run_cdui(home, {"cancel", "nosuchid"});
   BOOST_TEST(unknown.code == 1);
   BOOST_TEST(unknown.err.find("no run has the id 'nosuchid'") != std::string::npos, unknown.err);
 
-  srv.cancel(blocker);
+  auto stop_blocker = run_cdui(home, {"cancel", blocker});
+  BOOST_TEST(stop_blocker.out.find("cancel requested; it stops before its next batch")
+             != std::string::npos, stop_blocker.out);
+  auto again = run_cdui(home, {"cancel", blocker});
+  BOOST_TEST(again.out.find("was not cancelled") != std::string::npos, again.out);
+  BOOST_TEST(srv.wait_final(blocker)["status"] == "cancelled");
   BOOST_TEST(srv.wait_final(detached_id)["status"] == "succeeded");
   BOOST_TEST(srv.wait_final(interrupted_id)["status"] == "succeeded");
 }

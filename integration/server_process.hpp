@@ -55,6 +55,7 @@ public:
   [[nodiscard]] httplib::Client client() const {
     httplib::Client c{"127.0.0.1", port_};
     c.set_read_timeout(std::chrono::seconds(120));
+    c.set_tcp_nodelay(true);
     return c;
   }
   [[nodiscard]] httplib::Headers auth() const { return {{"X-CodefyUI-Token", token_}}; }

@@ -151,6 +151,9 @@ BOOST_AUTO_TEST_CASE(every_refusal_has_its_status_and_names_the_field) {
   expect(with_options({{"seed", 4294967296ULL}}), 400, "option 'seed'");
   expect(with_options({{"seed", "7"}}), 400, "option 'seed'");
   expect(with_options({{"lane", "fast"}}), 400, "option 'lane'");
+  expect(with_options({{"device", "sim:0"}, {"target", {{"devices", {"sim:0"}}}}}), 400,
+         "give one: device for one card, target.devices for a set");
+  expect(with_options({{"session", "tab-1"}}), 400, "it needs option 'lane' \"interactive\"");
   expect(with_options({{"target", {{"devices", {"sim:0", "cuda:0"}}}}}), 400,
          "this server does not offer cuda:0 (it offers cpu, sim:0)");
   auto long_name = good;
@@ -164,12 +167,17 @@ BOOST_AUTO_TEST_CASE(every_refusal_has_its_status_and_names_the_field) {
   expect(srv.submit(invalid), 400, "node 'loop'");
 
   expect(c.Get("/api/runs/nosuchid"), 404, "no run has the id 'nosuchid'");
-  expect(c.Get("/api/runs/nosuchid/events"), 404, "nosuchid");
+  auto no_events = c.Get("/api/runs/nosuchid/events?wait=1");
+  BOOST_TEST(no_events->status == 404);
+  BOOST_TEST(json::parse(no_events->body)["detail"] == "no run has the id 'nosuchid'");
   expect(c.Get("/api/runs/nosuchid/metrics"), 404, "nosuchid");
   expect(c.Post("/api/runs/nosuchid/cancel", srv.auth(), "", "application/json"), 404, "nosuchid");
   expect(c.Delete("/api/runs/nosuchid", srv.auth()), 404, "nosuchid");
   expect(c.Get("/api/runs?status=finished"), 400, "status 'finished'");
   expect(c.Get("/api/runs?limit=-1"), 400, "'limit'");
+  expect(c.Get("/api/runs?limit=0"), 400, "'limit' must be an integer of at least 1");
+  expect(c.Get("/api/runs/abc/events?limit=0"), 400, "'limit'");
+  expect(c.Get("/api/nothing"), 404, "no such endpoint: GET /api/nothing");
 
   auto running = srv.submit_ok(endless());
   srv.await_status(running, "running");
@@ -257,6 +265,31 @@ BOOST_AUTO_TEST_CASE(after_kill_9_the_queued_runs_come_back_in_order_and_the_run
     if (i > 0)
       BOOST_TEST(done[i]["started_ms"].get<std::int64_t>() >= done[i - 1]["finished_ms"].get<std::int64_t>());
   }
+}
+
+BOOST_AUTO_TEST_CASE(a_server_that_cannot_listen_leaves_the_queued_runs_alone) {
+  cdui::test::temp_home home;
+  std::string queued;
+  {
+    server_process srv{home};
+    srv.await_status(srv.submit_ok(endless()), "running");
+    queued = srv.submit_ok(short_run());
+    srv.proc().signal(SIGKILL);
+    srv.proc().wait_for(10s);
+  }
+  cdui::test::temp_home other;
+  server_process busy{other};
+  cdui::test::process second{{CDUI_BINARY, "start", "--foreground", "--port",
+                              std::to_string(busy.port())},
+                             {{"CODEFYUI_HOME", home.path().string()}}};
+  auto code = second.wait_for(60s);
+  BOOST_REQUIRE(code.has_value());
+  BOOST_TEST(*code == 1);
+  BOOST_TEST(second.err().find("cannot listen on 127.0.0.1:" + std::to_string(busy.port()))
+             != std::string::npos, second.err());
+  // Still queued, to be picked up by the next server that does start.
+  server_process srv{home};
+  BOOST_TEST(srv.wait_final(queued)["status"] == "succeeded");
 }
 
 BOOST_AUTO_TEST_CASE(start_status_and_stop_from_the_command_line) {

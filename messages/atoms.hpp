@@ -7,10 +7,7 @@
 namespace cdui::atoms {
 
 using submit = caf::atom_constant<caf::atom("cd_submit")>;
-using enqueue = caf::atom_constant<caf::atom("cd_enqueue")>;
-using dequeue = caf::atom_constant<caf::atom("cd_dequeue")>;
 using grant = caf::atom_constant<caf::atom("cd_grant")>;
-using release = caf::atom_constant<caf::atom("cd_release")>;
 using append = caf::atom_constant<caf::atom("cd_append")>;
 using finished = caf::atom_constant<caf::atom("cd_finish")>;
 using cancel = caf::atom_constant<caf::atom("cd_cancel")>;

@@ -85,8 +85,11 @@ bool deterministic_algorithms_enabled() {
 void set_intra_op_threads(int n) {
   // ATen initialises a thread's count lazily, from a process-wide value that a concurrent run may
   // have just set; trigger that first, so the count set here is the one this thread keeps.
-  (void)at::get_num_threads();
-  at::set_num_threads(std::max(1, n));
+  // libtorch 1.13 rebuilds its thread pool on every set_num_threads, even to the same count
+  // (9-23 ms of CPU each, docs/benchmarks.md): set it only when it changes.
+  n = std::max(1, n);
+  if (at::get_num_threads() != n)
+    at::set_num_threads(n);
 }
 
 namespace {
@@ -166,7 +169,7 @@ run_outcome execute(const validated_graph& graph, const run_context& ctx) {
                                {"record_outputs", ctx.stores && ctx.record_outputs},
                                {"nodes", graph.g.nodes.size()}});
   auto stopped = [&] { return ctx.stop && ctx.stop->load(); };
-  auto keys = caching ? node_keys(graph, ctx.device) : std::vector<std::string>{};
+  auto keys = caching ? node_keys(graph, ctx.device, ctx.seed) : std::vector<std::string>{};
   std::map<std::string, port_values> outputs;
   nlohmann::json final_metrics = nlohmann::json::object();
   run_outcome outcome;

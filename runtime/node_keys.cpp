@@ -30,7 +30,8 @@ std::string own_text(const graph_node& node) {
 
 } // namespace
 
-std::vector<std::string> node_keys(const validated_graph& graph, const std::string& run_device) {
+std::vector<std::string> node_keys(const validated_graph& graph, const std::string& run_device,
+                                   std::uint64_t seed) {
   const auto& nodes = graph.g.nodes;
   std::vector<std::string> keys(nodes.size());
   auto index_of = [&](const std::string& id) {
@@ -45,7 +46,8 @@ std::vector<std::string> node_keys(const validated_graph& graph, const std::stri
       if (e.to.node == nodes[i].id)
         inputs.push_back(e.to.port + "<-" + keys[index_of(e.from.node)] + "." + e.from.port);
     std::sort(inputs.begin(), inputs.end());
-    auto text = run_device + '\n' + own_text(nodes[i]);
+    // The seed: datasets, weights and the shuffle all draw from generators seeded by it.
+    auto text = run_device + '\n' + std::to_string(seed) + '\n' + own_text(nodes[i]);
     for (const auto& in : inputs)
       text += in + '\n';
     keys[i] = hex(fnv1a(text));

@@ -208,6 +208,37 @@ BOOST_AUTO_TEST_CASE(an_editor_sessions_execution_cache_reruns_only_what_changed
   BOOST_TEST(node_statuses(srv, reopened)["data"].front() == "running");
 }
 
+BOOST_AUTO_TEST_CASE(a_session_keeps_its_seed_and_another_seed_misses_the_cache) {
+  cdui::test::temp_home home;
+  cdui::server srv{{home.path(), 2}};
+  auto unseeded = [](int max_steps) {
+    auto r = moons_run(1, max_steps);
+    r.has_seed = false;
+    r.lane = "interactive";
+    r.session = "tab-1";
+    return r;
+  };
+  auto seed_of = [&](const std::string& id) {
+    return json::parse(srv.events(id, 0).events.front().data)["seed"].get<std::uint64_t>();
+  };
+  auto first = run_to_end(srv, unseeded(2));
+  auto second = run_to_end(srv, unseeded(3));
+  BOOST_TEST(seed_of(second) == seed_of(first));  // the session's seed, drawn once
+  BOOST_TEST(node_statuses(srv, second)["model"] == std::vector<std::string>{"cached"});
+
+  auto reseeded = unseeded(3);
+  reseeded.has_seed = true;
+  reseeded.seed = seed_of(first) + 1;
+  auto third = run_to_end(srv, reseeded);
+  // Another seed means other weights and another dataset order: nothing is reused.
+  BOOST_TEST(node_statuses(srv, third)["model"].front() == "running");
+  BOOST_TEST(node_statuses(srv, third)["data"].front() == "running");
+
+  BOOST_TEST(srv.close_session("tab-1"));
+  auto after = run_to_end(srv, unseeded(2));
+  BOOST_TEST(node_statuses(srv, after)["data"].front() == "running");
+}
+
 BOOST_AUTO_TEST_CASE(the_status_tree_lists_the_three_stores) {
   cdui::test::temp_home home;
   cdui::server srv{{home.path(), 2}};
