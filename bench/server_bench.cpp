@@ -1,0 +1,514 @@
+// The run queue's speed from the inside out, measured side by side in one run:
+//   1. the admission policy alone (actors::admission, plain C++): --runs run ids spread round robin
+//      over --devices keys sim:0..sim:N-1 (limit 1 each, as accelerators have) are enqueued, then
+//      the oldest running run is released and admit() called, one run at a time as the run queue's
+//      `ended` handler does, until every run has been admitted. Timed: the enqueues and the whole
+//      admit/release loop (the ids and key lists are built before the clock starts). decisions/s =
+//      admitted runs / those seconds; goal >= 100,000/s. Once with single-device runs only, once
+//      with every 20th run (5%) a device set of 2 keys, which takes the reservation path.
+//   2. the whole in-process submit path: cdui::server on a temp home with --devices sim cards,
+//      --submits submits of a one-node graph (Dataset moons, 16 samples) spread round robin over
+//      the sim devices. Timed: the submit() calls only, which validate the graph, make the run
+//      folder and insert the SQLite row; the runs execute (a few ms each) on the CAF threads
+//      meanwhile and are waited for after the clock stops. The same three steps are then timed
+//      alone, to show where a submit's time goes.
+//   3. over HTTP on loopback: the real `cdui start --foreground --port 0` on a temp home; --posts
+//      POST /api/runs of the same graph on sim devices through one keep-alive cpp-httplib Client,
+//      first as the client comes, then with TCP_NODELAY on its socket. Timed: each request from
+//      send to parsed answer; p50/p99/max latency. cpp-httplib writes headers and body in separate
+//      send()s, so a side without TCP_NODELAY waits for the peer's delayed ACK (~40 ms); `cdui
+//      start` sets it on its sockets, and the two client passes show what a client's own setting
+//      still costs.
+// Usage: bench_server [--runs 10000] [--devices 64] [--rounds 7] [--submits 500] [--posts 300]
+//                     [--cdui PATH] [--only admission|submit|http]
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "actors/admission.hpp"
+#include "actors/server.hpp"
+#include "apps/http_api.hpp"
+#include "runtime/validate.hpp"
+#include "storage/run_directory.hpp"
+#include "storage/run_store.hpp"
+
+using nlohmann::json;
+using namespace cdui;
+namespace fs = std::filesystem;
+using bench_clock = std::chrono::steady_clock;
+
+namespace {
+
+/// The goal for the admission policy alone.
+constexpr double admission_goal_per_second = 100'000;
+/// One run in this many is a device set of 2 keys in the mixed measurement (5%).
+constexpr int device_set_every = 20;
+/// How long the server started in part 3 gets to write server.json, and to stop after SIGTERM.
+constexpr auto server_start_timeout = std::chrono::seconds(60);
+constexpr auto server_stop_timeout = std::chrono::seconds(30);
+
+struct options {
+  int runs = 10'000;
+  int devices = 64;
+  int rounds = 7;
+  int submits = 500;
+  int posts = 300;
+  std::string cdui = CDUI_BINARY;
+  /// admission, submit or http: only that part (to profile one); empty: all.
+  std::string only;
+};
+
+options parse_options(int argc, char** argv) {
+  options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string flag = argv[i];
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "bench_server: %s needs a value\n", flag.c_str());
+      std::exit(2);
+    }
+    std::string value = argv[++i];
+    auto number = [&] {
+      char* end = nullptr;
+      auto n = std::strtol(value.c_str(), &end, 10);
+      if (value.empty() || *end != '\0') {
+        std::fprintf(stderr, "bench_server: %s needs a number, not '%s'\n", flag.c_str(), value.c_str());
+        std::exit(2);
+      }
+      return static_cast<int>(n);
+    };
+    if (flag == "--runs")
+      o.runs = number();
+    else if (flag == "--devices")
+      o.devices = number();
+    else if (flag == "--rounds")
+      o.rounds = number();
+    else if (flag == "--submits")
+      o.submits = number();
+    else if (flag == "--posts")
+      o.posts = number();
+    else if (flag == "--cdui")
+      o.cdui = value;
+    else if (flag == "--only" && (value == "admission" || value == "submit" || value == "http"))
+      o.only = value;
+    else {
+      std::fprintf(stderr, "bench_server: unknown flag %s (known: --runs --devices --rounds "
+                           "--submits --posts --cdui, --only admission|submit|http)\n", flag.c_str());
+      std::exit(2);
+    }
+  }
+  if (o.runs < 1 || o.devices < 2 || o.rounds < 1 || o.submits < 1 || o.posts < 1) {
+    std::fprintf(stderr, "bench_server: sizes must be >= 1 (--devices >= 2)\n");
+    std::exit(2);
+  }
+  return o;
+}
+
+double seconds_since(bench_clock::time_point start) {
+  return std::chrono::duration<double>(bench_clock::now() - start).count();
+}
+
+/// CPU seconds this process has used, all threads.
+double process_cpu_seconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  auto sec = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec * 1e-6; };
+  return sec(u.ru_utime) + sec(u.ru_stime);
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  auto n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/// The value at fraction `q` of sorted `v` (nearest rank).
+double quantile(const std::vector<double>& sorted, double q) {
+  auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(sorted.size()) - 1e-9));
+  return sorted[std::clamp<std::size_t>(rank, 1, sorted.size()) - 1];
+}
+
+std::string sim_key(int i) {
+  return "sim:" + std::to_string(i);
+}
+
+/// A fresh folder under the temp directory, unique to this process.
+fs::path fresh_temp_dir(const std::string& what) {
+  auto dir = fs::temp_directory_path() / ("cdui-bench-" + what + "-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+/// A graph that does as little as a run can: one Dataset node making 16 moons samples.
+std::string trivial_graph() {
+  json g{{"nodes",
+          {{{"id", "data"}, {"type", "Dataset"}, {"params", {{"name", "moons"}, {"n_samples", 16}}}}}},
+         {"edges", json::array()}};
+  return g.dump();
+}
+
+// --- 1. the admission policy ---------------------------------------------------------------------
+
+struct admission_round {
+  double enqueue_seconds = 0;
+  double admit_seconds = 0;  // the admit/release loop
+  [[nodiscard]] double total() const { return enqueue_seconds + admit_seconds; }
+};
+
+/// One round: every run enqueued, then release-oldest + admit() until all were admitted.
+admission_round admit_all(const std::vector<std::string>& ids,
+                          const std::vector<std::vector<std::string>>& keys, int devices) {
+  actors::admission policy;
+  for (int d = 0; d < devices; ++d)
+    policy.set_limit(sim_key(d), 1);
+  admission_round r;
+  auto start = bench_clock::now();
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    policy.enqueue(ids[i], keys[i]);
+  r.enqueue_seconds = seconds_since(start);
+
+  start = bench_clock::now();
+  std::size_t admitted = 0;
+  std::deque<std::string> running;
+  auto take = [&](std::vector<std::string> now) {
+    admitted += now.size();
+    for (auto& id : now)
+      running.push_back(std::move(id));
+  };
+  take(policy.admit());
+  while (admitted < ids.size()) {
+    if (running.empty()) {
+      std::fprintf(stderr, "admission stalled after %zu of %zu runs\n", admitted, ids.size());
+      std::exit(1);
+    }
+    policy.release(running.front());
+    running.pop_front();
+    take(policy.admit());
+  }
+  r.admit_seconds = seconds_since(start);
+  return r;
+}
+
+/// Runs `rounds` rounds over the given runs and prints the median decisions/s.
+void measure_admission(const char* label, const options& o, int set_every) {
+  std::vector<std::string> ids;
+  std::vector<std::vector<std::string>> keys;
+  int sets = 0;
+  for (int i = 0; i < o.runs; ++i) {
+    char id[16];
+    std::snprintf(id, sizeof id, "%08x", static_cast<unsigned>(i));
+    ids.emplace_back(id);
+    std::vector<std::string> k{sim_key(i % o.devices)};
+    if (set_every > 0 && i % set_every == set_every - 1) {
+      k.push_back(sim_key((i + 1) % o.devices));
+      ++sets;
+    }
+    keys.push_back(std::move(k));
+  }
+  std::vector<double> rates, enqueue_us, admit_us;
+  for (int round = 0; round < o.rounds; ++round) {
+    auto r = admit_all(ids, keys, o.devices);
+    rates.push_back(static_cast<double>(o.runs) / r.total());
+    enqueue_us.push_back(r.enqueue_seconds * 1e6 / o.runs);
+    admit_us.push_back(r.admit_seconds * 1e6 / o.runs);
+  }
+  auto m = median(rates);
+  std::printf("%s (%d runs, %d of them device sets of 2, over %d devices)\n", label, o.runs, sets,
+              o.devices);
+  std::printf("  rounds (decisions/s):");
+  for (auto r : rates)
+    std::printf(" %.0f", r);
+  std::printf("\n  admission decisions/s: median %.0f (goal >= %.0f: %s, %.1fx)\n", m,
+              admission_goal_per_second, m >= admission_goal_per_second ? "met" : "NOT met",
+              m / admission_goal_per_second);
+  std::printf("  per run, median: enqueue %.2f us, release + admit %.2f us\n", median(enqueue_us),
+              median(admit_us));
+}
+
+// --- 2. the in-process submit path ---------------------------------------------------------------
+
+run_request trivial_request(const std::string& graph, int i, int devices) {
+  run_request r;
+  r.graph_json = graph;
+  r.device = sim_key(i % devices);
+  return r;
+}
+
+void measure_submit(const options& o) {
+  auto home = fresh_temp_dir("server");
+  auto graph = trivial_graph();
+  std::vector<std::string> ids;
+  double submit_seconds = 0, submit_cpu_seconds = 0, drain_seconds = 0;
+  std::vector<double> latency_ms;
+  {
+    server::config cfg;
+    cfg.home = home;
+    cfg.sim_devices = std::to_string(o.devices) + "x1GiB";
+    cdui::server srv{cfg};
+    // One untimed submit first: the actor system, the store and the node registry warm up.
+    auto warm = srv.submit(trivial_request(graph, 0, o.devices));
+    if (!warm.ok()) {
+      std::fprintf(stderr, "submit refused: %s\n", warm.error.c_str());
+      std::exit(1);
+    }
+    (void)srv.wait(warm.run_id);
+
+    auto cpu = process_cpu_seconds();
+    auto start = bench_clock::now();
+    for (int i = 0; i < o.submits; ++i) {
+      auto one = bench_clock::now();
+      auto result = srv.submit(trivial_request(graph, i, o.devices));
+      latency_ms.push_back(seconds_since(one) * 1e3);
+      if (!result.ok()) {
+        std::fprintf(stderr, "submit %d refused: %s\n", i, result.error.c_str());
+        std::exit(1);
+      }
+      ids.push_back(result.run_id);
+    }
+    submit_seconds = seconds_since(start);
+    submit_cpu_seconds = process_cpu_seconds() - cpu;
+
+    start = bench_clock::now();
+    int succeeded = 0;
+    for (const auto& id : ids)
+      succeeded += srv.wait(id).status == run_status::succeeded;
+    drain_seconds = seconds_since(start);
+    if (succeeded != o.submits)
+      std::printf("  note: %d of %d runs did not succeed\n", o.submits - succeeded, o.submits);
+  }
+  std::sort(latency_ms.begin(), latency_ms.end());
+  std::printf("\nin-process submit path: cdui::server, %d submits of a one-node graph (Dataset moons, "
+              "16 samples) round robin over %d sim devices\n", o.submits, o.devices);
+  std::printf("  submits/s: %.0f (%.1fx below the policy goal: a submit also validates the graph, "
+              "makes the run folder and inserts the SQLite row)\n",
+              o.submits / submit_seconds, admission_goal_per_second / (o.submits / submit_seconds));
+  std::printf("  submit latency ms: p50 %.3f, p99 %.3f, max %.3f\n", quantile(latency_ms, 0.5),
+              quantile(latency_ms, 0.99), latency_ms.back());
+  std::printf("  the process used %.2f CPU s in those %.2f s (the runs execute beside the submits); "
+              "they took %.2f s more to end after the clock stopped\n",
+              submit_cpu_seconds, submit_seconds, drain_seconds);
+
+  // The same steps alone, without the actors or runs beside them.
+  auto steps = home / "steps";
+  auto per_call_us = [&](const std::function<void(int)>& step) {
+    auto start = bench_clock::now();
+    for (int i = 0; i < o.submits; ++i)
+      step(i);
+    return seconds_since(start) * 1e6 / o.submits;
+  };
+  auto validate_us = per_call_us([&](int) {
+    if (!std::holds_alternative<runtime::validated_graph>(runtime::validate_graph(graph)))
+      std::exit(1);
+  });
+  auto folder_us = per_call_us([&](int i) {
+    storage::run_directory dir{steps, "f" + std::to_string(i), graph};
+  });
+  double insert_us = 0;
+  {
+    storage::run_store store{steps / "cdui.db"};
+    insert_us = per_call_us([&](int i) {
+      storage::stored_run run;
+      run.info.id = "s" + std::to_string(i);
+      run.info.queue_key = sim_key(i % o.devices);
+      run.graph_json = graph;
+      store.insert(run);
+    });
+  }
+  std::printf("  the same steps alone, per call: validate_graph %.1f us, run folder %.1f us, "
+              "SQLite insert %.1f us (sum %.1f us of the %.1f us a submit took)\n",
+              validate_us, folder_us, insert_us, validate_us + folder_us + insert_us,
+              submit_seconds * 1e6 / o.submits);
+  fs::remove_all(home);
+}
+
+// --- 3. over HTTP ---------------------------------------------------------------------------------
+
+/// A `cdui start --foreground --port 0` child on a home of its own; stopped by its pid.
+class cdui_server_process {
+public:
+  cdui_server_process(const std::string& binary, const fs::path& home, const std::string& sim,
+                      const fs::path& log)
+    : home_(home) {
+    pid_ = ::fork();
+    if (pid_ < 0) {
+      std::perror("fork");
+      std::exit(1);
+    }
+    if (pid_ == 0) {
+      int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      ::dup2(out, STDOUT_FILENO);
+      ::dup2(out, STDERR_FILENO);
+      ::setenv("CODEFYUI_HOME", home.c_str(), 1);
+      ::setenv("CODEFYUI_SIM_DEVICES", sim.c_str(), 1);
+      ::execl(binary.c_str(), binary.c_str(), "start", "--foreground", "--host", "127.0.0.1",
+              "--port", "0", static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    auto deadline = bench_clock::now() + server_start_timeout;
+    while (bench_clock::now() < deadline) {
+      std::ifstream in{home_ / "server.json"};
+      auto j = json::parse(in, nullptr, false);
+      if (j.is_object() && j.value("pid", 0) == pid_) {
+        port_ = j["port"].get<int>();
+        std::ifstream token{home_ / "session.token"};
+        std::getline(token, token_);
+        return;
+      }
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        std::fprintf(stderr, "%s exited at start; see %s\n", binary.c_str(), log.c_str());
+        std::exit(1);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    std::fprintf(stderr, "%s wrote no server.json in 60 s; see %s\n", binary.c_str(), log.c_str());
+    stop();
+    std::exit(1);
+  }
+
+  ~cdui_server_process() { stop(); }
+
+  cdui_server_process(const cdui_server_process&) = delete;
+  cdui_server_process& operator=(const cdui_server_process&) = delete;
+
+  /// SIGTERM, a wait, then SIGKILL if it is still there; the seconds it took to exit.
+  double stop() {
+    if (pid_ <= 0)
+      return 0;
+    auto start = bench_clock::now();
+    ::kill(pid_, SIGTERM);
+    auto deadline = start + server_stop_timeout;
+    int status = 0;
+    while (::waitpid(pid_, &status, WNOHANG) != pid_) {
+      if (bench_clock::now() >= deadline) {
+        std::fprintf(stderr, "the server (pid %d) ignored SIGTERM for 30 s; killing it\n", pid_);
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, &status, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    pid_ = -1;
+    return seconds_since(start);
+  }
+
+  [[nodiscard]] int port() const { return port_; }
+  [[nodiscard]] const std::string& token() const { return token_; }
+
+private:
+  fs::path home_;
+  pid_t pid_ = -1;
+  int port_ = 0;
+  std::string token_;
+};
+
+/// The latencies of one client's POSTs, sorted, and how many answered "queued".
+struct post_pass {
+  std::vector<double> latency_ms;
+  int queued = 0;
+};
+
+/// `o.posts` timed POST /api/runs of the trivial graph through one keep-alive client, on sim
+/// devices round robin. One untimed POST first opens the connection.
+post_pass time_posts(const options& o, int port, const std::string& token, bool tcp_nodelay) {
+  httplib::Client client{"127.0.0.1", port};
+  client.set_keep_alive(true);
+  client.set_tcp_nodelay(tcp_nodelay);
+  client.set_read_timeout(std::chrono::seconds(60));
+  httplib::Headers auth{{"X-CodefyUI-Token", token}};
+  auto graph = json::parse(trivial_graph());
+  auto post = [&](int i) {
+    json body{{"graph", graph}, {"options", {{"device", sim_key(i % o.devices)}}}};
+    auto res = client.Post("/api/runs", auth, body.dump(), "application/json");
+    if (!res || res->status != 200) {
+      std::fprintf(stderr, "POST /api/runs %d: %s\n", i,
+                   res ? (std::to_string(res->status) + " " + res->body).c_str()
+                       : httplib::to_string(res.error()).c_str());
+      std::exit(1);
+    }
+    return json::parse(res->body);
+  };
+  (void)post(0);
+  post_pass p;
+  for (int i = 0; i < o.posts; ++i) {
+    auto one = bench_clock::now();
+    auto answer = post(i);
+    p.latency_ms.push_back(seconds_since(one) * 1e3);
+    p.queued += answer["status"] == "queued";
+  }
+  // Closed before the server is stopped: an idle keep-alive connection would hold the server's
+  // stop for its keep-alive timeout (5 s in cpp-httplib 0.11).
+  client.stop();
+  std::sort(p.latency_ms.begin(), p.latency_ms.end());
+  return p;
+}
+
+void print_pass(const char* label, const post_pass& p) {
+  const auto& ms = p.latency_ms;
+  double sum = 0;
+  for (auto x : ms)
+    sum += x;
+  std::printf("  %s: latency ms p50 %.3f, p99 %.3f, max %.3f (%.0f posts/s; %d answered queued)\n",
+              label, quantile(ms, 0.5), quantile(ms, 0.99), ms.back(),
+              static_cast<double>(ms.size()) * 1e3 / sum, p.queued);
+}
+
+void measure_http(const options& o) {
+  if (::access(o.cdui.c_str(), X_OK) != 0) {
+    std::fprintf(stderr, "bench_server: %s is not an executable cdui (use --cdui PATH)\n",
+                 o.cdui.c_str());
+    std::exit(1);
+  }
+  auto dir = fresh_temp_dir("http");
+  auto sim = std::to_string(o.devices) + "x1GiB";
+  auto start_clock = bench_clock::now();
+  cdui_server_process proc{o.cdui, dir / "home", sim, dir / "cdui.log"};
+  auto start_seconds = seconds_since(start_clock);
+  auto plain = time_posts(o, proc.port(), proc.token(), false);
+  auto nodelay = time_posts(o, proc.port(), proc.token(), true);
+  auto stop_seconds = proc.stop();
+  std::printf("\nHTTP on loopback: `cdui start --foreground --port 0` (%s, %s sim devices, started "
+              "in %.2f s), %d POST /api/runs per client, one keep-alive client at a time\n",
+              o.cdui.c_str(), sim.c_str(), start_seconds, o.posts);
+  print_pass("client as it comes (Nagle on)", plain);
+  print_pass("client with TCP_NODELAY      ", nodelay);
+  std::printf("  the server stopped %.2f s after SIGTERM\n", stop_seconds);
+  fs::remove_all(dir);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  auto o = parse_options(argc, argv);
+  auto part = [&](const char* name) { return o.only.empty() || o.only == name; };
+  if (part("admission")) {
+    std::printf("admission policy alone: enqueue all, then release the oldest running run and "
+                "admit(), one at a time, until all were admitted; %d rounds\n", o.rounds);
+    measure_admission("single-device runs", o, 0);
+    measure_admission("5% device-set runs", o, device_set_every);
+  }
+  if (part("submit"))
+    measure_submit(o);
+  if (part("http"))
+    measure_http(o);
+  return 0;
+}
