@@ -12,8 +12,11 @@
 #include "actors/cache_store.hpp"
 #include "actors/run_queue.hpp"
 #include "actors/slot_limits.hpp"
+#include "actors/worker_registry.hpp"
 #include "devices/host_inventory.hpp"
 #include "messages/atoms.hpp"
+#include "messages/version.hpp"
+#include "runtime/node_keys.hpp"
 #include "runtime/stored_values.hpp"
 #include "storage/home.hpp"
 
@@ -43,6 +46,24 @@ int interactive_limit() {
   spdlog::warn("{}: '{}' is not an integer of at least 1; using {}",
                actors::interactive_limit_env, text, actors::default_interactive_limit);
   return actors::default_interactive_limit;
+}
+
+/// The heartbeat interval agents are told, CODEFYUI_WORKER_HEARTBEAT_S (seed 001: every 10 s).
+std::int64_t heartbeat_ms() {
+  constexpr double default_seconds = 10.0;
+  const char* text = std::getenv("CODEFYUI_WORKER_HEARTBEAT_S");
+  if (text == nullptr || *text == '\0')
+    return static_cast<std::int64_t>(default_seconds * 1000);
+  try {
+    std::size_t used = 0;
+    double s = std::stod(text, &used);
+    if (used == std::string{text}.size() && s >= 0.05 && s <= 3600)
+      return static_cast<std::int64_t>(s * 1000);
+  } catch (const std::exception&) {
+  }
+  spdlog::warn("CODEFYUI_WORKER_HEARTBEAT_S: '{}' is not a number of seconds from 0.05 to 3600; "
+               "using {}", text, default_seconds);
+  return static_cast<std::int64_t>(default_seconds * 1000);
 }
 
 /// A store's budget from its setting; a bad value keeps the default, with a logged warning.
@@ -79,6 +100,9 @@ struct server::impl {
       cfg(make_config(c.scheduler_threads)),
       system(cfg) {
     std::filesystem::create_directories(home / "runs");
+    // Bound first: a server that cannot listen for agents throws before it picks up queued runs.
+    if (!c.zmq_endpoint.empty())
+      bridge = std::make_shared<actors::zmq_bridge>(c.zmq_endpoint);
     stores.execution_cache =
       system.spawn(actors::cache_store, budget_from_env(storage::execution_cache_budget), true);
     stores.run_outputs =
@@ -89,6 +113,12 @@ struct server::impl {
     queue_config.stores = stores;
     store = queue_config.store;
     queue = system.spawn(actors::run_queue, std::move(queue_config));
+    if (bridge) {
+      actors::worker_table::config workers_config{version(), runtime::node_types_digest(), c.token,
+                                                  heartbeat_ms()};
+      registry = system.spawn(actors::worker_registry, std::move(workers_config), bridge);
+      bridge->start(registry);
+    }
   }
 
   /// Sends a request to the run queue and waits for its answer; an error answer throws
@@ -122,6 +152,8 @@ struct server::impl {
   std::shared_ptr<storage::run_store> store;
   actors::store_handles stores;
   caf::actor queue;
+  std::shared_ptr<actors::zmq_bridge> bridge;
+  caf::actor registry;
   std::once_flag stopped;
 };
 
@@ -132,8 +164,11 @@ server::server(config cfg) : impl_(std::make_unique<impl>(cfg)) {}
 server::~server() {
   shutdown();
   for (const auto& a : {impl_->queue, impl_->stores.execution_cache, impl_->stores.run_outputs,
-                        impl_->stores.node_state})
-    caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+                        impl_->stores.node_state, impl_->registry})
+    if (a)
+      caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  // The bridge's thread stops before the actor system goes (it sends to the registry).
+  impl_->bridge.reset();
 }
 
 submit_result server::submit(run_request request) {
@@ -190,8 +225,22 @@ std::string server::status() {
                             impl_->stores.node_state})
     children.push_back(nlohmann::json::parse(
       impl_->ask_actor<std::string>(store, false, atoms::status::value).value_or("null")));
+  if (impl_->registry)
+    children.push_back(nlohmann::json::parse(
+      impl_->ask_actor<std::string>(impl_->registry, false, atoms::status::value).value_or("null")));
   nlohmann::json root{{"kind", "server"}, {"home", impl_->home.string()}, {"children", children}};
   return root.dump();
+}
+
+std::string server::zmq_endpoint() const {
+  return impl_->bridge ? impl_->bridge->endpoint() : std::string{};
+}
+
+std::string server::workers() {
+  if (!impl_->registry)
+    return R"({"workers": [], "refused_connections": []})";
+  return impl_->ask_actor<std::string>(impl_->registry, false, atoms::workers::value)
+    .value_or(R"({"workers": [], "refused_connections": []})");
 }
 
 std::string server::health() {

@@ -32,6 +32,10 @@ public:
     /// again at start, runs it left running end interrupted, and shutdown() leaves queued runs
     /// queued. Off (embedded runs): old runs are left alone and shutdown() cancels queued runs.
     bool resume = false;
+    /// Where agents connect (tcp://127.0.0.1:0 picks a free port); empty: no workers, no bridge.
+    std::string zmq_endpoint;
+    /// The credential a same-host agent gives: the session token.
+    std::string token;
   };
 
   server();
@@ -74,6 +78,12 @@ public:
 
   /// Deletes an ended run: its record, events, metrics and folder.
   [[nodiscard]] erase_result erase(const std::string& run_id);
+
+  /// The bound ZeroMQ endpoint agents connect to; empty without a bridge.
+  [[nodiscard]] std::string zmq_endpoint() const;
+
+  /// Every worker and the refused connections, as JSON text (GET /api/workers).
+  [[nodiscard]] std::string workers();
 
   /// The actor tree as JSON text: each actor's kind, state and mailbox size.
   [[nodiscard]] std::string status();

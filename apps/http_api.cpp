@@ -346,6 +346,10 @@ void mount_http_api(httplib::Server& http, cdui::server& runtime, std::string to
     res.status = 200;
     res.set_content(rt.health(), "application/json");
   });
+  http.Get("/api/workers", [&rt](const httplib::Request&, httplib::Response& res) {
+    res.status = 200;
+    res.set_content(rt.workers(), "application/json");
+  });
   http.Get("/api/status", [&rt](const httplib::Request&, httplib::Response& res) {
     res.status = 200;
     res.set_content(rt.status(), "application/json");

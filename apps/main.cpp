@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "apps/agent_command.hpp"
 #include "apps/client_commands.hpp"
 #include "apps/run_command.hpp"
 #include "apps/server_command.hpp"
@@ -67,6 +68,10 @@ int main(int argc, char** argv) {
   start->add_option("--host", start_opts.host, "the address to listen on (default 127.0.0.1)");
   start->add_option("--port", start_opts.port, "the HTTP port (default 8765; 0: any free port)")
     ->check(CLI::Range(0, 65535));
+  start->add_option("--zmq-port", start_opts.zmq_port,
+                    "the port agents connect to, on 127.0.0.1 (default: the HTTP port + 1; with "
+                    "--port 0, any free port)")
+    ->check(CLI::Range(-1, 65535));
   start->add_flag("--foreground", start_opts.foreground, "stay attached; log to the terminal too");
   start->add_option("--sim-devices", sim_devices,
                     "simulated accelerators, e.g. 2x8GiB (default: $CODEFYUI_SIM_DEVICES)");
@@ -84,6 +89,26 @@ int main(int argc, char** argv) {
                    "interrupted");
   runs->add_option("--limit", runs_opts.limit, "how many runs (default 20)")
     ->check(CLI::Range(std::size_t{1}, std::size_t{1000}));
+
+  agent_options agent_opts;
+  std::string agent_stop_name;
+  int agent_stop_timeout = 60;
+  auto* agent = app.add_subcommand("agent", "a worker agent that joins the server over ZeroMQ");
+  agent->require_subcommand(1);
+  auto* agent_start = agent->add_subcommand("start", "start an agent (in the background unless --foreground)");
+  agent_start->add_option("--name", agent_opts.name, "the worker's name (default: the hostname)");
+  agent_start->add_option("--devices", agent_opts.devices,
+                          "the devices to offer besides the CPU, e.g. cuda:0,cuda:1 (default: all)")
+    ->delimiter(',');
+  agent_start->add_option("--sim-devices", sim_devices,
+                          "simulated accelerators to offer, e.g. 2x8GiB (default: $CODEFYUI_SIM_DEVICES)");
+  agent_start->add_flag("--foreground", agent_opts.foreground, "stay attached; log to the terminal too");
+  agent_start->add_flag("--one-shot", agent_opts.one_shot, "exit when its single run ends");
+  auto* agent_stop = agent->add_subcommand("stop", "stop an agent");
+  agent_stop->add_option("--name", agent_stop_name, "the worker's name (default: the hostname)");
+  agent_stop->add_option("--timeout", agent_stop_timeout, "seconds to wait (default 60)")
+    ->check(CLI::PositiveNumber);
+  auto* workers = app.add_subcommand("workers", "the server's workers, their devices and status");
 
   std::string cancel_id;
   auto* cancel = app.add_subcommand("cancel", "cancel a queued or running run on the server");
@@ -119,6 +144,12 @@ int main(int argc, char** argv) {
     return runs_command(runs_opts);
   if (*cancel)
     return cancel_command(cancel_id);
+  if (*agent_start)
+    return agent_start_command(agent_opts);
+  if (*agent_stop)
+    return agent_stop_command(agent_stop_name, agent_stop_timeout);
+  if (*workers)
+    return workers_command();
   std::fputs(app.help().c_str(), stdout);
   return exit_usage;
 }

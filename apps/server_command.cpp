@@ -18,6 +18,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/server.hpp"
+#include "apps/daemon.hpp"
 #include "apps/http_api.hpp"
 #include "apps/run_command.hpp"
 #include "storage/home.hpp"
@@ -101,17 +102,23 @@ int serve(const start_options& options) {
     server::config cfg;
     cfg.home = home;
     cfg.resume = true;
+    cfg.token = token;
+    // Agents connect on loopback only until the wire is encrypted (CURVE): a worker's runs and
+    // credential must not cross a network in the clear.
+    int zmq_port = options.zmq_port >= 0 ? options.zmq_port : (port == 0 || options.port == 0 ? 0 : port + 1);
+    cfg.zmq_endpoint = "tcp://127.0.0.1:" + std::to_string(zmq_port);
     runtime = std::make_unique<cdui::server>(cfg);
   } catch (const std::exception& e) {
     spdlog::error("cannot start: {}", e.what());
-    return exit_usage;
+    return exit_run_failed;
   }
   mount_http_api(http, *runtime, token);
-  storage::server_address address{options.host, port, static_cast<int>(::getpid()), ""};
+  storage::server_address address{options.host, port, static_cast<int>(::getpid()),
+                                  runtime->zmq_endpoint()};
   storage::write_server_json(home, address);
   std::thread listener{[&http] { http.listen_after_bind(); }};
-  spdlog::info("cdui {} serving {} (home {}, pid {})", CDUI_VERSION, address.http_url(),
-               home.string(), address.pid);
+  spdlog::info("cdui {} serving {}, agents on {} (home {}, pid {})", CDUI_VERSION,
+               address.http_url(), address.zmq, home.string(), address.pid);
 
   int sig = 0;
   sigwait(&stop_signals, &sig);
@@ -135,43 +142,28 @@ int start_in_background(const start_options& options) {
     std::fprintf(stderr, "cdui: %s\n", already_running(home).c_str());
     return exit_run_failed;
   }
-  auto port = std::to_string(options.port);
-  pid_t child = ::fork();
-  if (child < 0) {
-    std::perror("cdui: fork");
-    return exit_run_failed;
-  }
-  if (child == 0) {
-    ::setsid();
-    int null = ::open("/dev/null", O_RDWR);
-    ::dup2(null, STDIN_FILENO);
-    ::dup2(null, STDOUT_FILENO);
-    ::dup2(null, STDERR_FILENO);
-    // A daemon holds nothing of the terminal's process: no inherited descriptor (a pipe a caller
-    // waits on to close, say) stays open in it.
-    ::close_range(3, ~0U, 0);
-    ::execl("/proc/self/exe", "cdui", "start", "--foreground", "--host", options.host.c_str(),
-            "--port", port.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  auto deadline = std::chrono::steady_clock::now() + start_timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    int status = 0;
-    if (::waitpid(child, &status, WNOHANG) == child) {
-      std::fprintf(stderr, "cdui: the server did not start; see %s\n",
-                   (home / "server.log").c_str());
-      return exit_run_failed;
-    }
-    auto address = storage::read_server_json(home);
-    if (address && address->pid == child) {
+  auto started = start_daemon(
+    {"start", "--foreground", "--host", options.host, "--port", std::to_string(options.port),
+     "--zmq-port", std::to_string(options.zmq_port)},
+    [&](pid_t child) {
+      auto address = storage::read_server_json(home);
+      if (!address || address->pid != child)
+        return false;
       httplib::Client client{address->host, address->port};
-      if (auto res = client.Get("/api/status"); res && res->status == 200) {
-        std::printf("cdui server started: %s (pid %d, home %s)\n", address->http_url().c_str(),
-                    address->pid, home.c_str());
-        return exit_ok;
-      }
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      auto res = client.Get("/api/status");
+      return res && res->status == 200;
+    },
+    start_timeout);
+  auto child = started.pid;
+  if (started.result == daemon_start::outcome::ready) {
+    auto address = storage::read_server_json(home);
+    std::printf("cdui server started: %s (pid %d, home %s)\n", address->http_url().c_str(), child,
+                home.c_str());
+    return exit_ok;
+  }
+  if (started.result == daemon_start::outcome::exited) {
+    std::fprintf(stderr, "cdui: the server did not start; see %s\n", (home / "server.log").c_str());
+    return exit_run_failed;
   }
   std::fprintf(stderr, "cdui: the server (pid %d) did not answer within %lld s; see %s\n", child,
                static_cast<long long>(start_timeout.count()), (home / "server.log").c_str());

@@ -10,6 +10,8 @@ inline constexpr int default_port = 8765;
 struct start_options {
   std::string host = "127.0.0.1";
   int port = default_port;  // 0: any free port (server.json says which)
+  /// The port agents connect to over ZeroMQ; -1: the HTTP port + 1, or any free port with port 0.
+  int zmq_port = -1;
   bool foreground = false;
 };
 

@@ -9,6 +9,7 @@
 #include "devices/sim_devices.hpp"
 
 #include <torch/cuda.h>
+#include <torch/version.h>
 
 namespace cdui::devices {
 
@@ -41,6 +42,12 @@ host_inventory host_inventory::probe(const std::string& sim_devices) {
   }
   inv.counts_.sim_count = static_cast<int>(inv.counts_.sim_total_bytes.size());
   return inv;
+}
+
+std::string host_inventory::environment() const {
+  return "libtorch " + std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR)
+         + "." + std::to_string(TORCH_VERSION_PATCH) + ", " + std::to_string(counts_.cuda_count)
+         + " CUDA devices";
 }
 
 int host_inventory::cores_per_run(const std::string& device) const {

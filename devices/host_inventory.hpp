@@ -39,6 +39,10 @@ public:
   [[nodiscard]] const host_devices& counts() const { return counts_; }
   [[nodiscard]] int cores() const { return cores_; }
 
+  /// What a run here executes with, in words: libtorch's version and the CUDA devices it sees.
+  /// Workers report its digest, so an operator sees which agents differ.
+  [[nodiscard]] std::string environment() const;
+
   /// Intra-op threads for one run on `device`: the CPU's cores shared among its slots, at least 1.
   [[nodiscard]] int cores_per_run(const std::string& device) const;
 

@@ -51,7 +51,11 @@ struct welcome {
 /// The server will not take the agent; `reason` is a sentence for the operator.
 struct refused {
   std::string reason;
-  CDUI_FIELDS(reason)
+  /// True when the agent should say hello again (the server restarted and does not know the
+  /// connection); false when it must give up until an operator acts (another version, a bad
+  /// credential, a newer agent took its name).
+  bool retry = false;
+  CDUI_FIELDS(reason, retry)
 };
 
 /// Every heartbeat interval: each device's memory now and the runs executing.

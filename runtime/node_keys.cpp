@@ -2,26 +2,12 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
+
+#include "messages/digest.hpp"
 
 namespace cdui::runtime {
 
 namespace {
-
-/// FNV-1a, 64 bits: stable across processes and builds (std::hash is not), enough for a cache key.
-std::uint64_t fnv1a(const std::string& text, std::uint64_t h = 14695981039346656037ULL) {
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  return h;
-}
-
-std::string hex(std::uint64_t x) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(x));
-  return buf;
-}
 
 /// Type and params, written canonically (nlohmann's objects are sorted by key).
 std::string own_text(const graph_node& node) {
@@ -50,13 +36,30 @@ std::vector<std::string> node_keys(const validated_graph& graph, const std::stri
     auto text = run_device + '\n' + std::to_string(seed) + '\n' + own_text(nodes[i]);
     for (const auto& in : inputs)
       text += in + '\n';
-    keys[i] = hex(fnv1a(text));
+    keys[i] = fnv1a_hex(text);
   }
   return keys;
 }
 
 std::string model_state_key(const graph_node& node) {
-  return node.id + ":" + hex(fnv1a(own_text(node)));
+  return node.id + ":" + fnv1a_hex(own_text(node));
+}
+
+std::string node_types_digest(const node_registry& registry) {
+  std::string text;
+  for (const auto& [type, spec] : registry.all()) {
+    text += type + '(';
+    for (const auto& p : spec.params)
+      text += p.name + '=' + p.default_value.dump() + ',';
+    text += ")<";
+    for (const auto& in : spec.inputs)
+      text += in.name + ':' + in.type + ',';
+    text += ">>";
+    for (const auto& out : spec.outputs)
+      text += out.name + ':' + out.type + ',';
+    text += '\n';
+  }
+  return fnv1a_hex(text);
 }
 
 } // namespace cdui::runtime

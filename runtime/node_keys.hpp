@@ -19,4 +19,9 @@ namespace cdui::runtime {
 /// store keys persistent weights by it, so an edited architecture starts from fresh weights.
 [[nodiscard]] std::string model_state_key(const graph_node& node);
 
+/// A digest of every node type the registry knows, with its params (and their defaults) and
+/// ports: two processes with the same digest run the same graphs the same way. A worker whose
+/// digest differs from the server's is Degraded (seed 001).
+[[nodiscard]] std::string node_types_digest(const node_registry& registry = builtin_registry());
+
 } // namespace cdui::runtime

@@ -85,10 +85,14 @@ std::optional<std::string> read_token(const std::filesystem::path& home) {
 }
 
 std::optional<home_lock> home_lock::try_lock(const std::filesystem::path& home, mode m) {
-  std::filesystem::create_directories(home);
-  int fd = ::open((home / "server.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  return try_lock_file(home / "server.lock", m);
+}
+
+std::optional<home_lock> home_lock::try_lock_file(const std::filesystem::path& file, mode m) {
+  std::filesystem::create_directories(file.parent_path());
+  int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0)
-    throw std::runtime_error("cannot open " + (home / "server.lock").string());
+    throw std::runtime_error("cannot open " + file.string());
   if (::flock(fd, (m == mode::exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0) {
     ::close(fd);
     return std::nullopt;

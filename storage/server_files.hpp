@@ -39,6 +39,9 @@ public:
   enum class mode { exclusive, shared };
   /// nullopt when another process holds a conflicting lock.
   [[nodiscard]] static std::optional<home_lock> try_lock(const std::filesystem::path& home, mode m);
+  /// The same lock on any file (an agent's agent.lock), created if missing.
+  [[nodiscard]] static std::optional<home_lock> try_lock_file(const std::filesystem::path& file,
+                                                              mode m);
   /// Whether a server holds the home's lock now (a probe that takes and drops a shared lock).
   [[nodiscard]] static bool server_running(const std::filesystem::path& home);
 

@@ -1,0 +1,206 @@
+#include "apps/agent_command.hpp"
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <thread>
+
+#include <unistd.h>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "actors/agent.hpp"
+#include "apps/client_commands.hpp"
+#include "apps/daemon.hpp"
+#include "apps/run_command.hpp"
+#include "storage/home.hpp"
+#include "storage/server_files.hpp"
+
+namespace cdui::apps {
+
+namespace {
+
+/// How long `cdui agent start` waits for the agent it started to come up.
+constexpr auto agent_start_timeout = std::chrono::seconds(30);
+
+std::filesystem::path agent_dir(const std::filesystem::path& home, const std::string& name) {
+  return home / "agents" / name;
+}
+
+std::optional<int> agent_pid(const std::filesystem::path& dir) {
+  std::ifstream in{dir / "agent.json"};
+  auto j = nlohmann::json::parse(in, nullptr, false);
+  if (!j.is_object() || !j["pid"].is_number_integer())
+    return std::nullopt;
+  return j["pid"].get<int>();
+}
+
+bool agent_running(const std::filesystem::path& dir) {
+  return std::filesystem::exists(dir / "agent.lock")
+         && !storage::home_lock::try_lock_file(dir / "agent.lock", storage::home_lock::mode::shared);
+}
+
+cdui::agent* running_agent = nullptr;
+
+extern "C" void on_stop_signal(int) {
+  if (running_agent != nullptr)
+    running_agent->stop();
+}
+
+void log_to(const std::filesystem::path& file) {
+  std::vector<spdlog::sink_ptr> sinks{
+    std::make_shared<spdlog::sinks::basic_file_sink_mt>(file.string()),
+    std::make_shared<spdlog::sinks::stderr_color_sink_mt>()};
+  auto logger = std::make_shared<spdlog::logger>("cdui-agent", sinks.begin(), sinks.end());
+  logger->flush_on(spdlog::level::info);
+  spdlog::set_default_logger(logger);
+}
+
+/// The agent itself, attached to this process.
+int run_agent(cdui::agent& a, const std::filesystem::path& home) {
+  auto dir = agent_dir(home, a.name());
+  auto lock = storage::home_lock::try_lock_file(dir / "agent.lock",
+                                                storage::home_lock::mode::exclusive);
+  if (!lock) {
+    std::fprintf(stderr, "cdui: an agent named '%s' is already running on %s (pid %d)\n",
+                 a.name().c_str(), home.c_str(), agent_pid(dir).value_or(0));
+    return exit_run_failed;
+  }
+  log_to(dir / "agent.log");
+  storage::write_file_atomic(dir / "agent.json",
+                             nlohmann::json{{"name", a.name()}, {"pid", ::getpid()}}.dump() + "\n");
+  running_agent = &a;
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
+  spdlog::info("agent '{}' (pid {}) for the server on {}", a.name(), ::getpid(), home.string());
+  auto refused = a.run();
+  running_agent = nullptr;
+  std::error_code ec;
+  std::filesystem::remove(dir / "agent.json", ec);
+  if (refused) {
+    std::fprintf(stderr, "cdui: the server refused agent '%s': %s\n", a.name().c_str(),
+                 refused->c_str());
+    return exit_run_failed;
+  }
+  spdlog::info("agent '{}' stopped", a.name());
+  return exit_ok;
+}
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& s : items)
+    out += (out.empty() ? "" : ",") + s;
+  return out;
+}
+
+} // namespace
+
+int agent_start_command(const agent_options& options) {
+  auto home = storage::default_home();
+  std::unique_ptr<cdui::agent> a;
+  try {
+    a = std::make_unique<cdui::agent>(
+      cdui::agent::config{home, options.name, options.devices, "", options.one_shot});
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "cdui: %s\n", e.what());
+    return exit_usage;
+  }
+  if (options.foreground)
+    return run_agent(*a, home);
+  auto dir = agent_dir(home, a->name());
+  if (agent_running(dir)) {
+    std::fprintf(stderr, "cdui: an agent named '%s' is already running on %s (pid %d)\n",
+                 a->name().c_str(), home.c_str(), agent_pid(dir).value_or(0));
+    return exit_run_failed;
+  }
+  std::vector<std::string> args{"agent", "start", "--foreground", "--name", a->name()};
+  if (!options.devices.empty()) {
+    args.push_back("--devices");
+    args.push_back(joined(options.devices));
+  }
+  if (options.one_shot)
+    args.push_back("--one-shot");
+  auto started = start_daemon(
+    args, [&](pid_t child) { return agent_pid(dir) == child; }, agent_start_timeout);
+  if (started.result != daemon_start::outcome::ready) {
+    std::fprintf(stderr, "cdui: the agent did not start; see %s\n", (dir / "agent.log").c_str());
+    return exit_run_failed;
+  }
+  std::printf("cdui agent '%s' started (pid %d); it joins the server on %s%s\n", a->name().c_str(),
+              started.pid, home.c_str(),
+              find_server(home) ? "" : " once one runs there (cdui start)");
+  return exit_ok;
+}
+
+int agent_stop_command(const std::string& name, int timeout_seconds) {
+  auto home = storage::default_home();
+  auto agent_name = name.empty() ? cdui::agent::default_name() : name;
+  auto dir = agent_dir(home, agent_name);
+  auto pid = agent_pid(dir);
+  if (!agent_running(dir) || !pid) {
+    std::printf("no agent named '%s' is running on %s\n", agent_name.c_str(), home.c_str());
+    return exit_ok;
+  }
+  ::kill(*pid, SIGTERM);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_seconds);
+  while (agent_running(dir)) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      std::fprintf(stderr, "cdui: the agent (pid %d) did not stop within %d s\n", *pid,
+                   timeout_seconds);
+      return exit_run_failed;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::printf("cdui agent '%s' stopped (pid %d)\n", agent_name.c_str(), *pid);
+  return exit_ok;
+}
+
+int workers_command() {
+  auto home = storage::default_home();
+  auto server = find_server(home);
+  if (!server) {
+    std::fprintf(stderr, "cdui: no cdui server is running on %s\n", home.c_str());
+    return exit_run_failed;
+  }
+  httplib::Client client{server->address.host, server->address.port};
+  client.set_tcp_nodelay(true);
+  auto res = client.Get("/api/workers");
+  if (!res || res->status != 200) {
+    std::fprintf(stderr, "cdui: the server at %s did not answer GET /api/workers\n",
+                 server->address.http_url().c_str());
+    return exit_run_failed;
+  }
+  auto j = nlohmann::json::parse(res->body);
+  if (j["workers"].empty())
+    std::printf("no workers have joined the server on %s (start one with `cdui agent start`)\n",
+                home.c_str());
+  else
+    std::printf("%-16s  %-12s  %-8s  %-9s  %s\n", "NAME", "STATUS", "VERSION", "HEARTBEAT",
+                "DEVICES");
+  for (const auto& w : j["workers"]) {
+    std::string devices;
+    for (const auto& d : w["devices"])
+      devices += (devices.empty() ? "" : ", ") + d["name"].get<std::string>();
+    char age[32];
+    std::snprintf(age, sizeof age, "%.1f s", w["heartbeat_age_s"].get<double>());
+    std::printf("%-16s  %-12s  %-8s  %-9s  %s\n", w["name"].get<std::string>().c_str(),
+                w["status"].get<std::string>().c_str(), w["version"].get<std::string>().c_str(),
+                age, devices.c_str());
+    if (w["reason"].is_string())
+      std::printf("%-16s  %s\n", "", w["reason"].get<std::string>().c_str());
+  }
+  if (!j["refused_connections"].empty()) {
+    std::printf("refused connections:\n");
+    for (const auto& r : j["refused_connections"])
+      std::printf("  %s (cdui %s): %s\n", r["name"].get<std::string>().c_str(),
+                  r["version"].get<std::string>().c_str(), r["reason"].get<std::string>().c_str());
+  }
+  return exit_ok;
+}
+
+} // namespace cdui::apps

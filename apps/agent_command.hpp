@@ -1,0 +1,25 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace cdui::apps {
+
+struct agent_options {
+  std::string name;
+  std::vector<std::string> devices;
+  bool foreground = false;
+  bool one_shot = false;
+};
+
+/// `cdui agent start`: a worker agent that joins the server of this home, in the background (or
+/// attached with --foreground).
+[[nodiscard]] int agent_start_command(const agent_options& options);
+
+/// `cdui agent stop [--name N]`: stops the agent of that name (default: this machine's hostname).
+[[nodiscard]] int agent_stop_command(const std::string& name, int timeout_seconds);
+
+/// `cdui workers`: the server's workers, their devices and status, and refused connections.
+[[nodiscard]] int workers_command();
+
+} // namespace cdui::apps

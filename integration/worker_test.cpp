@@ -1,0 +1,282 @@
+// Worker agents joining a real server over ZeroMQ on 127.0.0.1: real `cdui agent` processes, and a
+// hand-made peer that speaks (or garbles) the wire, with temporary homes.
+#include <boost/test/unit_test.hpp>
+
+#include <fstream>
+#include <random>
+
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
+
+#include "integration/server_process.hpp"
+#include "messages/wire.hpp"
+#include "messages/worker.hpp"
+
+using namespace std::chrono_literals;
+using cdui::test::server_process;
+using nlohmann::json;
+
+namespace {
+
+/// Degraded after 1 s without a heartbeat, Disconnected after 1.5 s.
+const std::map<std::string, std::string> fast_heartbeats{{"CODEFYUI_WORKER_HEARTBEAT_S", "0.5"}};
+
+/// `cdui agent start --foreground` on the server's home, offering two sim cards.
+std::unique_ptr<cdui::test::process> start_agent(const cdui::test::temp_home& home,
+                                                 const std::string& name) {
+  return std::make_unique<cdui::test::process>(
+    std::vector<std::string>{CDUI_BINARY, "agent", "start", "--foreground", "--name", name},
+    std::map<std::string, std::string>{{"CODEFYUI_HOME", home.path().string()},
+                                       {"CODEFYUI_SIM_DEVICES", "2x1GiB"}});
+}
+
+json worker(const server_process& srv, const std::string& name) {
+  auto listing = srv.get_json("/api/workers");  // a named object: a range over a temporary's member dangles
+  for (const auto& w : listing["workers"])
+    if (w["name"] == name)
+      return w;
+  return nullptr;
+}
+
+/// Polls GET /api/workers until the worker has `status`; its entry.
+json await_worker(const server_process& srv, const std::string& name, const std::string& status,
+                  std::chrono::seconds timeout = 30s) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    auto w = worker(srv, name);
+    if (!w.is_null() && w["status"] == status)
+      return w;
+    if (std::chrono::steady_clock::now() > deadline)
+      throw std::runtime_error("worker " + name + " never became " + status + ": " + w.dump());
+    std::this_thread::sleep_for(50ms);
+  }
+}
+
+json bridge_state(const server_process& srv) {
+  auto status = srv.get_json("/api/status");
+  for (const auto& child : status["children"])
+    if (child["kind"] == "worker_registry")
+      for (const auto& c : child["children"])
+        if (c["kind"] == "zmq_bridge")
+          return c["state"];
+  throw std::runtime_error("no zmq_bridge in /api/status");
+}
+
+/// A peer of the server's ROUTER made by hand: it sends what it is told, valid or not.
+class raw_peer {
+public:
+  explicit raw_peer(const std::string& endpoint) : socket_{context_, zmq::socket_type::dealer} {
+    socket_.set(zmq::sockopt::linger, 0);
+    socket_.connect(endpoint);
+  }
+  void send(const std::vector<std::string>& frames) {
+    std::vector<zmq::const_buffer> buffers;
+    for (const auto& f : frames)
+      buffers.push_back(zmq::buffer(f));
+    (void)zmq::send_multipart(socket_, buffers);
+  }
+  template <class T>
+  void send(cdui::wire::message_type type, const T& payload, std::uint16_t version = cdui::wire::protocol_version) {
+    send({cdui::wire::encode_envelope({version, type, 0, "test"}), cdui::wire::encode(payload)});
+  }
+  /// The next message's type and payload, or nullopt after `timeout`.
+  std::optional<std::pair<cdui::wire::message_type, std::string>> receive(std::chrono::milliseconds timeout) {
+    zmq::pollitem_t items[] = {{socket_.handle(), 0, ZMQ_POLLIN, 0}};
+    if (zmq::poll(items, 1, timeout) == 0)
+      return std::nullopt;
+    std::vector<zmq::message_t> parts;
+    (void)zmq::recv_multipart(socket_, std::back_inserter(parts));
+    auto e = std::get<cdui::wire::envelope>(cdui::wire::decode_envelope(parts.at(0).to_string_view()));
+    return std::make_pair(e.type, parts.at(1).to_string());
+  }
+
+private:
+  zmq::context_t context_{1};
+  zmq::socket_t socket_;
+};
+
+std::string zmq_endpoint(const cdui::test::temp_home& home) {
+  std::ifstream in{home.path() / "server.json"};
+  return json::parse(in)["zmq"].get<std::string>();
+}
+
+std::string token_of(const cdui::test::temp_home& home) {
+  std::ifstream in{home.path() / "session.token"};
+  std::string token;
+  std::getline(in, token);
+  return token;
+}
+
+cdui::hello good_hello(const cdui::test::temp_home& home, const std::string& name) {
+  cdui::hello h;
+  h.name = name;
+  h.version = "0.1.0";
+  h.credential = token_of(home);
+  h.devices = {{"cpu", "cpu", "cpu-test", 1 << 30, 1 << 30}};
+  return h;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(worker_test)
+
+BOOST_AUTO_TEST_CASE(an_agent_joins_with_its_devices_and_a_killed_one_goes_degraded_then_disconnected) {
+  cdui::test::temp_home home;
+  server_process srv{home, fast_heartbeats};
+  auto agent = start_agent(home, "w1");
+  auto w = await_worker(srv, "w1", "online");
+  std::vector<std::string> devices;
+  for (const auto& d : w["devices"])
+    devices.push_back(d["name"].get<std::string>());
+  BOOST_TEST(devices == (std::vector<std::string>{"cpu", "sim:0", "sim:1"}));
+  BOOST_TEST(w["version"] == srv.get_json("/api/workers")["server_version"]);
+  BOOST_TEST(w["node_types_digest"] == srv.get_json("/api/workers")["node_types_digest"]);
+  BOOST_TEST(w["devices"][1]["total_bytes"] == 1073741824LL);
+  BOOST_TEST(bridge_state(srv)["peers"].get<int>() >= 1);
+  BOOST_TEST(bridge_state(srv)["frames_out"].get<int>() >= 1);  // the welcome
+
+  cdui::test::process listing{{CDUI_BINARY, "workers"}, {{"CODEFYUI_HOME", home.path().string()}}};
+  BOOST_REQUIRE(listing.wait_for(30s).value_or(-1) == 0);
+  BOOST_TEST(listing.out().find("w1") != std::string::npos, listing.out());
+  BOOST_TEST(listing.out().find("online") != std::string::npos, listing.out());
+  BOOST_TEST(listing.out().find("cpu, sim:0, sim:1") != std::string::npos, listing.out());
+
+  agent->signal(SIGKILL);
+  agent->wait_for(10s);
+  auto late = await_worker(srv, "w1", "degraded");
+  BOOST_TEST(late["reason"].get<std::string>().find("heartbeat late") != std::string::npos);
+  auto gone = await_worker(srv, "w1", "disconnected");
+  BOOST_TEST(gone["reason"].get<std::string>().find("no heartbeat for") != std::string::npos);
+
+  auto again = start_agent(home, "w1");
+  await_worker(srv, "w1", "online");
+  BOOST_TEST(srv.get_json("/api/workers")["workers"].size() == 1u);
+  again->signal(SIGTERM);
+  BOOST_TEST(again->wait_for(30s).value_or(-1) == 0);  // a clean stop
+}
+
+BOOST_AUTO_TEST_CASE(an_agent_finds_the_server_again_after_a_restart_on_new_ports) {
+  cdui::test::temp_home home;
+  auto agent = start_agent(home, "w2");  // before any server: it waits for one
+  std::string first_endpoint;
+  {
+    server_process srv{home, fast_heartbeats};
+    first_endpoint = zmq_endpoint(home);
+    await_worker(srv, "w2", "online");
+  }
+  server_process srv{home, fast_heartbeats};
+  BOOST_TEST(zmq_endpoint(home) != first_endpoint);
+  await_worker(srv, "w2", "online");
+  BOOST_TEST(!agent->wait_for(0ms).has_value());  // the same agent process throughout
+}
+
+BOOST_AUTO_TEST_CASE(another_version_and_a_wrong_credential_are_refused_with_their_reasons) {
+  cdui::test::temp_home home;
+  server_process srv{home, fast_heartbeats};
+  raw_peer peer{zmq_endpoint(home)};
+  auto old = good_hello(home, "old-agent");
+  old.version = "0.0.1";
+  peer.send(cdui::wire::message_type::hello, old);
+  auto answer = peer.receive(10s);
+  BOOST_REQUIRE(answer.has_value());
+  BOOST_TEST((answer->first == cdui::wire::message_type::refused));
+  auto refusal = cdui::wire::decode<cdui::refused>(answer->second);
+  BOOST_TEST(refusal->reason.find("runs cdui 0.0.1 and this server runs cdui 0.1.0")
+             != std::string::npos, refusal->reason);
+  BOOST_TEST(!refusal->retry);
+
+  // A real agent whose home's token is not the server's (the file was rewritten): refused, exits 1.
+  auto real_token = token_of(home);
+  std::ofstream{home.path() / "session.token"} << std::string(64, '0') << "\n";
+  auto agent = start_agent(home, "w3");
+  auto code = agent->wait_for(30s);
+  BOOST_REQUIRE(code.has_value());
+  BOOST_TEST(*code == 1);
+  BOOST_TEST(agent->err().find("the credential is not valid") != std::string::npos, agent->err());
+  std::ofstream{home.path() / "session.token"} << real_token << "\n";
+
+  auto workers = srv.get_json("/api/workers");
+  BOOST_TEST(workers["workers"].empty());
+  BOOST_REQUIRE(workers["refused_connections"].size() == 2u);
+  BOOST_TEST(workers["refused_connections"][0]["name"] == "old-agent");
+  BOOST_TEST(workers["refused_connections"][0]["version"] == "0.0.1");
+  BOOST_TEST(workers["refused_connections"][1]["name"] == "w3");
+
+  // The hand-made peer with the right credential is welcomed.
+  peer.send(cdui::wire::message_type::hello, good_hello(home, "hand-made"));
+  answer = peer.receive(10s);
+  BOOST_REQUIRE(answer.has_value());
+  BOOST_TEST((answer->first == cdui::wire::message_type::welcome));
+  BOOST_TEST(cdui::wire::decode<cdui::welcome>(answer->second)->heartbeat_interval_ms == 500u);
+}
+
+BOOST_AUTO_TEST_CASE(ten_thousand_garbage_and_oversized_messages_are_counted_and_change_nothing) {
+  cdui::test::temp_home home;
+  server_process srv{home, fast_heartbeats};
+  raw_peer peer{zmq_endpoint(home)};
+  std::mt19937 gen{7};
+  auto random_bytes = [&](std::size_t n) {
+    std::string s(n, '\0');
+    for (auto& c : s)
+      c = static_cast<char>(gen());
+    return s;
+  };
+  auto envelope = [](cdui::wire::message_type t, std::uint16_t version = cdui::wire::protocol_version) {
+    return cdui::wire::encode_envelope({version, t, 0, "x"});
+  };
+  std::map<std::string, int> sent;
+  for (int i = 0; i < 10'000; ++i) {
+    switch (i % 6) {
+    case 0:  // one frame of noise
+      peer.send({random_bytes(1 + gen() % 64)});
+      ++sent["malformed"];
+      break;
+    case 1:  // noise as the envelope
+      peer.send({random_bytes(1 + gen() % 64), random_bytes(gen() % 64)});
+      ++sent["malformed"];
+      break;
+    case 2:  // a good envelope, a payload that is not a hello
+      peer.send({envelope(cdui::wire::message_type::hello), random_bytes(gen() % 64)});
+      ++sent["malformed"];
+      break;
+    case 3:
+      peer.send({envelope(cdui::wire::message_type::heartbeat, 9), cdui::wire::encode(cdui::heartbeat{})});
+      ++sent["wrong_version"];
+      break;
+    case 4:  // a type only the server sends
+      peer.send({envelope(cdui::wire::message_type::welcome), cdui::wire::encode(cdui::welcome{})});
+      ++sent["unknown_type"];
+      break;
+    case 5:
+      if (i % 1200 == 5) {  // a few payloads over the 16 MiB limit
+        peer.send({envelope(cdui::wire::message_type::hello),
+                   std::string(cdui::wire::max_frame_bytes + 1024, 'x')});
+        ++sent["too_large"];
+      } else {
+        peer.send({envelope(cdui::wire::message_type::hello), random_bytes(3), random_bytes(3)});
+        ++sent["malformed"];  // three frames after the identity
+      }
+      break;
+    }
+  }
+  auto deadline = std::chrono::steady_clock::now() + 120s;
+  json refused;
+  for (;;) {
+    refused = bridge_state(srv)["refused"];
+    int total = 0;
+    for (const auto& [reason, n] : refused.items())
+      total += n.get<int>();
+    if (total >= 10'000 || std::chrono::steady_clock::now() > deadline)
+      break;
+    std::this_thread::sleep_for(100ms);
+  }
+  for (const auto& [reason, n] : sent)
+    BOOST_TEST(refused[reason] == n, reason);
+  BOOST_TEST(srv.get_json("/api/workers")["workers"].empty());  // none of it joined
+  // The server still answers, and a real agent still joins.
+  BOOST_TEST(srv.get_json("/api/health")["status"] == "ok");
+  auto agent = start_agent(home, "after-garbage");
+  await_worker(srv, "after-garbage", "online");
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,9 @@
+#include "messages/version.hpp"
+
+namespace cdui {
+
+const char* version() {
+  return CDUI_VERSION;
+}
+
+} // namespace cdui

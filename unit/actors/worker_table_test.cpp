@@ -1,0 +1,109 @@
+// The worker registry's policy: who may join, and each worker's status over (given) time.
+#include <boost/test/unit_test.hpp>
+
+#include "actors/worker_table.hpp"
+
+using namespace cdui;
+using cdui::actors::worker_status;
+using cdui::actors::worker_table;
+
+namespace {
+
+worker_table table() {
+  return worker_table{{"0.1.0", "nodes-A", "secret-token", 1000}};
+}
+
+cdui::hello hello_from(const std::string& name, const std::string& version = "0.1.0",
+                       const std::string& credential = "secret-token",
+                       const std::string& nodes = "nodes-A") {
+  cdui::hello h;
+  h.name = name;
+  h.version = version;
+  h.credential = credential;
+  h.node_types_digest = nodes;
+  h.devices = {{"cpu", "cpu", "cpu-host", 1 << 30, 1 << 29}, {"sim:0", "sim", "SIM-1", 1 << 30, 1 << 30}};
+  return h;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(worker_table_test)
+
+BOOST_AUTO_TEST_CASE(another_version_or_a_bad_credential_is_refused_and_listed) {
+  auto t = table();
+  auto old = t.hello("id-1", hello_from("gpu-box", "0.0.9"), 100);
+  BOOST_TEST(!old.accepted);
+  BOOST_TEST(old.reason.find("the agent runs cdui 0.0.9 and this server runs cdui 0.1.0")
+             != std::string::npos, old.reason);
+  auto wrong = t.hello("id-2", hello_from("gpu-box", "0.1.0", "guess"), 200);
+  BOOST_TEST(!wrong.accepted);
+  BOOST_TEST(wrong.reason.find("the credential is not valid") != std::string::npos, wrong.reason);
+  BOOST_TEST(t.workers().empty());
+  BOOST_REQUIRE(t.refused().size() == 2u);
+  BOOST_TEST(t.refused()[0].version == "0.0.9");
+  BOOST_TEST(t.refused()[1].time_ms == 200);
+  for (int i = 0; i < 100; ++i)
+    (void)t.hello("id-x", hello_from("x", "9.9.9"), 300 + i);
+  BOOST_TEST(t.refused().size() == worker_table::refused_kept);
+  BOOST_TEST(t.refused().back().time_ms == 399);
+}
+
+BOOST_AUTO_TEST_CASE(a_worker_joins_online_and_late_heartbeats_degrade_then_disconnect_it) {
+  auto t = table();
+  BOOST_TEST(t.hello("id-1", hello_from("gpu-box"), 0).accepted);
+  const auto* w = t.by_name("gpu-box");
+  BOOST_REQUIRE(w != nullptr);
+  BOOST_TEST((w->status == worker_status::online));
+  BOOST_TEST(w->devices.size() == 2u);
+  BOOST_TEST(t.by_identity("id-1") == w);
+
+  BOOST_TEST(t.tick(1999).empty());  // 2 intervals: still on time
+  BOOST_TEST(t.tick(2500) == std::vector<std::string>{"gpu-box"});
+  BOOST_TEST((w->status == worker_status::degraded));
+  BOOST_TEST(w->reason == "heartbeat late: the last one came 2.5 s ago");
+  BOOST_TEST(t.heartbeat("id-1", {w->devices, {"run-1"}}, 2600));
+  BOOST_TEST((w->status == worker_status::online));
+  BOOST_TEST(w->running_runs == std::vector<std::string>{"run-1"});
+
+  BOOST_TEST(t.tick(5700) == std::vector<std::string>{"gpu-box"});
+  BOOST_TEST((w->status == worker_status::disconnected));
+  BOOST_TEST(w->reason == "no heartbeat for 3.1 s");
+  // A disconnected worker's connection is forgotten: its heartbeat is answered "say hello".
+  BOOST_TEST(!t.heartbeat("id-1", {}, 5800));
+  BOOST_TEST(t.hello("id-1", hello_from("gpu-box"), 5900).accepted);
+  BOOST_TEST((t.by_name("gpu-box")->status == worker_status::online));
+}
+
+BOOST_AUTO_TEST_CASE(other_node_types_make_a_worker_degraded_with_the_reason) {
+  auto t = table();
+  BOOST_TEST(t.hello("id-1", hello_from("w", "0.1.0", "secret-token", "nodes-B"), 0).accepted);
+  const auto* w = t.by_name("w");
+  BOOST_TEST((w->status == worker_status::degraded));
+  BOOST_TEST(w->reason == "its node types differ from the server's (digest nodes-B, the server's nodes-A)");
+}
+
+BOOST_AUTO_TEST_CASE(the_newest_connection_of_a_name_wins_and_a_drain_survives_it) {
+  auto t = table();
+  BOOST_TEST(t.hello("old", hello_from("gpu-box"), 0).accepted);
+  BOOST_TEST(t.set_draining("gpu-box", true));
+  BOOST_TEST((t.by_name("gpu-box")->status == worker_status::draining));
+  auto again = t.hello("new", hello_from("gpu-box"), 10);
+  BOOST_TEST(again.accepted);
+  BOOST_REQUIRE(again.replaced_identity.has_value());
+  BOOST_TEST(*again.replaced_identity == "old");
+  BOOST_TEST(!t.heartbeat("old", {}, 20));  // the replaced connection is no longer a worker's
+  BOOST_TEST(t.heartbeat("new", {}, 20));
+  BOOST_TEST((t.by_name("gpu-box")->status == worker_status::draining));
+  BOOST_TEST(t.set_draining("gpu-box", false));
+  BOOST_TEST((t.by_name("gpu-box")->status == worker_status::online));
+  BOOST_TEST(!t.set_draining("nobody", true));
+  BOOST_TEST(t.workers().size() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_heartbeat_from_an_unknown_connection_asks_for_a_hello) {
+  auto t = table();
+  BOOST_TEST(!t.heartbeat("never-said-hello", {}, 0));
+  BOOST_TEST(t.workers().empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
