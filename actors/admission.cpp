@@ -18,6 +18,11 @@ int admission::limit_of(const slot& s) const {
   return s.limit > 0 ? s.limit : std::max(1, default_limit);
 }
 
+void admission::set_open(const std::string& key, bool open) {
+  slot_of(key).open = open;
+  dirty_.insert(key);
+}
+
 admission::slot& admission::slot_of(const std::string& key) {
   return slots_[key];
 }
@@ -52,7 +57,7 @@ bool admission::remove(const std::string& run_id) {
 bool admission::can_start(const std::string& run_id) const {
   for (const auto& key : runs_.at(run_id).keys) {
     const auto& s = slots_.at(key);
-    if (s.waiting.empty() || s.waiting.front() != run_id)
+    if (!s.open || s.waiting.empty() || s.waiting.front() != run_id)
       return false;
     if (s.running.size() >= static_cast<std::size_t>(limit_of(s)))
       return false;
@@ -107,7 +112,7 @@ std::size_t admission::position(const std::string& run_id) const {
 std::vector<admission::slot_view> admission::slots() const {
   std::vector<slot_view> out;
   for (const auto& [key, s] : slots_) {
-    slot_view v{key, limit_of(s), {s.running.begin(), s.running.end()},
+    slot_view v{key, limit_of(s), s.open, {s.running.begin(), s.running.end()},
                 {s.waiting.begin(), s.waiting.end()}};
     out.push_back(std::move(v));
   }

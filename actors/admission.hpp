@@ -24,6 +24,10 @@ public:
   void set_limit(const std::string& key, int limit);
   [[nodiscard]] int limit(const std::string& key) const;
 
+  /// Opens or closes a device: a closed one admits nothing (a worker that is away or draining),
+  /// and its queue waits, in order, until it opens again. Devices are open unless closed.
+  void set_open(const std::string& key, bool open);
+
   /// Queues a run for its devices (one key, or a device set); its place is after every run queued
   /// before it. Returns false (and changes nothing) for an id already known or no keys.
   bool enqueue(const std::string& run_id, const std::vector<std::string>& keys);
@@ -44,6 +48,7 @@ public:
   struct slot_view {
     std::string key;
     int limit = 1;
+    bool open = true;
     std::vector<std::string> running;
     std::vector<std::string> waiting;
   };
@@ -55,6 +60,7 @@ public:
 private:
   struct slot {
     int limit = 0;  // 0: default_limit
+    bool open = true;
     std::deque<std::string> waiting;
     std::set<std::string> running;
   };

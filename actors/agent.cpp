@@ -5,8 +5,15 @@
 #include <stdexcept>
 #include <thread>
 
+#include <csignal>
+#include <fstream>
+
+#include <fcntl.h>
 #include <sys/sysinfo.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <nlohmann/json.hpp>
 
 #include <spdlog/spdlog.h>
 #include <zmq.hpp>
@@ -18,6 +25,7 @@
 #include "messages/wire.hpp"
 #include "runtime/node_keys.hpp"
 #include "storage/home.hpp"
+#include "storage/run_directory.hpp"
 #include "storage/server_files.hpp"
 
 namespace cdui {
@@ -70,6 +78,31 @@ void send(zmq::socket_t& socket, wire::message_type type, const T& payload) {
   (void)zmq::send_multipart(socket, frames, zmq::send_flags::dontwait);
 }
 
+/// Why a run's process ended without an outcome, for the run's error.
+std::string exit_reason(int status) {
+  if (WIFSIGNALED(status)) {
+    int sig = WTERMSIG(status);
+    const char* name = ::sigabbrev_np(sig);
+    return "the run's process was killed by signal " + std::to_string(sig)
+           + (name ? std::string{" (SIG"} + name + ")" : std::string{}) + " before it finished";
+  }
+  return "the run's process exited with code " + std::to_string(WEXITSTATUS(status))
+         + " before it finished";
+}
+
+/// The outcome a finished `cdui exec` wrote, if it wrote one.
+std::optional<run_outcome> read_outcome(const std::filesystem::path& dir) {
+  std::ifstream in{dir / "outcome.json"};
+  auto j = nlohmann::json::parse(in, nullptr, false);
+  if (!j.is_object() || !j["status"].is_string())
+    return std::nullopt;
+  run_outcome o;
+  o.status = parse_run_status(j["status"].get<std::string>()).value_or(run_status::failed);
+  o.error = j.value("error", std::string{});
+  o.final_metrics = j["final_metrics"].is_object() ? j["final_metrics"].dump() : "{}";
+  return o;
+}
+
 } // namespace
 
 std::string agent::default_name() {
@@ -107,6 +140,131 @@ agent::agent(config cfg) : cfg_(std::move(cfg)) {
   }
 }
 
+std::vector<std::string> agent::running_ids() const {
+  std::vector<std::string> ids;
+  for (const auto& [id, r] : runs_)
+    ids.push_back(id);
+  return ids;
+}
+
+std::optional<std::string> agent::start_run(const assign_run& a) {
+  // The run's cards, renumbered from 0 per kind in the order given: its sim:0 is the first sim
+  // card it was given, whatever the worker calls it (seed 001, "In-run device names").
+  std::map<std::string, int> next_index;
+  std::vector<std::string> visible;
+  nlohmann::json aliases = nlohmann::json::object();
+  std::string sim_sizes;
+  std::string cuda_indexes;
+  for (const auto& name : a.devices) {
+    auto offer = std::find_if(offers_.begin(), offers_.end(),
+                              [&](const auto& o) { return o.name == name; });
+    if (offer == offers_.end())
+      return "this worker does not offer " + name;
+    auto kind = kind_of(name);
+    auto in_run = kind == "cpu" ? std::string{"cpu"} : kind + ":" + std::to_string(next_index[kind]++);
+    visible.push_back(in_run);
+    aliases[in_run] = name;
+    if (kind == "sim")
+      sim_sizes += (sim_sizes.empty() ? "" : ",") + std::to_string(offer->total_bytes);
+    else if (kind == "cuda")
+      cuda_indexes += (cuda_indexes.empty() ? "" : ",") + name.substr(name.find(':') + 1);
+  }
+  auto home = cfg_.home / "agents" / cfg_.name;
+  std::filesystem::path dir;
+  try {
+    storage::run_directory folder{home, a.run_id, a.graph_json};
+    dir = folder.path();
+    nlohmann::json run{{"run_id", a.run_id},
+                       {"name", a.name},
+                       {"worker", cfg_.name},
+                       {"seed", a.seed},
+                       {"device", visible.front()},
+                       {"visible_devices", visible},
+                       {"device_aliases", aliases},
+                       {"options", nlohmann::json::parse(a.options_json, nullptr, false)}};
+    storage::write_file_atomic(dir / "run.json", run.dump(2) + "\n");
+  } catch (const std::exception& e) {
+    return std::string{"cannot prepare the run's folder on the worker: "} + e.what();
+  }
+  pid_t pid = ::fork();
+  if (pid < 0)
+    return "cannot start the run's process (fork failed)";
+  if (pid == 0) {
+    // Its own session: the run outlives a signal to the agent's process group.
+    ::setsid();
+    int log = ::open((dir / "exec.log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    int null = ::open("/dev/null", O_RDONLY);
+    ::dup2(null, STDIN_FILENO);
+    ::dup2(log, STDOUT_FILENO);
+    ::dup2(log, STDERR_FILENO);
+    ::close_range(3, ~0U, 0);
+    // A stop can come while the new process is still loading libtorch, before it has a handler:
+    // blocked until `cdui exec` installs its handlers, it is not lost and does not kill it.
+    sigset_t stops;
+    sigemptyset(&stops);
+    sigaddset(&stops, SIGTERM);
+    sigaddset(&stops, SIGUSR1);
+    ::sigprocmask(SIG_BLOCK, &stops, nullptr);
+    ::setenv("CODEFYUI_SIM_DEVICES", sim_sizes.c_str(), 1);
+    ::setenv("CUDA_VISIBLE_DEVICES", cuda_indexes.c_str(), 1);
+    ::execl("/proc/self/exe", "cdui", "exec", dir.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  runs_[a.run_id] = running_run{pid, dir, 0};
+  spdlog::info("agent '{}': run {} started (pid {}) on {}", cfg_.name, a.run_id, pid,
+               a.devices.front());
+  return std::nullopt;
+}
+
+std::vector<run_event> agent::new_events(running_run& r) {
+  std::vector<run_event> events;
+  std::ifstream in{r.dir / "events.jsonl", std::ios::binary};
+  if (!in)
+    return events;
+  in.seekg(static_cast<std::streamoff>(r.sent_bytes));
+  std::string line;
+  // Only whole lines: the last one may still be being written.
+  while (std::getline(in, line) && !in.eof()) {
+    r.sent_bytes += line.size() + 1;
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object() && j["type"].is_string())
+      events.push_back({j.value("cursor", std::uint64_t{0}), j.value("time_ms", std::int64_t{0}),
+                        j["type"].get<std::string>(), j["data"].dump()});
+  }
+  return events;
+}
+
+int agent::pump_runs(zmq::socket_t& socket) {
+  int ended = 0;
+  for (auto i = runs_.begin(); i != runs_.end();) {
+    auto& [id, r] = *i;
+    int status = 0;
+    bool exited = ::waitpid(r.pid, &status, WNOHANG) == r.pid;
+    // After the exit, everything it wrote is there: send it before the end.
+    auto events = new_events(r);
+    if (!events.empty())
+      send(socket, wire::message_type::run_update, run_update{id, std::move(events)});
+    if (!exited) {
+      ++i;
+      continue;
+    }
+    auto outcome =
+      read_outcome(r.dir).value_or(run_outcome{run_status::failed, exit_reason(status), "{}"});
+    spdlog::info("agent '{}': run {} ended {}{}{}", cfg_.name, id, to_string(outcome.status),
+                 outcome.error.empty() ? "" : ": ", outcome.error);
+    send(socket, wire::message_type::run_done, run_done{id, outcome});
+    i = runs_.erase(i);
+    ++ended;
+  }
+  return ended;
+}
+
+void agent::stop_run_process(const stop_run& s) {
+  auto i = runs_.find(s.run_id);
+  if (i != runs_.end())
+    ::kill(i->second.pid, s.interrupt ? SIGUSR1 : SIGTERM);
+}
+
 hello agent::make_hello() const {
   hello h;
   h.name = cfg_.name;
@@ -115,6 +273,7 @@ hello agent::make_hello() const {
   h.node_types_digest = runtime::node_types_digest();
   h.devices = offers_;
   h.credential = storage::read_token(cfg_.home).value_or("");
+  h.running_runs = running_ids();
   h.one_shot = cfg_.one_shot;
   return h;
 }
@@ -155,8 +314,12 @@ std::optional<std::string> agent::run() {
       last_hello = now;
     }
     if (welcomed && now - last_heartbeat >= heartbeat_every) {
-      send(*socket, wire::message_type::heartbeat, heartbeat{offers_, {}});
+      send(*socket, wire::message_type::heartbeat, heartbeat{offers_, running_ids()});
       last_heartbeat = now;
+    }
+    if (pump_runs(*socket) > 0 && cfg_.one_shot) {
+      spdlog::info("agent '{}': one-shot, its run has ended", cfg_.name);
+      return std::nullopt;
     }
     zmq::pollitem_t items[] = {{socket->handle(), 0, ZMQ_POLLIN, 0}};
     try {
@@ -184,6 +347,16 @@ std::optional<std::string> agent::run() {
         spdlog::info("agent '{}': joined the server at {} (cdui {}), heartbeat every {} ms",
                      cfg_.name, connected_to, w->server_version, heartbeat_every.count());
       }
+    } else if (type == wire::message_type::assign_run) {
+      auto a = wire::decode<assign_run>(parts[1].to_string_view());
+      if (!a || a->devices.empty())
+        continue;
+      if (auto why = start_run(*a))
+        send(*socket, wire::message_type::run_done,
+             run_done{a->run_id, {run_status::failed, "worker '" + cfg_.name + "': " + *why, "{}"}});
+    } else if (type == wire::message_type::stop_run) {
+      if (auto s = wire::decode<stop_run>(parts[1].to_string_view()))
+        stop_run_process(*s);
     } else if (type == wire::message_type::refused) {
       auto r = wire::decode<refused>(parts[1].to_string_view());
       if (!r)

@@ -1,19 +1,27 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "messages/worker.hpp"
 
+namespace zmq {
+class socket_t;
+}
+
 namespace cdui {
 
 /// A worker agent (seed 001, "Start a worker on this machine"): it joins a server over ZeroMQ,
-/// offers this machine's devices, and keeps saying it is alive. Next to `cdui start` it needs
-/// nothing: it reads the server's endpoint and session token from the home, and finds the server
-/// again when it restarts (on the same endpoint, or on a new one that server.json names).
+/// offers this machine's devices, keeps saying it is alive, and executes each run it is given in
+/// a subprocess of its own (`cdui exec RUNDIR`, under $CODEFYUI_HOME/agents/<name>/runs/), so that
+/// a crash ends that run alone. The run sees only its own cards, renumbered from 0. Next to
+/// `cdui start` it needs nothing: it reads the server's endpoint and session token from the home,
+/// and finds the server again when it restarts (on the same endpoint, or on a new one).
 class agent {
 public:
   struct config {
@@ -44,9 +52,26 @@ public:
   [[nodiscard]] static std::string default_name();
 
 private:
+  /// A run this agent executes: its subprocess, folder, and how much of its event log was sent.
+  struct running_run {
+    int pid = -1;
+    std::filesystem::path dir;
+    std::uint64_t sent_bytes = 0;
+  };
+
   [[nodiscard]] hello make_hello() const;
+  [[nodiscard]] std::vector<std::string> running_ids() const;
+  /// Prepares the run's folder and starts its subprocess; the reason when it cannot.
+  std::optional<std::string> start_run(const assign_run& a);
+  /// Events the run appended since the last call, in order.
+  std::vector<run_event> new_events(running_run& r);
+  /// Forwards new events of every run; reports and forgets the runs whose subprocess ended.
+  /// Returns how many ended.
+  int pump_runs(zmq::socket_t& socket);
+  void stop_run_process(const stop_run& s);
 
   config cfg_;
+  std::map<std::string, running_run> runs_;
   std::vector<device_offer> offers_;
   std::string environment_;
   std::atomic<bool> stop_{false};

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "messages/atoms.hpp"
+#include "messages/worker.hpp"
 #include "messages/run_outcome.hpp"
 
 namespace cdui::actors {
@@ -108,12 +109,31 @@ void finish(self_ptr self, const run_outcome& outcome) {
   wake_waiters(self);
 }
 
+/// A worker run: the registry sends it to the worker, whose agent executes it in a subprocess;
+/// its events and its end come back as messages from the registry.
+void start_remote(self_ptr self) {
+  auto& st = self->state;
+  if (!st.setup.registry) {
+    finish(self, run_outcome{run_status::failed, "this server has no worker registry", "{}"});
+    return;
+  }
+  assign_run a{st.setup.info.id,       st.setup.info.name,  st.setup.graph_json,
+               st.setup.info.options, st.setup.worker_devices, st.setup.context.seed};
+  self->send(st.setup.registry, atoms::assign::value, std::move(a), st.setup.worker,
+             caf::actor_cast<caf::actor>(self));
+  wake_waiters(self);
+}
+
 void start(self_ptr self) {
   auto& st = self->state;
   st.setup.info.status = run_status::running;
   st.setup.info.started_ms = now_ms();
   st.setup.info.queue_position = 0;
   st.setup.store->update(st.setup.info);
+  if (!st.setup.worker.empty()) {
+    start_remote(self);
+    return;
+  }
   auto ctx = st.setup.context;
   ctx.stop = st.stop;
   ctx.interrupt = st.interrupt;
@@ -181,6 +201,14 @@ caf::behavior run_actor(self_ptr self, run_setup setup, caf::actor queue) {
       append(self, type, std::move(data));
       wake_waiters(self);
     },
+    [=](atoms::append, std::vector<run_event>& events) {
+      // A worker run's events, in the order its engine emitted them; cursors are this server's.
+      std::vector<std::pair<std::string, std::string>> items;
+      for (auto& e : events)
+        items.emplace_back(std::move(e.type), std::move(e.data));
+      append_all(self, std::move(items));
+      wake_waiters(self);
+    },
     [=](atoms::flush) {
       flush(self);
       wake_waiters(self);
@@ -194,6 +222,8 @@ caf::behavior run_actor(self_ptr self, run_setup setup, caf::actor queue) {
       st.stop->store(true);
       if (dequeued)
         end_unstarted(self, run_status::cancelled, "cancelled before it started");
+      else if (!st.setup.worker.empty() && st.setup.info.status == run_status::running)
+        self->send(st.setup.registry, atoms::stop::value, st.setup.info.id, false);
       return true;
     },
     [=](atoms::interrupt) {
@@ -202,6 +232,8 @@ caf::behavior run_actor(self_ptr self, run_setup setup, caf::actor queue) {
         return false;
       st.interrupt->store(true);
       st.stop->store(true);
+      if (!st.setup.worker.empty() && st.setup.info.status == run_status::running)
+        self->send(st.setup.registry, atoms::stop::value, st.setup.info.id, true);
       return true;
     },
     [=](atoms::info) { return self->state.setup.info; },

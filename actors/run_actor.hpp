@@ -33,6 +33,13 @@ struct run_setup {
   store_handles stores;
   /// The editor session of an interactive run (its execution cache); empty otherwise.
   std::string session;
+  /// The graph as submitted, for a run that executes on a worker.
+  std::string graph_json;
+  /// A worker run: the worker's name and its devices (its own names), and the registry that
+  /// assigns it. Empty worker: the run executes in this process.
+  std::string worker;
+  std::vector<std::string> worker_devices;
+  caf::actor registry;
 };
 
 /// Someone waiting for events after `cursor`.

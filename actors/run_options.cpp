@@ -33,11 +33,10 @@ std::string read_target(const nlohmann::json& target, run_request& request) {
     return "option 'target': must be an object such as {\"devices\": [\"sim:0\", \"sim:1\"]}";
   for (const auto& [key, value] : target.items()) {
     if (key == "worker") {
-      if (!value.is_string())
+      if (!value.is_string() || value.get<std::string>().empty())
         return "option 'target.worker': must be a worker name or \"local\"";
-      if (value != "local")
-        return "option 'target.worker': no worker named '" + value.get<std::string>()
-               + "' has connected to this server";
+      // Whether that worker exists is the run queue's to say: it knows who has connected.
+      request.worker = value == "local" ? "" : value.get<std::string>();
     } else if (key == "devices") {
       if (!value.is_array() || value.empty())
         return "option 'target.devices': must be a non-empty list of device strings";
@@ -102,6 +101,9 @@ std::string apply_options(const nlohmann::json& options, run_request& request) {
   if (!request.device.empty() && !request.devices.empty())
     return "option 'device' and option 'target.devices' both name the run's devices; give one: "
            "device for one card, target.devices for a set";
+  if (!request.worker.empty() && request.lane == "interactive")
+    return "option 'target.worker': an interactive run executes on this server (seed 001: the "
+           "canvas never goes to a worker); queue it to run on worker '" + request.worker + "'";
   if (!request.session.empty() && request.lane != "interactive")
     return "option 'session' names the editor session of an interactive run; it needs "
            "option 'lane' \"interactive\"";
@@ -155,7 +157,9 @@ nlohmann::json options_json(const run_request& r) {
   if (!r.session.empty())
     o["session"] = r.session;
   if (!r.devices.empty())
-    o["target"] = {{"devices", r.devices}};
+    o["target"]["devices"] = r.devices;
+  if (!r.worker.empty())
+    o["target"]["worker"] = r.worker;
   return o;
 }
 

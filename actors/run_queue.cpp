@@ -85,6 +85,55 @@ device_set_keys(const std::vector<std::string>& set, const devices::host_invento
   return keys;
 }
 
+/// The devices a worker run executes on, by the worker's own names, and their queue keys
+/// ("<worker>/<device>"); or the refusal's sentence. A worker must have connected since the server
+/// started and offer every device; one that is away now is no refusal (the run waits for it).
+std::variant<std::vector<std::string>, std::string>
+worker_devices(const run_request& req, const runtime::validated_graph& g,
+               const std::map<std::string, known_worker>& workers, bool resuming) {
+  auto w = workers.find(req.worker);
+  if (w == workers.end() && resuming && !req.devices.empty())
+    return req.devices;  // checked when it was submitted; the worker has not come back yet
+  if (w == workers.end()) {
+    std::string known;
+    for (const auto& [name, _] : workers)
+      known += (known.empty() ? "" : ", ") + name;
+    return "option 'target.worker': no worker named '" + req.worker
+           + "' has connected to this server since it started"
+           + (known.empty() ? std::string{" (none has)"} : " (known: " + known + ")");
+  }
+  const auto& offered = w->second.devices;
+  std::vector<std::string> wanted = req.devices;
+  std::string field = "option 'target.devices'";
+  if (wanted.empty() && !req.device.empty()) {
+    wanted = {req.device};
+    field = "option 'device'";
+  }
+  if (wanted.empty())
+    for (const auto& node : g.g.nodes)
+      if (node.was_given("device")) {
+        wanted = {node.params["device"].get<std::string>()};
+        field = "node '" + node.id + "' (" + node.type + "), param 'device'";
+        break;
+      }
+  if (wanted.empty()) {
+    // seed 001: unless the graph names a device, a worker run starts on its first accelerator.
+    auto accelerator = std::find_if(offered.begin(), offered.end(),
+                                    [](const std::string& d) { return d != "cpu"; });
+    wanted = {accelerator == offered.end() ? std::string{"cpu"} : *accelerator};
+  }
+  for (const auto& d : wanted) {
+    if (std::find(offered.begin(), offered.end(), d) == offered.end()) {
+      std::string list;
+      for (const auto& o : offered)
+        list += (list.empty() ? "" : ", ") + o;
+      return field + ": worker '" + req.worker + "' does not offer " + d + " (it offers " + list
+             + ")";
+    }
+  }
+  return wanted;
+}
+
 /// A run ready to be handed to its actor.
 struct prepared_run {
   run_setup setup;
@@ -92,7 +141,9 @@ struct prepared_run {
   std::optional<std::string> warning;
 };
 
-std::variant<prepared_run, submit_result> prepare(self_ptr self, const run_request& req) {
+/// `resuming`: a run queued before a restart, whose worker may not have reconnected yet.
+std::variant<prepared_run, submit_result> prepare(self_ptr self, const run_request& req,
+                                                  bool resuming = false) {
   auto& st = self->state;
   auto checked = runtime::validate_graph(std::string_view{req.graph_json});
   if (auto* errors = std::get_if<std::vector<runtime::graph_error>>(&checked))
@@ -101,7 +152,20 @@ std::variant<prepared_run, submit_result> prepare(self_ptr self, const run_reque
   auto graph = std::make_shared<runtime::validated_graph>(
     std::move(std::get<runtime::validated_graph>(checked)));
   std::string run_device;
-  if (!req.devices.empty()) {
+  if (!req.worker.empty()) {
+    auto devices = worker_devices(req, *graph, st.workers, resuming);
+    if (auto* refusal = std::get_if<std::string>(&devices))
+      return submit_result{"", *refusal};
+    p.setup.worker = req.worker;
+    p.setup.worker_devices = std::get<std::vector<std::string>>(devices);
+    auto w = st.workers.find(req.worker);
+    bool open = w != st.workers.end() && w->second.open;
+    for (const auto& d : p.setup.worker_devices) {
+      p.keys.push_back(req.worker + "/" + d);
+      // A worker's slots admit only while it is connected: an unknown or away one's stay closed.
+      st.slots.set_open(p.keys.back(), open);
+    }
+  } else if (!req.devices.empty()) {
     auto keys = device_set_keys(req.devices, st.cfg.host);
     if (auto* refusal = std::get_if<std::string>(&keys))
       return submit_result{"", *refusal};
@@ -150,6 +214,8 @@ std::variant<prepared_run, submit_result> prepare(self_ptr self, const run_reque
   p.setup.store = st.cfg.store;
   p.setup.stores = st.cfg.stores;
   p.setup.session = req.session;
+  p.setup.graph_json = req.graph_json;
+  p.setup.registry = st.registry;
   return p;
 }
 
@@ -241,7 +307,10 @@ void resume(self_ptr self) {
     req.name = info.name;
     auto options = nlohmann::json::parse(info.options, nullptr, false);
     auto err = apply_options(options, req);
-    auto prepared = err.empty() ? prepare(self, req) : submit_result{"", err};
+    // A worker run resumes on the devices it was given, even before its worker reconnects.
+    if (!req.worker.empty() && req.devices.empty() && !info.queue_key.empty())
+      req.devices = {info.queue_key.substr(info.queue_key.find('/') + 1)};
+    auto prepared = err.empty() ? prepare(self, req, true) : submit_result{"", err};
     if (auto* refusal = std::get_if<submit_result>(&prepared)) {
       end(run_status::failed, "could not be queued again after a restart: " + refusal->error);
       continue;
@@ -277,6 +346,7 @@ nlohmann::json queue_status(self_ptr self) {
   for (const auto& slot : st.slots.slots())
     queues.push_back({{"device", slot.key},
                       {"limit", slot.limit},
+                      {"open", slot.open},
                       {"running", slot.running},
                       {"waiting", slot.waiting},
                       {"queue_length", slot.waiting.size()}});
@@ -403,6 +473,23 @@ caf::behavior run_queue(self_ptr self, run_queue_config cfg) {
       if (!st.shutting_down)
         pump(self);
       maybe_drained(self);
+    },
+    [=](atoms::attach, const caf::actor& registry) { self->state.registry = registry; },
+    [=](atoms::worker_update, const std::string& name, const std::vector<std::string>& devices,
+        bool open) {
+      // A worker joined, changed or went: its devices' slots open or close, keyed worker/device.
+      auto& st = self->state;
+      st.workers[name] = known_worker{devices, open};
+      for (const auto& d : devices) {
+        auto key = name + "/" + d;
+        auto limit = st.cfg.limits.find(key);
+        st.slots.set_limit(key, limit != st.cfg.limits.end() ? limit->second
+                                : d == "cpu"                 ? devices::cpu_slot_limit
+                                                             : devices::accelerator_slot_limit);
+        st.slots.set_open(key, open);
+      }
+      if (!st.shutting_down)
+        pump(self);
     },
     [=](atoms::drop, const std::string& session) {
       // The editor session ended: its next run, if it comes back, draws a new seed.

@@ -38,6 +38,13 @@ struct run_queue_config {
   bool resume = false;
 };
 
+/// A worker as the queue knows it: the devices it offers (its own names) and whether its slots
+/// admit runs now (it is connected and not draining).
+struct known_worker {
+  std::vector<std::string> devices;
+  bool open = false;
+};
+
 struct run_queue_state {
   run_queue_config cfg;
   admission slots;
@@ -47,6 +54,8 @@ struct run_queue_state {
   /// The seed of each editor session whose interactive runs gave none: drawn at its first run and
   /// kept, like a tab's seed, so that its execution cache can serve the next run.
   std::map<std::string, std::uint64_t> session_seeds;
+  std::map<std::string, known_worker> workers;     // every worker seen since the start, by name
+  caf::actor registry;                            // the worker registry, when the server has one
   bool shutting_down = false;
   std::vector<caf::response_promise> drained;     // shutdown callers, answered when none runs
   static inline const char* name = "run_queue";
@@ -58,6 +67,7 @@ struct run_queue_state {
 /// (list, status or "", limit, offset) -> run_page; (cancel, id) -> bool;
 /// (events, id, cursor, wait_ms) -> event_batch; (wait, id) -> run_info once ended;
 /// (erase, id) -> erase_result; (drop, session) -> bool (an editor session ended: its seed goes);
+/// (attach, registry); (worker_update, name, devices, open): a worker's slots open or close;
 /// (status) -> JSON text; (shutdown) -> bool once no run is running.
 /// An unknown id gets an error naming it.
 caf::behavior run_queue(caf::stateful_actor<run_queue_state>* self, run_queue_config cfg);

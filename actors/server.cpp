@@ -48,21 +48,21 @@ int interactive_limit() {
   return actors::default_interactive_limit;
 }
 
-/// The heartbeat interval agents are told, CODEFYUI_WORKER_HEARTBEAT_S (seed 001: every 10 s).
-std::int64_t heartbeat_ms() {
-  constexpr double default_seconds = 10.0;
-  const char* text = std::getenv("CODEFYUI_WORKER_HEARTBEAT_S");
+/// A number of seconds from an environment variable, in ms; a bad value keeps the default, with a
+/// logged warning naming the variable.
+std::int64_t seconds_setting(const char* var, double default_seconds, double min, double max) {
+  const char* text = std::getenv(var);
   if (text == nullptr || *text == '\0')
     return static_cast<std::int64_t>(default_seconds * 1000);
   try {
     std::size_t used = 0;
     double s = std::stod(text, &used);
-    if (used == std::string{text}.size() && s >= 0.05 && s <= 3600)
+    if (used == std::string{text}.size() && s >= min && s <= max)
       return static_cast<std::int64_t>(s * 1000);
   } catch (const std::exception&) {
   }
-  spdlog::warn("CODEFYUI_WORKER_HEARTBEAT_S: '{}' is not a number of seconds from 0.05 to 3600; "
-               "using {}", text, default_seconds);
+  spdlog::warn("{}: '{}' is not a number of seconds from {} to {}; using {}", var, text, min, max,
+               default_seconds);
   return static_cast<std::int64_t>(default_seconds * 1000);
 }
 
@@ -114,9 +114,14 @@ struct server::impl {
     store = queue_config.store;
     queue = system.spawn(actors::run_queue, std::move(queue_config));
     if (bridge) {
-      actors::worker_table::config workers_config{version(), runtime::node_types_digest(), c.token,
-                                                  heartbeat_ms()};
-      registry = system.spawn(actors::worker_registry, std::move(workers_config), bridge);
+      // seed 001: a heartbeat every 10 s; a lost worker's runs keep going for 5 minutes.
+      actors::worker_table::config workers_config{
+        version(), runtime::node_types_digest(), c.token,
+        seconds_setting("CODEFYUI_WORKER_HEARTBEAT_S", 10.0, 0.05, 3600)};
+      registry = system.spawn(actors::worker_registry, std::move(workers_config), bridge, queue,
+                              seconds_setting("CODEFYUI_WORKER_RESUME_GRACE_S",
+                                              actors::default_resume_grace_s, 0, 86400));
+      caf::anon_send(queue, atoms::attach::value, registry);
       bridge->start(registry);
     }
   }

@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "messages/atoms.hpp"
+#include "messages/run_outcome.hpp"
 
 namespace cdui::actors {
 
@@ -84,6 +85,35 @@ nlohmann::json bridge_json(const zmq_bridge& bridge) {
             {"refused", refused}}}};
 }
 
+/// Tells the run queue whether the worker's slots admit runs now.
+void announce(self_ptr self, const worker_record& w) {
+  std::vector<std::string> devices;
+  for (const auto& d : w.devices)
+    devices.push_back(d.name);
+  self->send(self->state.queue, atoms::worker_update::value, w.name, devices, w.accepts_runs());
+}
+
+/// The runs of `identity`'s worker, or nullptr when the connection is no worker's or the run is
+/// not one it was given: a worker reports on its own runs only.
+remote_run* run_of(self_ptr self, const std::string& identity, const std::string& run_id) {
+  const auto* w = self->state.table->by_identity(identity);
+  auto i = self->state.runs.find(run_id);
+  if (w == nullptr || i == self->state.runs.end() || i->second.worker != w->name) {
+    spdlog::warn("worker registry: a report on run {} from a connection that was not given it",
+                 run_id);
+    return nullptr;
+  }
+  return &i->second;
+}
+
+void end_run(self_ptr self, const std::string& run_id, run_status status, const std::string& why) {
+  auto i = self->state.runs.find(run_id);
+  if (i == self->state.runs.end())
+    return;
+  self->send(i->second.run, atoms::finished::value, run_outcome{status, why, "{}"});
+  self->state.runs.erase(i);
+}
+
 void on_hello(self_ptr self, const std::string& identity, const hello& h) {
   auto& table = *self->state.table;
   auto verdict = table.hello(identity, h, now_ms());
@@ -100,35 +130,94 @@ void on_hello(self_ptr self, const std::string& identity, const hello& h) {
                to_string(w.status), w.reason.empty() ? "" : ": ", w.reason);
   reply(self, identity, wire::message_type::welcome,
         welcome{table.settings().version, static_cast<std::uint32_t>(table.settings().heartbeat_ms)});
+  announce(self, w);
 }
 
 } // namespace
 
 caf::behavior worker_registry(self_ptr self, worker_table::config cfg,
-                              std::shared_ptr<zmq_bridge> bridge) {
+                              std::shared_ptr<zmq_bridge> bridge, caf::actor queue,
+                              std::int64_t resume_grace_ms) {
   self->state.table = std::make_unique<worker_table>(std::move(cfg));
   self->state.bridge = std::move(bridge);
+  self->state.queue = std::move(queue);
+  self->state.resume_grace_ms = resume_grace_ms;
   self->delayed_send(self, tick_interval(*self->state.table), atoms::tick::value);
   return {
     [=](atoms::wire_in, const std::string& identity, const hello& h) { on_hello(self, identity, h); },
     [=](atoms::wire_in, const std::string& identity, const heartbeat& h) {
-      if (!self->state.table->heartbeat(identity, h, now_ms()))
+      auto& table = *self->state.table;
+      const auto* before = table.by_identity(identity);
+      bool accepted = before != nullptr && before->accepts_runs();
+      if (!table.heartbeat(identity, h, now_ms())) {
         // A server that restarted, or a connection it dropped: the agent says hello again.
         reply(self, identity, wire::message_type::refused,
               refused{"this server does not know this connection; say hello again", true});
+        return;
+      }
+      const auto* w = table.by_identity(identity);
+      if (w->accepts_runs() != accepted)
+        announce(self, *w);
     },
     [=](atoms::wire_in, const std::string& identity, const run_update& u) {
-      // Runs are not assigned to workers yet (issue 5's next part): nothing can be waiting for it.
-      spdlog::warn("worker registry: an update for run {} that no worker was given", u.run_id);
+      if (auto* run = run_of(self, identity, u.run_id))
+        self->send(run->run, atoms::append::value, u.events);
     },
     [=](atoms::wire_in, const std::string& identity, const run_done& d) {
-      spdlog::warn("worker registry: the end of run {} that no worker was given", d.run_id);
+      if (auto* run = run_of(self, identity, d.run_id)) {
+        self->send(run->run, atoms::finished::value, d.outcome);
+        self->state.runs.erase(d.run_id);
+      }
+    },
+    [=](atoms::assign, assign_run& a, const std::string& worker, const caf::actor& run) {
+      auto& st = self->state;
+      const auto* w = st.table->by_name(worker);
+      st.runs[a.run_id] = remote_run{run, worker};
+      if (w == nullptr || !w->accepts_runs()) {
+        // Admitted while the worker was there, and it went between: the run never reached it.
+        end_run(self, a.run_id, run_status::failed,
+                "worker '" + worker + "' went away before the run could be sent to it");
+        return;
+      }
+      spdlog::info("run {} goes to worker '{}' on {}", a.run_id, worker, a.devices.front());
+      reply(self, w->identity, wire::message_type::assign_run, a);
+    },
+    [=](atoms::stop, const std::string& run_id, bool interrupt) {
+      auto& st = self->state;
+      auto i = st.runs.find(run_id);
+      if (i == st.runs.end())
+        return;
+      const auto* w = st.table->by_name(i->second.worker);
+      if (w == nullptr || w->status == worker_status::disconnected) {
+        // Nobody to tell: the run ends here; its worker, if it comes back, is told no more.
+        end_run(self, run_id, interrupt ? run_status::interrupted : run_status::cancelled,
+                "worker '" + i->second.worker + "' was not connected when the run was stopped");
+        return;
+      }
+      reply(self, w->identity, wire::message_type::stop_run, stop_run{run_id, interrupt});
     },
     [=](atoms::tick) {
-      for (const auto& name : self->state.table->tick(now_ms())) {
-        const auto& w = *self->state.table->by_name(name);
+      auto& st = self->state;
+      auto now = now_ms();
+      for (const auto& name : st.table->tick(now)) {
+        const auto& w = *st.table->by_name(name);
         spdlog::info("worker '{}' is {}{}{}", name, to_string(w.status),
                      w.reason.empty() ? "" : ": ", w.reason);
+        announce(self, w);
+      }
+      // A worker gone longer than the grace period: its runs end interrupted (seed 001).
+      std::vector<std::string> expired;
+      for (const auto& [id, run] : st.runs) {
+        const auto* w = st.table->by_name(run.worker);
+        if (w != nullptr && w->status == worker_status::disconnected
+            && now - w->disconnected_ms > st.resume_grace_ms)
+          expired.push_back(id);
+      }
+      for (const auto& id : expired) {
+        auto worker = st.runs[id].worker;
+        end_run(self, id, run_status::interrupted,
+                "worker '" + worker + "' lost its connection and did not come back within "
+                  + std::to_string(st.resume_grace_ms / 1000) + " s (CODEFYUI_WORKER_RESUME_GRACE_S)");
       }
       self->delayed_send(self, tick_interval(*self->state.table), atoms::tick::value);
     },

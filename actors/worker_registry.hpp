@@ -10,18 +10,35 @@
 
 namespace cdui::actors {
 
+/// A run a worker executes: the run's actor on this server, and the worker's name.
+struct remote_run {
+  caf::actor run;
+  std::string worker;
+};
+
+/// How long the runs of a worker that lost its connection keep going before they end interrupted
+/// (seed 001: CODEFYUI_WORKER_RESUME_GRACE_S, 5 minutes).
+inline constexpr double default_resume_grace_s = 300.0;
+
 struct worker_registry_state {
   std::unique_ptr<worker_table> table;
   std::shared_ptr<zmq_bridge> bridge;
+  caf::actor queue;
+  std::int64_t resume_grace_ms = static_cast<std::int64_t>(default_resume_grace_s * 1000);
+  std::map<std::string, remote_run> runs;  // by run id
   static inline const char* name = "worker_registry";
 };
 
 /// The supervisor of workers (DESIGN.md, "Actors"): it takes the agents' hellos and heartbeats
 /// from the bridge, answers welcome or refused through it, and marks workers Degraded or
-/// Disconnected when their heartbeats are late (a tick every second). Protocol:
-/// (wire_in, identity, hello | heartbeat | run_update | run_done); (tick); (workers) -> JSON text
-/// for GET /api/workers; (status) -> JSON text for /api/status, the bridge's counters included.
+/// Disconnected when their heartbeats are late (ticks at a quarter of the interval). It tells the
+/// run queue which workers' slots are open, sends runs to workers and hands their events and ends
+/// to the runs' actors. Protocol: (wire_in, identity, hello | heartbeat | run_update | run_done);
+/// (assign, assign_run, worker, run actor); (stop, run id, interrupt); (tick); (workers) -> JSON
+/// text for GET /api/workers; (status) -> JSON text for /api/status, the bridge's counters
+/// included.
 caf::behavior worker_registry(caf::stateful_actor<worker_registry_state>* self,
-                              worker_table::config cfg, std::shared_ptr<zmq_bridge> bridge);
+                              worker_table::config cfg, std::shared_ptr<zmq_bridge> bridge,
+                              caf::actor queue, std::int64_t resume_grace_ms);
 
 } // namespace cdui::actors

@@ -82,10 +82,13 @@ bool worker_table::heartbeat(const std::string& identity, const cdui::heartbeat&
 
 void worker_table::update_status(worker_record& w, std::int64_t now_ms) const {
   auto age = now_ms - w.last_heartbeat_ms;
+  w.late = age > static_cast<std::int64_t>(late_after_intervals * cfg_.heartbeat_ms);
   if (age > static_cast<std::int64_t>(gone_after_intervals * cfg_.heartbeat_ms)) {
+    if (w.status != worker_status::disconnected)
+      w.disconnected_ms = now_ms;
     w.status = worker_status::disconnected;
     w.reason = "no heartbeat for " + seconds_text(age);
-  } else if (age > static_cast<std::int64_t>(late_after_intervals * cfg_.heartbeat_ms)) {
+  } else if (w.late) {
     w.status = worker_status::degraded;
     w.reason = "heartbeat late: the last one came " + seconds_text(age) + " ago";
   } else if (w.node_types_digest != cfg_.node_types_digest) {

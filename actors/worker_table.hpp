@@ -34,6 +34,17 @@ struct worker_record {
   std::string reason;
   std::int64_t connected_ms = 0;
   std::int64_t last_heartbeat_ms = 0;
+  /// Whether its last heartbeat is late (more than late_after_intervals ago).
+  bool late = false;
+  /// When it was marked Disconnected; 0 while connected.
+  std::int64_t disconnected_ms = 0;
+
+  /// Whether new runs may be placed on it: connected, on time and not draining. A worker whose node
+  /// types differ is Degraded but still takes runs (the operator sees why).
+  [[nodiscard]] bool accepts_runs() const {
+    return status != worker_status::disconnected && status != worker_status::disabled && !late
+           && !draining;
+  }
 };
 
 /// An agent the server would not take, kept for the operator.

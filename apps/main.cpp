@@ -7,6 +7,7 @@
 
 #include "apps/agent_command.hpp"
 #include "apps/client_commands.hpp"
+#include "apps/exec_command.hpp"
 #include "apps/run_command.hpp"
 #include "apps/server_command.hpp"
 
@@ -110,6 +111,11 @@ int main(int argc, char** argv) {
     ->check(CLI::PositiveNumber);
   auto* workers = app.add_subcommand("workers", "the server's workers, their devices and status");
 
+  std::filesystem::path exec_dir;
+  auto* exec = app.add_subcommand("exec", "execute one run an agent prepared (the agent starts it)");
+  exec->add_option("rundir", exec_dir, "the run's folder on the worker")->required();
+  exec->group("");  // not for people: hidden from the help
+
   std::string cancel_id;
   auto* cancel = app.add_subcommand("cancel", "cancel a queued or running run on the server");
   cancel->add_option("id", cancel_id, "the run's id")->required();
@@ -150,6 +156,8 @@ int main(int argc, char** argv) {
     return agent_stop_command(agent_stop_name, agent_stop_timeout);
   if (*workers)
     return workers_command();
+  if (*exec)
+    return exec_command(exec_dir);
   std::fputs(app.help().c_str(), stdout);
   return exit_usage;
 }

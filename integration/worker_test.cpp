@@ -9,6 +9,7 @@
 #include <zmq_addon.hpp>
 
 #include "integration/server_process.hpp"
+#include "unit/test_graphs.hpp"
 #include "messages/wire.hpp"
 #include "messages/worker.hpp"
 
@@ -114,6 +115,50 @@ cdui::hello good_hello(const cdui::test::temp_home& home, const std::string& nam
   h.credential = token_of(home);
   h.devices = {{"cpu", "cpu", "cpu-test", 1 << 30, 1 << 30}};
   return h;
+}
+
+/// The pids of `cdui exec` processes whose run folder is under `home`.
+std::vector<pid_t> run_processes(const cdui::test::temp_home& home) {
+  std::vector<pid_t> pids;
+  for (const auto& entry : std::filesystem::directory_iterator{"/proc"}) {
+    auto name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    std::ifstream in{entry.path() / "cmdline", std::ios::binary};
+    std::string cmdline{std::istreambuf_iterator<char>{in}, {}};
+    if (cmdline.find(std::string{"exec"} + '\0' + home.path().string()) != std::string::npos)
+      pids.push_back(static_cast<pid_t>(std::stoi(name)));
+  }
+  return pids;
+}
+
+/// Whatever a test leaves, no run process of its home outlives it (they have their own sessions).
+struct run_process_guard {
+  const cdui::test::temp_home& home;
+  ~run_process_guard() {
+    for (auto pid : run_processes(home))
+      ::kill(pid, SIGKILL);
+  }
+};
+
+json moons_on(const std::string& worker, std::vector<std::string> devices, int epochs = 2) {
+  auto g = cdui::test::moons_graph_json(epochs, 0, 16, "cpu");
+  g["nodes"][5]["params"].erase("device");  // the run's device, not a node's, decides
+  return {{"graph", g},
+          {"options", {{"seed", 1}, {"target", {{"worker", worker}, {"devices", devices}}}}}};
+}
+
+std::vector<json> all_events(const server_process& srv, const std::string& id) {
+  std::vector<json> events;
+  std::uint64_t cursor = 0;
+  for (;;) {
+    auto page = srv.get_json("/api/runs/" + id + "/events?cursor=" + std::to_string(cursor));
+    for (auto& e : page["events"])
+      events.push_back(e);
+    cursor = page["cursor"].get<std::uint64_t>();
+    if (page["finished"] == true || page["events"].empty())
+      return events;
+  }
 }
 
 } // namespace
@@ -277,6 +322,134 @@ BOOST_AUTO_TEST_CASE(ten_thousand_garbage_and_oversized_messages_are_counted_and
   BOOST_TEST(srv.get_json("/api/health")["status"] == "ok");
   auto agent = start_agent(home, "after-garbage");
   await_worker(srv, "after-garbage", "online");
+}
+
+BOOST_AUTO_TEST_CASE(a_run_targeted_at_a_worker_executes_there_on_its_renumbered_card) {
+  cdui::test::temp_home home;
+  run_process_guard guard{home};
+  server_process srv{home, fast_heartbeats};
+  auto agent = start_agent(home, "w1");
+  await_worker(srv, "w1", "online");
+  auto id = srv.submit_ok(moons_on("w1", {"sim:1"}));
+  auto run = srv.wait_final(id);
+  BOOST_TEST(run["status"] == "succeeded", run.dump());
+  BOOST_TEST(run["queue_key"] == "w1/sim:1");
+  BOOST_TEST(run["final_metrics"]["loop"]["total_epochs_run"] == 2);
+  auto events = all_events(srv, id);
+  BOOST_REQUIRE(events.size() > 3u);
+  BOOST_TEST(events[0]["type"] == "execution_facts");
+  BOOST_TEST(events[0]["data"]["visible_devices"] == json({"sim:0"}));
+  BOOST_TEST(events[0]["data"]["device_aliases"] == json({{"sim:0", "sim:1"}}));
+  BOOST_TEST(events[1]["type"] == "execution_start");
+  BOOST_TEST(events[1]["data"]["device"] == "sim:0");  // the run's name for the worker's sim:1
+  BOOST_TEST(events.back()["type"] == "execution_complete");
+  for (std::size_t i = 0; i < events.size(); ++i)
+    BOOST_TEST(events[i]["cursor"] == i + 1);  // the server's cursors, gap-free
+  auto loss = srv.get_json("/api/runs/" + id + "/metrics?name=train_loss");
+  BOOST_TEST(loss["metrics"].size() == 2u);
+  // The run's folder and output.log stay on the worker.
+  BOOST_TEST(std::filesystem::exists(home.path() / "agents" / "w1" / "runs" / id / "output.log"));
+
+  // A node that names a card the run lacks falls back to the run's first card, with the warning.
+  auto pinned = moons_on("w1", {"sim:1"}, 1);
+  pinned["graph"]["nodes"][5]["params"]["device"] = "sim:1";
+  auto fallback = srv.wait_final(srv.submit_ok(pinned));
+  BOOST_TEST(fallback["status"] == "succeeded");
+  bool warned = false;
+  for (const auto& e : all_events(srv, fallback["run_id"].get<std::string>()))
+    warned = warned || (e["type"] == "run_warning" && e["data"]["kind"] == "device_fallback");
+  BOOST_TEST(warned);
+}
+
+BOOST_AUTO_TEST_CASE(a_worker_run_is_refused_for_an_unknown_worker_or_a_device_it_lacks) {
+  cdui::test::temp_home home;
+  server_process srv{home, fast_heartbeats};
+  auto agent = start_agent(home, "w1");
+  await_worker(srv, "w1", "online");
+  auto expect = [&](const json& body, const std::string& words) {
+    auto res = srv.submit(body);
+    BOOST_REQUIRE(res);
+    BOOST_TEST(res->status == 400, res->body);
+    BOOST_TEST(res->body.find(words) != std::string::npos, res->body);
+  };
+  expect(moons_on("nobody", {"sim:0"}),
+         "no worker named 'nobody' has connected to this server since it started (known: w1)");
+  expect(moons_on("w1", {"sim:7"}), "worker 'w1' does not offer sim:7 (it offers cpu, sim:0, sim:1)");
+  auto interactive = moons_on("w1", {"sim:0"});
+  interactive["options"]["lane"] = "interactive";
+  expect(interactive, "an interactive run executes on this server");
+}
+
+BOOST_AUTO_TEST_CASE(a_run_for_an_away_worker_waits_then_runs_when_it_is_back) {
+  cdui::test::temp_home home;
+  run_process_guard guard{home};
+  server_process srv{home, fast_heartbeats};
+  {
+    auto agent = start_agent(home, "w1");
+    await_worker(srv, "w1", "online");
+    agent->signal(SIGTERM);
+    agent->wait_for(30s);
+  }
+  await_worker(srv, "w1", "disconnected");
+  auto id = srv.submit_ok(moons_on("w1", {"sim:0"}, 1));
+  std::this_thread::sleep_for(1s);
+  auto waiting = srv.get_json("/api/runs/" + id);
+  BOOST_TEST(waiting["status"] == "queued");
+  BOOST_TEST(waiting["queue_position"] == 1);
+  auto agent = start_agent(home, "w1");
+  BOOST_TEST(srv.wait_final(id)["status"] == "succeeded");
+}
+
+BOOST_AUTO_TEST_CASE(a_killed_run_process_fails_its_run_alone_and_a_cancel_stops_a_worker_run) {
+  cdui::test::temp_home home;
+  run_process_guard guard{home};
+  server_process srv{home, fast_heartbeats};
+  auto agent = start_agent(home, "w1");
+  await_worker(srv, "w1", "online");
+  auto doomed = srv.submit_ok(moons_on("w1", {"sim:0"}, 1'000'000));
+  auto other = srv.submit_ok(moons_on("w1", {"sim:1"}, 1'000'000));
+  srv.await_status(doomed, "running");
+  srv.await_status(other, "running");
+  auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (run_processes(home).size() < 2u && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(50ms);
+  // The doomed run's process: the one whose folder is its run id.
+  pid_t victim = -1;
+  for (auto pid : run_processes(home)) {
+    std::ifstream in{"/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary};
+    std::string cmdline{std::istreambuf_iterator<char>{in}, {}};
+    if (cmdline.find(doomed) != std::string::npos)
+      victim = pid;
+  }
+  BOOST_REQUIRE(victim > 0);
+  ::kill(victim, SIGKILL);
+  auto failed = srv.wait_final(doomed);
+  BOOST_TEST(failed["status"] == "failed");
+  BOOST_TEST(failed["error"].get<std::string>().find("killed by signal 9 (SIGKILL)") != std::string::npos,
+             failed.dump());
+  BOOST_TEST(srv.get_json("/api/runs/" + other)["status"] == "running");  // the other run goes on
+  BOOST_TEST(worker(srv, "w1")["status"] == "online");
+
+  srv.cancel(other);
+  auto cancelled = srv.wait_final(other);
+  BOOST_TEST(cancelled["status"] == "cancelled", cancelled.dump());
+  auto events = all_events(srv, other);
+  BOOST_TEST(events.back()["type"] == "execution_stopped");
+  BOOST_TEST(events.back()["data"]["reason"] == "cancelled");
+}
+
+BOOST_AUTO_TEST_CASE(a_one_shot_agent_exits_after_its_run) {
+  cdui::test::temp_home home;
+  run_process_guard guard{home};
+  server_process srv{home, fast_heartbeats};
+  cdui::test::process agent{{CDUI_BINARY, "agent", "start", "--foreground", "--name", "once", "--one-shot"},
+                            {{"CODEFYUI_HOME", home.path().string()}, {"CODEFYUI_SIM_DEVICES", "1x1GiB"}}};
+  BOOST_TEST(await_worker(srv, "once", "online")["one_shot"] == true);
+  auto id = srv.submit_ok(moons_on("once", {"sim:0"}, 1));
+  BOOST_TEST(srv.wait_final(id)["status"] == "succeeded");
+  auto code = agent.wait_for(30s);
+  BOOST_REQUIRE(code.has_value());
+  BOOST_TEST(*code == 0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

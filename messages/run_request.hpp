@@ -30,12 +30,14 @@ struct run_request {
   std::string session;
   /// A device set (options.target.devices): the run holds a slot on each and executes on the first.
   std::vector<std::string> devices;
+  /// The worker that executes the run (options.target.worker); empty or "local": this server.
+  std::string worker;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, run_request& x) {
   return f(x.graph_json, x.name, x.device, x.has_seed, x.seed, x.deterministic, x.record_outputs,
-           x.weights_persistent, x.lane, x.session, x.devices);
+           x.weights_persistent, x.lane, x.session, x.devices, x.worker);
 }
 
 /// What anyone may ask about a run.

@@ -118,4 +118,22 @@ BOOST_AUTO_TEST_CASE(the_slot_view_shows_limits_running_and_waiting_runs) {
   BOOST_TEST((slots[1].waiting == ids{"b"}));
 }
 
+BOOST_AUTO_TEST_CASE(a_closed_device_admits_nothing_until_it_opens_and_keeps_its_order) {
+  admission a;
+  a.set_open("w1/sim:0", false);  // a worker that is away
+  a.enqueue("a", {"w1/sim:0"});
+  a.enqueue("b", {"w1/sim:0"});
+  a.enqueue("c", {"cpu"});
+  BOOST_TEST((a.admit() == ids{"c"}));  // other devices are not held up
+  BOOST_TEST(a.position("a") == 1u);
+  BOOST_TEST(!a.slots().back().open);  // by key: cpu, then w1/sim:0
+  a.set_open("w1/sim:0", true);
+  BOOST_TEST((a.admit() == ids{"a"}));
+  a.set_open("w1/sim:0", false);  // gone again while a runs: b waits
+  a.release("a");
+  BOOST_TEST(a.admit().empty());
+  a.set_open("w1/sim:0", true);
+  BOOST_TEST((a.admit() == ids{"b"}));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

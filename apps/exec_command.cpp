@@ -1,0 +1,108 @@
+#include "apps/exec_command.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "apps/run_command.hpp"
+#include "devices/host_inventory.hpp"
+#include "runtime/engine.hpp"
+#include "storage/home.hpp"
+#include "storage/run_directory.hpp"
+
+namespace cdui::apps {
+
+namespace {
+
+std::atomic<bool> stop_flag{false};
+std::atomic<bool> interrupt_flag{false};
+
+extern "C" void on_term(int) {
+  stop_flag = true;
+}
+
+extern "C" void on_usr1(int) {
+  interrupt_flag = true;
+  stop_flag = true;
+}
+
+std::string read_text(const std::filesystem::path& file) {
+  std::ifstream in{file, std::ios::binary};
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+           std::chrono::system_clock::now().time_since_epoch())
+    .count();
+}
+
+void write_outcome(const std::filesystem::path& run_dir, const run_outcome& o) {
+  nlohmann::json j{{"status", to_string(o.status)}, {"error", o.error},
+                   {"final_metrics", nlohmann::json::parse(o.final_metrics, nullptr, false)}};
+  storage::write_file_atomic(run_dir / "outcome.json", j.dump() + "\n");
+}
+
+} // namespace
+
+int exec_command(const std::filesystem::path& run_dir) {
+  std::signal(SIGTERM, on_term);
+  std::signal(SIGUSR1, on_usr1);
+  // The agent starts this process with both blocked, so that one sent early waits for the handler.
+  sigset_t stops;
+  sigemptyset(&stops);
+  sigaddset(&stops, SIGTERM);
+  sigaddset(&stops, SIGUSR1);
+  ::pthread_sigmask(SIG_UNBLOCK, &stops, nullptr);
+  auto run = nlohmann::json::parse(read_text(run_dir / "run.json"), nullptr, false);
+  if (!run.is_object()) {
+    std::fprintf(stderr, "cdui exec: %s has no readable run.json\n", run_dir.c_str());
+    return exit_usage;
+  }
+  auto graph_text = read_text(run_dir / "graph.json");
+  auto id = run.value("run_id", run_dir.filename().string());
+  storage::run_directory dir{run_dir.parent_path().parent_path(), id, graph_text};
+  std::uint64_t cursor = 0;
+  auto emit = [&](const std::string& type, const nlohmann::json& data) {
+    dir.append({++cursor, now_ms(), type, data.dump()});
+  };
+  auto checked = runtime::validate_graph(graph_text);
+  if (auto* errors = std::get_if<std::vector<runtime::graph_error>>(&checked)) {
+    // The server validated it; a worker whose node types differ may not accept it.
+    run_outcome o{run_status::failed, "the worker cannot run this graph: " + runtime::to_string(*errors), "{}"};
+    emit("execution_error", {{"kind", "error"}, {"error", o.error}});
+    write_outcome(run_dir, o);
+    return exit_ok;
+  }
+  auto host = devices::host_inventory::probe();  // the agent set CODEFYUI_SIM_DEVICES to the run's cards
+  // What the run sees: its cards renumbered from 0, and which of the worker's cards they are.
+  emit("execution_facts", {{"worker", run.value("worker", std::string{})},
+                           {"visible_devices", run["visible_devices"]},
+                           {"device_aliases", run["device_aliases"]}});
+  runtime::run_context ctx;
+  ctx.run_id = id;
+  ctx.run_dir = dir.path();
+  ctx.device = run.value("device", std::string{"cpu"});
+  ctx.slot = ctx.device;
+  ctx.seed = run.value("seed", std::uint64_t{0});
+  ctx.num_threads = host.cores_per_run(ctx.device);
+  ctx.host = host.counts();
+  auto options = run.value("options", nlohmann::json::object());
+  ctx.deterministic = options.value("deterministic", false);
+  ctx.stop = std::shared_ptr<const std::atomic<bool>>(&stop_flag, [](const std::atomic<bool>*) {});
+  ctx.interrupt =
+    std::shared_ptr<const std::atomic<bool>>(&interrupt_flag, [](const std::atomic<bool>*) {});
+  ctx.emit = emit;
+  auto outcome = runtime::execute(std::get<runtime::validated_graph>(checked), ctx);
+  write_outcome(run_dir, outcome);
+  return exit_ok;
+}
+
+} // namespace cdui::apps
