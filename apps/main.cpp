@@ -30,6 +30,11 @@ int main(int argc, char** argv) {
     ->check([](const std::string& s) {
       return s.size() <= 64 ? std::string{} : std::string{"a name has 64 characters at most"};
     });
+  run->add_option("--target", run_opts.target,
+                  "where the run executes: local (this server, the default) or a worker's name");
+  run->add_option("--devices", run_opts.devices,
+                  "a device set, e.g. sim:0,sim:1 (a worker's own names with --target)")
+    ->delimiter(',');
   run->add_flag("--deterministic", run_opts.deterministic,
                 "ask libtorch for deterministic algorithms");
   run->add_flag("--record-outputs", run_opts.record_outputs,

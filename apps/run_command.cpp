@@ -78,6 +78,8 @@ run_request make_request(const run_command_options& options, std::string graph_t
   request.seed = options.seed.value_or(0);
   request.deterministic = options.deterministic;
   request.record_outputs = options.record_outputs;
+  request.worker = options.target == "local" ? "" : options.target;
+  request.devices = options.devices;
   return request;
 }
 
@@ -154,9 +156,9 @@ int run_command(const run_command_options& options) {
   auto home = storage::default_home();
   if (auto server = find_server(home))
     return remote_run(*server, request, options);
-  if (options.detach) {
-    std::fprintf(stderr, "cdui: --detach needs a running server (`cdui start`); no server is "
-                         "running on %s\n", home.c_str());
+  if (options.detach || !request.worker.empty()) {
+    std::fprintf(stderr, "cdui: %s needs a running server (`cdui start`); no server is running on "
+                         "%s\n", options.detach ? "--detach" : "--target", home.c_str());
     return exit_usage;
   }
   std::printf("no cdui server is running on %s: training on the embedded runtime\n", home.c_str());

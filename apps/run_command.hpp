@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace cdui::apps {
 
@@ -20,6 +21,10 @@ struct run_command_options {
   std::string name;
   bool deterministic = false;
   bool record_outputs = false;
+  /// Where the run executes: empty or "local" (this server), or a worker's name.
+  std::string target;
+  /// A device set: on this server, the run holds a slot on each; on a worker, it sees them all.
+  std::vector<std::string> devices;
   /// Submit and exit at once (a running server only); otherwise wait for the run's end.
   bool detach = false;
   /// Stop waiting after this many seconds (the run continues on a server; embedded, it is cancelled).

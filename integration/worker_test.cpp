@@ -438,6 +438,34 @@ BOOST_AUTO_TEST_CASE(a_killed_run_process_fails_its_run_alone_and_a_cancel_stops
   BOOST_TEST(events.back()["data"]["reason"] == "cancelled");
 }
 
+BOOST_AUTO_TEST_CASE(cdui_run_with_target_and_devices_follows_a_run_on_a_worker) {
+  cdui::test::temp_home home;
+  run_process_guard guard{home};
+  auto graph = home.path() / "g.json";
+  std::ofstream{graph} << moons_on("w1", {"sim:1"}, 2)["graph"].dump();
+  std::map<std::string, std::string> env{{"CODEFYUI_HOME", home.path().string()}};
+  {
+    // Without a server there is no worker to send it to.
+    cdui::test::process alone{{CDUI_BINARY, "run", graph.string(), "--target", "w1"}, env};
+    BOOST_TEST(alone.wait_for(60s).value_or(-1) == 2);
+    BOOST_TEST(alone.err().find("--target needs a running server") != std::string::npos, alone.err());
+  }
+  server_process srv{home, fast_heartbeats};
+  auto agent = start_agent(home, "w1");
+  await_worker(srv, "w1", "online");
+  cdui::test::process run{{CDUI_BINARY, "run", graph.string(), "--target", "w1", "--devices", "sim:1",
+                           "--seed", "3"},
+                          env};
+  auto code = run.wait_for(120s);
+  BOOST_REQUIRE(code.has_value());
+  BOOST_TEST(*code == 0, run.out() << run.err());
+  BOOST_TEST(run.out().find("[loop] epoch 2 train_loss") != std::string::npos, run.out());
+  BOOST_TEST(run.out().find("succeeded") != std::string::npos, run.out());
+  auto runs = srv.get_json("/api/runs");
+  BOOST_TEST(runs["runs"][0]["queue_key"] == "w1/sim:1");
+  BOOST_TEST(runs["runs"][0]["options"]["target"]["worker"] == "w1");
+}
+
 BOOST_AUTO_TEST_CASE(a_one_shot_agent_exits_after_its_run) {
   cdui::test::temp_home home;
   run_process_guard guard{home};
