@@ -19,6 +19,7 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include "actors/worker_table.hpp"
 #include "devices/host_inventory.hpp"
 #include "messages/digest.hpp"
 #include "messages/version.hpp"
@@ -114,6 +115,9 @@ agent::agent(config cfg) : cfg_(std::move(cfg)) {
     cfg_.home = storage::default_home();
   if (cfg_.name.empty())
     cfg_.name = hostname();
+  if (!actors::is_valid_worker_name(cfg_.name))
+    throw std::invalid_argument("--name: '" + cfg_.name + "' is not a worker name (1 to 64 letters, "
+                                "digits, '.', '_' or '-', not starting with '.' or '-')");
   auto inventory = cfg_.sim_devices.empty() ? devices::host_inventory::probe()
                                             : devices::host_inventory::probe(cfg_.sim_devices);
   environment_ = inventory.environment();
@@ -314,6 +318,7 @@ std::optional<std::string> agent::run() {
       last_hello = now;
     }
     if (welcomed && now - last_heartbeat >= heartbeat_every) {
+      offers_.front() = cpu_offer();  // the host's memory now; a sim card reports its size
       send(*socket, wire::message_type::heartbeat, heartbeat{offers_, running_ids()});
       last_heartbeat = now;
     }

@@ -241,11 +241,21 @@ std::string server::zmq_endpoint() const {
   return impl_->bridge ? impl_->bridge->endpoint() : std::string{};
 }
 
+bool server::drain_worker(const std::string& name, bool draining) {
+  return impl_->registry
+         && impl_->ask_actor<bool>(impl_->registry, false, atoms::drain::value, name, draining)
+              .value_or(false);
+}
+
 std::string server::workers() {
+  auto none = nlohmann::json{{"workers", nlohmann::json::array()},
+                             {"refused_connections", nlohmann::json::array()},
+                             {"server_version", version()},
+                             {"node_types_digest", runtime::node_types_digest()}}
+                .dump();
   if (!impl_->registry)
-    return R"({"workers": [], "refused_connections": []})";
-  return impl_->ask_actor<std::string>(impl_->registry, false, atoms::workers::value)
-    .value_or(R"({"workers": [], "refused_connections": []})");
+    return none;
+  return impl_->ask_actor<std::string>(impl_->registry, false, atoms::workers::value).value_or(none);
 }
 
 std::string server::health() {

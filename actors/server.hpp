@@ -85,6 +85,10 @@ public:
   /// Every worker and the refused connections, as JSON text (GET /api/workers).
   [[nodiscard]] std::string workers();
 
+  /// Drains a worker (no new runs; its running runs finish) or undrains it. False when no worker
+  /// of that name has connected since the server started.
+  bool drain_worker(const std::string& name, bool draining);
+
   /// The actor tree as JSON text: each actor's kind, state and mailbox size.
   [[nodiscard]] std::string status();
 

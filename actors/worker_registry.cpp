@@ -221,6 +221,16 @@ caf::behavior worker_registry(self_ptr self, worker_table::config cfg,
       }
       self->delayed_send(self, tick_interval(*self->state.table), atoms::tick::value);
     },
+    [=](atoms::drain, const std::string& name, bool draining) {
+      // seed 001: "Drain stops new runs from being placed on a worker while its running runs finish".
+      auto& table = *self->state.table;
+      if (!table.set_draining(name, draining, now_ms()))
+        return false;
+      const auto& w = *table.by_name(name);
+      spdlog::info("worker '{}' {}", name, draining ? "drains: no new runs" : "takes runs again");
+      announce(self, w);
+      return true;
+    },
     [=](atoms::workers) { return workers_json(*self->state.table).dump(); },
     [=](atoms::status) {
       auto workers = workers_json(*self->state.table);

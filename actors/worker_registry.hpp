@@ -34,7 +34,8 @@ struct worker_registry_state {
 /// Disconnected when their heartbeats are late (ticks at a quarter of the interval). It tells the
 /// run queue which workers' slots are open, sends runs to workers and hands their events and ends
 /// to the runs' actors. Protocol: (wire_in, identity, hello | heartbeat | run_update | run_done);
-/// (assign, assign_run, worker, run actor); (stop, run id, interrupt); (tick); (workers) -> JSON
+/// (assign, assign_run, worker, run actor); (stop, run id, interrupt); (drain, name, on) -> bool
+/// (false: no such worker); (tick); (workers) -> JSON
 /// text for GET /api/workers; (status) -> JSON text for /api/status, the bridge's counters
 /// included.
 caf::behavior worker_registry(caf::stateful_actor<worker_registry_state>* self,

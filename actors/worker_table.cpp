@@ -14,6 +14,13 @@ std::string seconds_text(std::int64_t ms) {
 
 } // namespace
 
+bool is_valid_worker_name(std::string_view name) {
+  if (name.empty() || name.size() > 64 || name[0] == '.' || name[0] == '-')
+    return false;
+  return name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+         == std::string_view::npos;
+}
+
 std::string_view to_string(worker_status s) {
   switch (s) {
   case worker_status::online: return "online";
@@ -41,8 +48,9 @@ worker_table::verdict worker_table::hello(const std::string& identity, const cdu
   if (h.credential.empty() || h.credential != cfg_.token)
     return refuse(h, "the credential is not valid (a same-host agent reads the session token from "
                      "$CODEFYUI_HOME/session.token; check that it uses the server's home)", now_ms);
-  if (h.name.empty())
-    return refuse(h, "the agent gave no name", now_ms);
+  if (!is_valid_worker_name(h.name))
+    return refuse(h, "the name '" + h.name + "' is not a worker name (1 to 64 letters, digits, '.', "
+                     "'_' or '-', not starting with '.' or '-')", now_ms);
   verdict v{true, "", std::nullopt};
   auto& w = workers_[h.name];
   if (!w.identity.empty() && w.identity != identity && identities_.count(w.identity)) {
@@ -119,13 +127,13 @@ std::vector<std::string> worker_table::tick(std::int64_t now_ms) {
   return changed;
 }
 
-bool worker_table::set_draining(const std::string& name, bool draining) {
+bool worker_table::set_draining(const std::string& name, bool draining, std::int64_t now_ms) {
   auto i = workers_.find(name);
   if (i == workers_.end())
     return false;
   i->second.draining = draining;
   if (i->second.status != worker_status::disconnected)
-    update_status(i->second, i->second.last_heartbeat_ms);
+    update_status(i->second, now_ms);
   return true;
 }
 

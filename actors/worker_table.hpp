@@ -12,6 +12,10 @@
 
 namespace cdui::actors {
 
+/// Whether `name` may name a worker: 1 to 64 of [A-Za-z0-9._-], not starting with '.' or '-'. It
+/// names a folder on the worker and a key on the server, so nothing that could leave either.
+[[nodiscard]] bool is_valid_worker_name(std::string_view name);
+
 /// A worker's status as the Workers panel shows it (seed 001).
 enum class worker_status { online, degraded, draining, disconnected, disabled };
 
@@ -93,7 +97,7 @@ public:
   std::vector<std::string> tick(std::int64_t now_ms);
 
   /// Drain (no new runs) or undrain; false for an unknown name.
-  bool set_draining(const std::string& name, bool draining);
+  bool set_draining(const std::string& name, bool draining, std::int64_t now_ms);
 
   [[nodiscard]] const worker_record* by_identity(const std::string& identity) const;
   [[nodiscard]] const worker_record* by_name(const std::string& name) const;

@@ -59,8 +59,6 @@ zmq_bridge::zmq_bridge(const std::string& endpoint) : impl_(std::make_unique<imp
   auto& router = impl_->router;
   router.set(zmq::sockopt::linger, 0);
   router.set(zmq::sockopt::maxmsgsize, socket_max_message_bytes);
-  // An agent that reconnects with the same routing id takes its old connection over.
-  router.set(zmq::sockopt::router_handover, 1);
   try {
     router.bind(endpoint);
   } catch (const zmq::error_t& e) {
@@ -120,8 +118,6 @@ void zmq_bridge::receive_one() {
     return;
   ++frames_in_;
   std::string identity = parts.empty() ? std::string{} : parts[0].to_string();
-  if (impl_->peers.insert(identity).second)
-    peers_ = impl_->peers.size();
   if (parts.size() != 3) {
     refuse(identity, wire::refusal::malformed,
            std::to_string(parts.size() - 1) + " frames after the identity, not 2 (envelope, payload)");
@@ -151,9 +147,13 @@ void zmq_bridge::receive_one() {
            std::string{"a "} + wire::to_string(type) + ", which only the server sends");
     return;
   }
-  if (!ok)
+  if (!ok) {
     refuse(identity, wire::refusal::malformed,
            std::string{"a payload that is not a "} + wire::to_string(type));
+    return;
+  }
+  if (impl_->peers.insert(identity).second)
+    peers_ = impl_->peers.size();
 }
 
 void zmq_bridge::loop() {

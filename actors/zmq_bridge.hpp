@@ -16,11 +16,13 @@
 
 namespace cdui::actors {
 
-/// What the bridge has seen, for /api/status and /metrics.
+/// What the bridge has seen, for /api/status. "frames" counts whole messages, not ZeroMQ frames.
 struct bridge_stats {
   std::string endpoint;
   std::uint64_t frames_in = 0;
+  /// Messages handed to the socket; ROUTER drops, unseen, those for a peer that has gone.
   std::uint64_t frames_out = 0;
+  /// Peers that have sent at least one valid message (garbage senders are not remembered).
   std::uint64_t peers = 0;
   /// Messages refused, by wire::refusal (too_large, malformed, wrong_version, unknown_type).
   std::array<std::uint64_t, 4> refused{};

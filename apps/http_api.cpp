@@ -346,6 +346,18 @@ void mount_http_api(httplib::Server& http, cdui::server& runtime, std::string to
     res.status = 200;
     res.set_content(rt.health(), "application/json");
   });
+  http.Post(R"(/api/workers/([^/]+)/(drain|undrain))",
+            [&rt, token](const httplib::Request& req, httplib::Response& res) {
+              if (!authorized(req, res, token))
+                return;
+              std::string name = req.matches[1];
+              bool draining = req.matches[2] == "drain";
+              if (!rt.drain_worker(name, draining)) {
+                refuse(res, 404, "no worker named '" + name + "' has connected to this server");
+                return;
+              }
+              reply(res, 200, {{"worker", name}, {"draining", draining}});
+            });
   http.Get("/api/workers", [&rt](const httplib::Request&, httplib::Response& res) {
     res.status = 200;
     res.set_content(rt.workers(), "application/json");

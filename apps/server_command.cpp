@@ -108,8 +108,11 @@ int serve(const start_options& options) {
     int zmq_port = options.zmq_port >= 0 ? options.zmq_port : (port == 0 || options.port == 0 ? 0 : port + 1);
     cfg.zmq_endpoint = "tcp://127.0.0.1:" + std::to_string(zmq_port);
     runtime = std::make_unique<cdui::server>(cfg);
+  } catch (const std::invalid_argument& e) {
+    spdlog::error("cannot start: {}", e.what());  // a bad setting, e.g. CODEFYUI_SIM_DEVICES
+    return exit_usage;
   } catch (const std::exception& e) {
-    spdlog::error("cannot start: {}", e.what());
+    spdlog::error("cannot start: {}", e.what());  // the machine's fault: a port, the disk
     return exit_run_failed;
   }
   mount_http_api(http, *runtime, token);

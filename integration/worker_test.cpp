@@ -466,6 +466,29 @@ BOOST_AUTO_TEST_CASE(cdui_run_with_target_and_devices_follows_a_run_on_a_worker)
   BOOST_TEST(runs["runs"][0]["options"]["target"]["worker"] == "w1");
 }
 
+BOOST_AUTO_TEST_CASE(a_draining_worker_finishes_its_run_and_takes_no_new_one_until_undrained) {
+  cdui::test::temp_home home;
+  run_process_guard guard{home};
+  server_process srv{home, fast_heartbeats};
+  auto agent = start_agent(home, "w1");
+  await_worker(srv, "w1", "online");
+  auto c = srv.client();
+  auto running = srv.submit_ok(moons_on("w1", {"sim:0"}, 3));
+  srv.await_status(running, "running");
+  BOOST_TEST(c.Post("/api/workers/w1/drain", "", "application/json")->status == 403);
+  BOOST_TEST(c.Post("/api/workers/nobody/drain", srv.auth(), "", "application/json")->status == 404);
+  auto drained = c.Post("/api/workers/w1/drain", srv.auth(), "", "application/json");
+  BOOST_TEST(drained->status == 200, drained->body);
+  BOOST_TEST(await_worker(srv, "w1", "draining")["draining"] == true);
+  auto waiting = srv.submit_ok(moons_on("w1", {"sim:1"}, 1));  // sim:1 is free, but w1 drains
+  BOOST_TEST(srv.wait_final(running)["status"] == "succeeded");  // the running run finishes
+  std::this_thread::sleep_for(500ms);
+  BOOST_TEST(srv.get_json("/api/runs/" + waiting)["status"] == "queued");
+  BOOST_TEST(c.Post("/api/workers/w1/undrain", srv.auth(), "", "application/json")->status == 200);
+  await_worker(srv, "w1", "online");
+  BOOST_TEST(srv.wait_final(waiting)["status"] == "succeeded");
+}
+
 BOOST_AUTO_TEST_CASE(a_one_shot_agent_exits_after_its_run) {
   cdui::test::temp_home home;
   run_process_guard guard{home};

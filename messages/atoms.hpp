@@ -34,5 +34,6 @@ using attach = caf::atom_constant<caf::atom("cd_attach")>;
 using worker_update = caf::atom_constant<caf::atom("cd_wupdate")>;
 using assign = caf::atom_constant<caf::atom("cd_assign")>;
 using stop = caf::atom_constant<caf::atom("cd_stop")>;
+using drain = caf::atom_constant<caf::atom("cd_drain")>;
 
 } // namespace cdui::atoms

@@ -58,7 +58,9 @@ struct refused {
   CDUI_FIELDS(reason, retry)
 };
 
-/// Every heartbeat interval: each device's memory now and the runs executing.
+/// Every heartbeat interval: each device's memory (the CPU's as the host has it now; a sim card
+/// reports its size as free, since its runs' use is measured in their own processes) and the runs
+/// executing.
 struct heartbeat {
   std::vector<device_offer> devices;
   std::vector<std::string> running_runs;

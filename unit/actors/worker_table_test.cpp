@@ -85,7 +85,7 @@ BOOST_AUTO_TEST_CASE(other_node_types_make_a_worker_degraded_with_the_reason) {
 BOOST_AUTO_TEST_CASE(the_newest_connection_of_a_name_wins_and_a_drain_survives_it) {
   auto t = table();
   BOOST_TEST(t.hello("old", hello_from("gpu-box"), 0).accepted);
-  BOOST_TEST(t.set_draining("gpu-box", true));
+  BOOST_TEST(t.set_draining("gpu-box", true, 5));
   BOOST_TEST((t.by_name("gpu-box")->status == worker_status::draining));
   auto again = t.hello("new", hello_from("gpu-box"), 10);
   BOOST_TEST(again.accepted);
@@ -94,10 +94,20 @@ BOOST_AUTO_TEST_CASE(the_newest_connection_of_a_name_wins_and_a_drain_survives_i
   BOOST_TEST(!t.heartbeat("old", {}, 20));  // the replaced connection is no longer a worker's
   BOOST_TEST(t.heartbeat("new", {}, 20));
   BOOST_TEST((t.by_name("gpu-box")->status == worker_status::draining));
-  BOOST_TEST(t.set_draining("gpu-box", false));
+  BOOST_TEST(t.set_draining("gpu-box", false, 25));
   BOOST_TEST((t.by_name("gpu-box")->status == worker_status::online));
-  BOOST_TEST(!t.set_draining("nobody", true));
+  BOOST_TEST(!t.set_draining("nobody", true, 25));
   BOOST_TEST(t.workers().size() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_name_that_could_leave_its_folder_is_refused) {
+  auto t = table();
+  std::vector<std::string> bad_names{"", "../escape", ".hidden", "-x", "a/b", "sp ace",
+                                     std::string(65, 'a')};
+  for (const auto& bad : bad_names)
+    BOOST_TEST(!t.hello("id", hello_from(bad), 0).accepted, bad);
+  BOOST_TEST(t.hello("id", hello_from("gpu-box_2.lab"), 0).accepted);
+  BOOST_TEST(cdui::actors::is_valid_worker_name(std::string(64, 'a')));
 }
 
 BOOST_AUTO_TEST_CASE(a_heartbeat_from_an_unknown_connection_asks_for_a_hello) {
