@@ -255,7 +255,22 @@ std::string server::workers() {
                 .dump();
   if (!impl_->registry)
     return none;
-  return impl_->ask_actor<std::string>(impl_->registry, false, atoms::workers::value).value_or(none);
+  auto listing = nlohmann::json::parse(
+    impl_->ask_actor<std::string>(impl_->registry, false, atoms::workers::value).value_or(none));
+  // Each device's slots, from the run queue, whose keys are "<worker>/<device>".
+  auto queue = nlohmann::json::parse(impl_->ask<std::string>(false, atoms::status::value).value_or("{}"));
+  std::map<std::string, nlohmann::json> slots;
+  if (queue.is_object())
+    for (const auto& q : queue["state"]["queues"])
+      slots[q["device"].get<std::string>()] = {{"taken", q["running"].size()},
+                                               {"limit", q["limit"]},
+                                               {"waiting", q["waiting"].size()}};
+  for (auto& w : listing["workers"])
+    for (auto& d : w["devices"]) {
+      auto s = slots.find(w["name"].get<std::string>() + "/" + d["name"].get<std::string>());
+      d["slots"] = s != slots.end() ? s->second : nlohmann::json(nullptr);
+    }
+  return listing.dump();
 }
 
 std::string server::health() {

@@ -184,8 +184,12 @@ int workers_command() {
                 "DEVICES");
   for (const auto& w : j["workers"]) {
     std::string devices;
-    for (const auto& d : w["devices"])
+    for (const auto& d : w["devices"]) {
       devices += (devices.empty() ? "" : ", ") + d["name"].get<std::string>();
+      if (d["slots"].is_object())  // runs holding its slot / its limit
+        devices += " " + std::to_string(d["slots"]["taken"].get<int>()) + "/"
+                   + std::to_string(d["slots"]["limit"].get<int>());
+    }
     char age[32];
     std::snprintf(age, sizeof age, "%.1f s", w["heartbeat_age_s"].get<double>());
     std::printf("%-16s  %-12s  %-8s  %-9s  %s\n", w["name"].get<std::string>().c_str(),

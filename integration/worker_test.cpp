@@ -184,7 +184,7 @@ BOOST_AUTO_TEST_CASE(an_agent_joins_with_its_devices_and_a_killed_one_goes_degra
   BOOST_REQUIRE(listing.wait_for(30s).value_or(-1) == 0);
   BOOST_TEST(listing.out().find("w1") != std::string::npos, listing.out());
   BOOST_TEST(listing.out().find("online") != std::string::npos, listing.out());
-  BOOST_TEST(listing.out().find("cpu, sim:0, sim:1") != std::string::npos, listing.out());
+  BOOST_TEST(listing.out().find("cpu 0/2, sim:0 0/1, sim:1 0/1") != std::string::npos, listing.out());
 
   agent->signal(SIGKILL);
   agent->wait_for(10s);
@@ -475,6 +475,9 @@ BOOST_AUTO_TEST_CASE(a_draining_worker_finishes_its_run_and_takes_no_new_one_unt
   auto c = srv.client();
   auto running = srv.submit_ok(moons_on("w1", {"sim:0"}, 3));
   srv.await_status(running, "running");
+  auto sim0 = worker(srv, "w1")["devices"][1];
+  BOOST_TEST(sim0["name"] == "sim:0");
+  BOOST_TEST(sim0["slots"] == json({{"taken", 1}, {"limit", 1}, {"waiting", 0}}));
   BOOST_TEST(c.Post("/api/workers/w1/drain", "", "application/json")->status == 403);
   BOOST_TEST(c.Post("/api/workers/nobody/drain", srv.auth(), "", "application/json")->status == 404);
   auto drained = c.Post("/api/workers/w1/drain", srv.auth(), "", "application/json");
