@@ -41,6 +41,20 @@ bool admission::enqueue(const std::string& run_id, const std::vector<std::string
   return true;
 }
 
+bool admission::hold(const std::string& run_id, const std::vector<std::string>& keys) {
+  if (keys.empty() || runs_.count(run_id) != 0)
+    return false;
+  auto& r = runs_[run_id];
+  r.running = true;
+  for (const auto& key : keys) {
+    if (std::find(r.keys.begin(), r.keys.end(), key) != r.keys.end())
+      continue;
+    r.keys.push_back(key);
+    slot_of(key).running.insert(run_id);
+  }
+  return true;
+}
+
 bool admission::remove(const std::string& run_id) {
   auto i = runs_.find(run_id);
   if (i == runs_.end() || i->second.running)

@@ -32,6 +32,10 @@ public:
   /// before it. Returns false (and changes nothing) for an id already known or no keys.
   bool enqueue(const std::string& run_id, const std::vector<std::string>& keys);
 
+  /// Records a run as holding its devices' slots already, whatever their limits or state: a run a
+  /// worker kept executing while the server restarted. False for an id already known or no keys.
+  bool hold(const std::string& run_id, const std::vector<std::string>& keys);
+
   /// Takes a waiting run out of every queue; false when it is not waiting (running or unknown).
   bool remove(const std::string& run_id);
 

@@ -91,6 +91,16 @@ std::string exit_reason(int status) {
          + " before it finished";
 }
 
+/// Whether the `cdui exec` of the run folder `dir` is still running as `pid` (it may be an earlier
+/// agent's child, which waitpid cannot watch).
+bool process_alive(int pid, const std::filesystem::path& dir) {
+  if (pid <= 0 || ::kill(pid, 0) != 0)
+    return false;
+  std::ifstream in{"/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary};
+  std::string cmdline{std::istreambuf_iterator<char>{in}, {}};
+  return cmdline.find(std::string{"exec"} + '\0' + dir.string()) != std::string::npos;
+}
+
 /// The outcome a finished `cdui exec` wrote, if it wrote one.
 std::optional<run_outcome> read_outcome(const std::filesystem::path& dir) {
   std::ifstream in{dir / "outcome.json"};
@@ -173,10 +183,9 @@ std::optional<std::string> agent::start_run(const assign_run& a) {
     else if (kind == "cuda")
       cuda_indexes += (cuda_indexes.empty() ? "" : ",") + name.substr(name.find(':') + 1);
   }
-  auto home = cfg_.home / "agents" / cfg_.name;
   std::filesystem::path dir;
   try {
-    storage::run_directory folder{home, a.run_id, a.graph_json};
+    storage::run_directory folder{runs_dir().parent_path(), a.run_id, a.graph_json};
     dir = folder.path();
     nlohmann::json run{{"run_id", a.run_id},
                        {"name", a.name},
@@ -214,7 +223,13 @@ std::optional<std::string> agent::start_run(const assign_run& a) {
     ::execl("/proc/self/exe", "cdui", "exec", dir.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }
-  runs_[a.run_id] = running_run{pid, dir, 0};
+  // An agent that restarts finds the process again by it (the run outlives the agent).
+  storage::write_file_atomic(dir / "exec.pid", std::to_string(pid) + "\n");
+  running_run r;
+  r.pid = pid;
+  r.dir = dir;
+  runs_[a.run_id] = r;
+  had_run_ = true;
   spdlog::info("agent '{}': run {} started (pid {}) on {}", cfg_.name, a.run_id, pid,
                a.devices.front());
   return std::nullopt;
@@ -231,36 +246,116 @@ std::vector<run_event> agent::new_events(running_run& r) {
   while (std::getline(in, line) && !in.eof()) {
     r.sent_bytes += line.size() + 1;
     auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_object() && j["type"].is_string())
-      events.push_back({j.value("cursor", std::uint64_t{0}), j.value("time_ms", std::int64_t{0}),
-                        j["type"].get<std::string>(), j["data"].dump()});
+    if (!j.is_object() || !j["type"].is_string())
+      continue;
+    auto cursor = j.value("cursor", std::uint64_t{0});
+    if (cursor <= r.sent_cursor)
+      continue;  // the server has it (after a rewind to its cursor)
+    r.sent_cursor = cursor;
+    events.push_back({cursor, j.value("time_ms", std::int64_t{0}), j["type"].get<std::string>(),
+                      j["data"].dump()});
   }
   return events;
 }
 
-int agent::pump_runs(zmq::socket_t& socket) {
-  int ended = 0;
+std::filesystem::path agent::runs_dir() const {
+  return cfg_.home / "agents" / cfg_.name / "runs";
+}
+
+void agent::recover_runs() {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator{runs_dir(), ec}) {
+    const auto& dir = entry.path();
+    if (!std::filesystem::exists(dir / "run.json") || std::filesystem::exists(dir / "acked"))
+      continue;
+    running_run r;
+    r.dir = dir;
+    r.child = false;
+    std::ifstream pid_file{dir / "exec.pid"};
+    pid_file >> r.pid;
+    if (!process_alive(r.pid, dir)) {
+      r.pid = -1;
+      r.ended = read_outcome(dir).value_or(run_outcome{
+        run_status::failed, "the run's process ended while its agent was not running, without an outcome",
+        "{}"});
+    }
+    spdlog::info("agent '{}': found run {} from an earlier agent ({})", cfg_.name,
+                 dir.filename().string(), r.ended ? "ended" : "still executing");
+    runs_[dir.filename().string()] = r;
+  }
+}
+
+void agent::resend_from(const run_cursor& rc) {
+  auto i = runs_.find(rc.run_id);
+  if (i == runs_.end())
+    return;
+  auto& r = i->second;
+  if (rc.cursor < r.sent_cursor) {
+    // Some of what was sent never arrived (the connection was down): from its cursor, again.
+    r.sent_bytes = 0;
+    r.sent_cursor = rc.cursor;
+  }
+  r.end_sent = false;  // the next pump sends what is missing, then the end
+}
+
+void agent::on_welcome(const welcome& w) {
+  for (const auto& rc : w.resume)
+    resend_from(rc);
+  for (const auto& id : w.forget) {
+    auto i = runs_.find(id);
+    if (i == runs_.end())
+      continue;
+    if (i->second.ended) {  // its end was recorded; only the acknowledgement was lost
+      on_ack(id);
+      continue;
+    }
+    spdlog::info("agent '{}': the server no longer follows run {}; stopping it", cfg_.name, id);
+    i->second.forgotten = true;
+    if (i->second.pid > 0)
+      ::kill(i->second.pid, SIGTERM);
+  }
+}
+
+void agent::on_ack(const std::string& run_id) {
+  auto i = runs_.find(run_id);
+  if (i == runs_.end())
+    return;
+  storage::write_file_atomic(i->second.dir / "acked", "");
+  runs_.erase(i);
+}
+
+void agent::pump_runs(zmq::socket_t& socket) {
   for (auto i = runs_.begin(); i != runs_.end();) {
     auto& [id, r] = *i;
     int status = 0;
-    bool exited = ::waitpid(r.pid, &status, WNOHANG) == r.pid;
-    // After the exit, everything it wrote is there: send it before the end.
+    bool exited = false;
+    if (!r.ended)
+      exited = r.child ? ::waitpid(r.pid, &status, WNOHANG) == r.pid : !process_alive(r.pid, r.dir);
+    // Read after the exit check: once it has exited, everything it wrote is in the file.
     auto events = new_events(r);
-    if (!events.empty())
+    if (!events.empty() && !r.forgotten)
       send(socket, wire::message_type::run_update, run_update{id, std::move(events)});
-    if (!exited) {
-      ++i;
+    if (exited && r.forgotten) {
+      storage::write_file_atomic(r.dir / "acked", "");
+      i = runs_.erase(i);
       continue;
     }
-    auto outcome =
-      read_outcome(r.dir).value_or(run_outcome{run_status::failed, exit_reason(status), "{}"});
-    spdlog::info("agent '{}': run {} ended {}{}{}", cfg_.name, id, to_string(outcome.status),
-                 outcome.error.empty() ? "" : ": ", outcome.error);
-    send(socket, wire::message_type::run_done, run_done{id, outcome});
-    i = runs_.erase(i);
-    ++ended;
+    if (exited) {
+      r.ended = read_outcome(r.dir).value_or(run_outcome{
+        run_status::failed,
+        r.child ? exit_reason(status)
+                : "the run's process ended without an outcome while its agent was restarting",
+        "{}"});
+      spdlog::info("agent '{}': run {} ended {}{}{}", cfg_.name, id, to_string(r.ended->status),
+                   r.ended->error.empty() ? "" : ": ", r.ended->error);
+    }
+    // The end goes after the last event, and again after a reconnect until it is acknowledged.
+    if (r.ended && !r.end_sent && !r.forgotten) {
+      send(socket, wire::message_type::run_done, run_done{id, *r.ended, r.sent_cursor});
+      r.end_sent = true;
+    }
+    ++i;
   }
-  return ended;
 }
 
 void agent::stop_run_process(const stop_run& s) {
@@ -283,6 +378,7 @@ hello agent::make_hello() const {
 }
 
 std::optional<std::string> agent::run() {
+  recover_runs();
   zmq::context_t context{1};
   std::optional<zmq::socket_t> socket;
   std::string connected_to;
@@ -322,7 +418,10 @@ std::optional<std::string> agent::run() {
       send(*socket, wire::message_type::heartbeat, heartbeat{offers_, running_ids()});
       last_heartbeat = now;
     }
-    if (pump_runs(*socket) > 0 && cfg_.one_shot) {
+    // Reports go to a server that has welcomed this connection, which knows where each run is.
+    if (welcomed)
+      pump_runs(*socket);
+    if (cfg_.one_shot && had_run_ && runs_.empty()) {
       spdlog::info("agent '{}': one-shot, its run has ended", cfg_.name);
       return std::nullopt;
     }
@@ -351,6 +450,7 @@ std::optional<std::string> agent::run() {
         last_heartbeat = steady::now();
         spdlog::info("agent '{}': joined the server at {} (cdui {}), heartbeat every {} ms",
                      cfg_.name, connected_to, w->server_version, heartbeat_every.count());
+        on_welcome(*w);
       }
     } else if (type == wire::message_type::assign_run) {
       auto a = wire::decode<assign_run>(parts[1].to_string_view());
@@ -358,7 +458,13 @@ std::optional<std::string> agent::run() {
         continue;
       if (auto why = start_run(*a))
         send(*socket, wire::message_type::run_done,
-             run_done{a->run_id, {run_status::failed, "worker '" + cfg_.name + "': " + *why, "{}"}});
+             run_done{a->run_id, {run_status::failed, "worker '" + cfg_.name + "': " + *why, "{}"}, 0});
+    } else if (type == wire::message_type::resend) {
+      if (auto rc = wire::decode<run_cursor>(parts[1].to_string_view()))
+        resend_from(*rc);
+    } else if (type == wire::message_type::run_ack) {
+      if (auto ack = wire::decode<run_ack>(parts[1].to_string_view()))
+        on_ack(ack->run_id);
     } else if (type == wire::message_type::stop_run) {
       if (auto s = wire::decode<stop_run>(parts[1].to_string_view()))
         stop_run_process(*s);

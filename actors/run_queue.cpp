@@ -279,8 +279,24 @@ submit_result submit(self_ptr self, run_request& req) {
   return {id, ""};
 }
 
-/// After a restart: runs that were running end interrupted; queued runs are queued again, in their
-/// original order.
+/// After a restart, a worker run that was running: its actor starts as running, it holds its slots,
+/// and the registry waits for its worker to report it (or ends it after the grace period).
+void adopt(self_ptr self, prepared_run p) {
+  auto& st = self->state;
+  auto id = p.setup.info.id;
+  auto worker = p.setup.worker;
+  auto cursor = st.cfg.store->last_cursor(id);
+  p.setup.context.run_id = id;
+  p.setup.context.run_dir = p.setup.dir->path();
+  auto run = self->spawn(run_actor, std::move(p.setup), caf::actor_cast<caf::actor>(self));
+  st.runs.emplace(id, run);
+  st.started.insert(id);
+  st.slots.hold(id, p.keys);
+  self->send(st.registry, atoms::adopt::value, id, worker, run, cursor);
+}
+
+/// After a restart: runs that were running end interrupted (worker runs wait to be adopted);
+/// queued runs are queued again, in their original order.
 void resume(self_ptr self) {
   auto& st = self->state;
   for (auto& run : st.cfg.store->unfinished()) {
@@ -298,7 +314,10 @@ void resume(self_ptr self) {
       info.finished_ms = now_ms();
       st.cfg.store->update(info);
     };
-    if (info.status == run_status::running) {
+    // A run a worker executes may still be going there: it waits for its worker to bring it back.
+    bool adoptable = info.status == run_status::running && st.registry
+                     && info.queue_key.find('/') != std::string::npos;
+    if (info.status == run_status::running && !adoptable) {
       end(run_status::interrupted, "the server stopped while the run was running");
       continue;
     }
@@ -322,7 +341,10 @@ void resume(self_ptr self) {
       end(run_status::failed, "could not be queued again after a restart: its folder is gone");
       continue;
     }
-    launch(self, std::move(p), req);
+    if (adoptable)
+      adopt(self, std::move(p));
+    else
+      launch(self, std::move(p), req);
   }
   pump(self);
 }
@@ -367,6 +389,7 @@ nlohmann::json queue_status(self_ptr self) {
 caf::behavior run_queue(self_ptr self, run_queue_config cfg) {
   auto& st = self->state;
   st.cfg = std::move(cfg);
+  st.registry = st.cfg.registry;
   for (const auto& d : st.cfg.host.devices())
     st.slots.set_limit(d.name, d.slot_limit);
   for (const auto& [key, limit] : st.cfg.limits)
@@ -474,7 +497,6 @@ caf::behavior run_queue(self_ptr self, run_queue_config cfg) {
         pump(self);
       maybe_drained(self);
     },
-    [=](atoms::attach, const caf::actor& registry) { self->state.registry = registry; },
     [=](atoms::worker_update, const std::string& name, const std::vector<std::string>& devices,
         bool open) {
       // A worker joined, changed or went: its devices' slots open or close, keyed worker/device.

@@ -31,6 +31,9 @@ struct run_queue_config {
   store_handles stores;
   /// Slot limits that replace the host's defaults, by device key.
   std::map<std::string, int> limits;
+  /// The worker registry, when the server has a bridge: worker runs go through it, and worker runs
+  /// left running by the last server wait for their worker to bring them back (adoption).
+  caf::actor registry;
   int interactive_limit = default_interactive_limit;
   /// A server's queue: runs left queued in the store are queued again at start (in their order),
   /// runs left running end interrupted, and a shutdown leaves queued runs for the next start.
@@ -67,7 +70,7 @@ struct run_queue_state {
 /// (list, status or "", limit, offset) -> run_page; (cancel, id) -> bool;
 /// (events, id, cursor, wait_ms) -> event_batch; (wait, id) -> run_info once ended;
 /// (erase, id) -> erase_result; (drop, session) -> bool (an editor session ended: its seed goes);
-/// (attach, registry); (worker_update, name, devices, open): a worker's slots open or close;
+/// (worker_update, name, devices, open): a worker's slots open or close;
 /// (status) -> JSON text; (shutdown) -> bool once no run is running.
 /// An unknown id gets an error naming it.
 caf::behavior run_queue(caf::stateful_actor<run_queue_state>* self, run_queue_config cfg);

@@ -109,19 +109,23 @@ struct server::impl {
       system.spawn(actors::cache_store, budget_from_env(storage::run_output_store_budget), false);
     stores.node_state =
       system.spawn(actors::cache_store, budget_from_env(storage::node_state_store_budget), false);
-    auto queue_config = make_queue_config(c, home);
-    queue_config.stores = stores;
-    store = queue_config.store;
-    queue = system.spawn(actors::run_queue, std::move(queue_config));
     if (bridge) {
       // seed 001: a heartbeat every 10 s; a lost worker's runs keep going for 5 minutes.
       actors::worker_table::config workers_config{
         version(), runtime::node_types_digest(), c.token,
         seconds_setting("CODEFYUI_WORKER_HEARTBEAT_S", 10.0, 0.05, 3600)};
-      registry = system.spawn(actors::worker_registry, std::move(workers_config), bridge, queue,
+      registry = system.spawn(actors::worker_registry, std::move(workers_config), bridge,
                               seconds_setting("CODEFYUI_WORKER_RESUME_GRACE_S",
                                               actors::default_resume_grace_s, 0, 86400));
-      caf::anon_send(queue, atoms::attach::value, registry);
+    }
+    auto queue_config = make_queue_config(c, home);
+    queue_config.stores = stores;
+    queue_config.registry = registry;
+    store = queue_config.store;
+    queue = system.spawn(actors::run_queue, std::move(queue_config));
+    if (bridge) {
+      // The registry hears of the queue before the bridge gives it anything (its mailbox is in order).
+      caf::anon_send(registry, atoms::attach::value, queue);
       bridge->start(registry);
     }
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 
 #include <caf/all.hpp>
 #include <nlohmann/json.hpp>
@@ -87,6 +88,8 @@ nlohmann::json bridge_json(const zmq_bridge& bridge) {
 
 /// Tells the run queue whether the worker's slots admit runs now.
 void announce(self_ptr self, const worker_record& w) {
+  if (!self->state.queue)
+    return;
   std::vector<std::string> devices;
   for (const auto& d : w.devices)
     devices.push_back(d.name);
@@ -128,19 +131,42 @@ void on_hello(self_ptr self, const std::string& identity, const hello& h) {
   const auto& w = *table.by_name(h.name);
   spdlog::info("worker '{}' joined ({} devices, status {}{}{})", h.name, h.devices.size(),
                to_string(w.status), w.reason.empty() ? "" : ": ", w.reason);
-  reply(self, identity, wire::message_type::welcome,
-        welcome{table.settings().version, static_cast<std::uint32_t>(table.settings().heartbeat_ms)});
+  welcome answer{table.settings().version, static_cast<std::uint32_t>(table.settings().heartbeat_ms),
+                 {}, {}};
+  // The runs it still has: resumed from where the server's record of them ends (or adopted after
+  // a server restart); any other it is told to forget.
+  std::set<std::string> listed{h.running_runs.begin(), h.running_runs.end()};
+  auto& runs = self->state.runs;
+  for (const auto& id : h.running_runs) {
+    auto i = runs.find(id);
+    if (i != runs.end() && i->second.worker == h.name) {
+      answer.resume.push_back({id, i->second.cursor});
+      if (i->second.adopting_since_ms != 0)
+        spdlog::info("run {} adopted: worker '{}' still executes it", id, h.name);
+      i->second.adopting_since_ms = 0;
+    } else {
+      answer.forget.push_back(id);
+    }
+  }
+  // Runs it was given and no longer has: their process ended while the connection was down.
+  std::vector<std::string> lost;
+  for (const auto& [id, run] : runs)
+    if (run.worker == h.name && !listed.count(id))
+      lost.push_back(id);
+  reply(self, identity, wire::message_type::welcome, answer);
+  for (const auto& id : lost)
+    end_run(self, id, run_status::failed,
+            "worker '" + h.name + "' came back without the run: its process ended while the "
+            "worker was not connected, and its end was not reported");
   announce(self, w);
 }
 
 } // namespace
 
 caf::behavior worker_registry(self_ptr self, worker_table::config cfg,
-                              std::shared_ptr<zmq_bridge> bridge, caf::actor queue,
-                              std::int64_t resume_grace_ms) {
+                              std::shared_ptr<zmq_bridge> bridge, std::int64_t resume_grace_ms) {
   self->state.table = std::make_unique<worker_table>(std::move(cfg));
   self->state.bridge = std::move(bridge);
-  self->state.queue = std::move(queue);
   self->state.resume_grace_ms = resume_grace_ms;
   self->delayed_send(self, tick_interval(*self->state.table), atoms::tick::value);
   return {
@@ -160,14 +186,55 @@ caf::behavior worker_registry(self_ptr self, worker_table::config cfg,
         announce(self, *w);
     },
     [=](atoms::wire_in, const std::string& identity, const run_update& u) {
-      if (auto* run = run_of(self, identity, u.run_id))
-        self->send(run->run, atoms::append::value, u.events);
+      auto* run = run_of(self, identity, u.run_id);
+      if (run == nullptr)
+        return;
+      // Events are taken in cursor order only: a replay's old ones are dropped, and after a gap
+      // (a message lost on the way) the agent is asked to send again from the last one held.
+      std::vector<run_event> fresh;
+      bool gap = false;
+      for (const auto& e : u.events) {
+        if (e.cursor <= run->cursor)
+          continue;
+        if (e.cursor != run->cursor + 1) {
+          gap = true;
+          break;
+        }
+        run->cursor = e.cursor;
+        fresh.push_back(e);
+      }
+      if (!fresh.empty()) {
+        run->resend_asked.reset();
+        self->send(run->run, atoms::append::value, std::move(fresh));
+      }
+      if (gap && run->resend_asked != run->cursor) {
+        run->resend_asked = run->cursor;
+        reply(self, identity, wire::message_type::resend, run_cursor{u.run_id, run->cursor});
+      }
     },
     [=](atoms::wire_in, const std::string& identity, const run_done& d) {
+      const auto* w = self->state.table->by_identity(identity);
+      if (w == nullptr)
+        return;
       if (auto* run = run_of(self, identity, d.run_id)) {
+        if (run->cursor < d.last_cursor) {
+          // Not every event is here yet: they come again, then the end.
+          if (run->resend_asked != run->cursor) {
+            run->resend_asked = run->cursor;
+            reply(self, identity, wire::message_type::resend, run_cursor{d.run_id, run->cursor});
+          }
+          return;
+        }
         self->send(run->run, atoms::finished::value, d.outcome);
         self->state.runs.erase(d.run_id);
       }
+      // Recorded, or not this server's to record (it ended here already): the agent may forget it.
+      reply(self, identity, wire::message_type::run_ack, run_ack{d.run_id});
+    },
+    [=](atoms::attach, const caf::actor& queue) { self->state.queue = queue; },
+    [=](atoms::adopt, const std::string& run_id, const std::string& worker, const caf::actor& run,
+        std::uint64_t cursor) {
+      self->state.runs[run_id] = remote_run{run, worker, cursor, now_ms()};
     },
     [=](atoms::assign, assign_run& a, const std::string& worker, const caf::actor& run) {
       auto& st = self->state;
@@ -205,19 +272,23 @@ caf::behavior worker_registry(self_ptr self, worker_table::config cfg,
                      w.reason.empty() ? "" : ": ", w.reason);
         announce(self, w);
       }
-      // A worker gone longer than the grace period: its runs end interrupted (seed 001).
+      // A worker gone longer than the grace period, or one that has not brought back a run the
+      // last server left running: those runs end interrupted (seed 001).
       std::vector<std::string> expired;
       for (const auto& [id, run] : st.runs) {
         const auto* w = st.table->by_name(run.worker);
-        if (w != nullptr && w->status == worker_status::disconnected
-            && now - w->disconnected_ms > st.resume_grace_ms)
+        bool connected = w != nullptr && w->status != worker_status::disconnected;
+        auto since = run.adopting_since_ms != 0 ? run.adopting_since_ms
+                     : !connected && w != nullptr ? w->disconnected_ms
+                                                  : 0;
+        if (!connected && since != 0 && now - since > st.resume_grace_ms)
           expired.push_back(id);
       }
       for (const auto& id : expired) {
         auto worker = st.runs[id].worker;
         end_run(self, id, run_status::interrupted,
-                "worker '" + worker + "' lost its connection and did not come back within "
-                  + std::to_string(st.resume_grace_ms / 1000) + " s (CODEFYUI_WORKER_RESUME_GRACE_S)");
+                "worker '" + worker + "' was not connected for " + std::to_string(st.resume_grace_ms / 1000)
+                  + " s (CODEFYUI_WORKER_RESUME_GRACE_S), so the run is given up");
       }
       self->delayed_send(self, tick_interval(*self->state.table), atoms::tick::value);
     },

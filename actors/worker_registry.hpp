@@ -1,6 +1,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 
 #include <caf/fwd.hpp>
 #include <caf/stateful_actor.hpp>
@@ -10,10 +11,16 @@
 
 namespace cdui::actors {
 
-/// A run a worker executes: the run's actor on this server, and the worker's name.
+/// A run a worker executes: the run's actor on this server, the worker's name, the last of the
+/// worker's event cursors received (replays up to it are dropped), and, for a run the last server
+/// left running, since when it waits for its worker to bring it back (0: not waiting).
 struct remote_run {
   caf::actor run;
   std::string worker;
+  std::uint64_t cursor = 0;
+  std::int64_t adopting_since_ms = 0;
+  /// The cursor a resend was last asked from, so that one gap costs one request.
+  std::optional<std::uint64_t> resend_asked;
 };
 
 /// How long the runs of a worker that lost its connection keep going before they end interrupted
@@ -34,12 +41,14 @@ struct worker_registry_state {
 /// Disconnected when their heartbeats are late (ticks at a quarter of the interval). It tells the
 /// run queue which workers' slots are open, sends runs to workers and hands their events and ends
 /// to the runs' actors. Protocol: (wire_in, identity, hello | heartbeat | run_update | run_done);
-/// (assign, assign_run, worker, run actor); (stop, run id, interrupt); (drain, name, on) -> bool
+/// (assign, assign_run, worker, run actor); (adopt, run id, worker, run actor, cursor): a run the
+/// last server left running on a worker; (attach, run queue); (stop, run id, interrupt);
+/// (drain, name, on) -> bool
 /// (false: no such worker); (tick); (workers) -> JSON
 /// text for GET /api/workers; (status) -> JSON text for /api/status, the bridge's counters
 /// included.
 caf::behavior worker_registry(caf::stateful_actor<worker_registry_state>* self,
                               worker_table::config cfg, std::shared_ptr<zmq_bridge> bridge,
-                              caf::actor queue, std::int64_t resume_grace_ms);
+                              std::int64_t resume_grace_ms);
 
 } // namespace cdui::actors

@@ -492,6 +492,125 @@ BOOST_AUTO_TEST_CASE(a_draining_worker_finishes_its_run_and_takes_no_new_one_unt
   BOOST_TEST(srv.wait_final(waiting)["status"] == "succeeded");
 }
 
+/// The event types of a run as its worker wrote them (events.jsonl in the agent's run folder).
+std::vector<std::string> worker_event_types(const cdui::test::temp_home& home, const std::string& agent,
+                                            const std::string& id) {
+  std::vector<std::string> types;
+  std::ifstream in{home.path() / "agents" / agent / "runs" / id / "events.jsonl"};
+  std::string line;
+  while (std::getline(in, line))
+    types.push_back(json::parse(line)["type"].get<std::string>());
+  return types;
+}
+
+/// The server's record of a run must be the worker's, event for event, with gap-free cursors.
+void expect_same_events(const server_process& srv, const cdui::test::temp_home& home,
+                        const std::string& agent, const std::string& id) {
+  auto events = all_events(srv, id);
+  std::vector<std::string> types;
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    BOOST_TEST(events[i]["cursor"] == i + 1);
+    types.push_back(events[i]["type"].get<std::string>());
+  }
+  auto theirs = worker_event_types(home, agent, id);
+  BOOST_TEST(types.size() == theirs.size());
+  for (std::size_t i = 0; i < std::min(types.size(), theirs.size()); ++i)
+    if (types[i] != theirs[i]) {
+      BOOST_ERROR("event " << i + 1 << " is " << types[i] << " on the server and " << theirs[i]
+                           << " on the worker");
+      break;
+    }
+}
+
+/// A run on w1's sim:0 that trains for several seconds (6000 steps of a 256-wide moons MLP).
+json several_seconds_on_w1() {
+  auto body = moons_on("w1", {"sim:0"}, 1'000'000);
+  body["graph"]["nodes"][2]["params"]["layers"][0]["out_features"] = 256;
+  body["graph"]["nodes"][5]["params"]["max_steps"] = 6000;
+  return body;
+}
+
+void await_some_events(const server_process& srv, const std::string& id) {
+  auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (srv.get_json("/api/runs/" + id + "/events")["events"].size() < 10u) {
+    if (std::chrono::steady_clock::now() > deadline)
+      throw std::runtime_error("run " + id + " reported too few events");
+    std::this_thread::sleep_for(50ms);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(an_agent_killed_mid_run_and_restarted_in_the_grace_period_resumes_its_run) {
+  cdui::test::temp_home home;
+  run_process_guard guard{home};
+  server_process srv{home, fast_heartbeats};
+  auto agent = start_agent(home, "w1");
+  await_worker(srv, "w1", "online");
+  auto id = srv.submit_ok(several_seconds_on_w1());
+  await_some_events(srv, id);
+  agent->signal(SIGKILL);
+  agent->wait_for(10s);
+  await_worker(srv, "w1", "disconnected");  // the run goes on, unreported
+  BOOST_TEST(run_processes(home).size() == 1u);
+  BOOST_TEST(srv.get_json("/api/runs/" + id)["status"] == "running");
+  auto again = start_agent(home, "w1");
+  auto run = srv.wait_final(id);
+  BOOST_TEST(run["status"] == "succeeded", run.dump());
+  BOOST_TEST(run["final_metrics"]["loop"]["total_steps"] == 6000);
+  expect_same_events(srv, home, "w1", id);
+}
+
+BOOST_AUTO_TEST_CASE(past_the_grace_period_a_lost_workers_run_ends_interrupted_and_is_stopped_later) {
+  cdui::test::temp_home home;
+  run_process_guard guard{home};
+  auto env = fast_heartbeats;
+  env["CODEFYUI_WORKER_RESUME_GRACE_S"] = "1";
+  server_process srv{home, env};
+  auto agent = start_agent(home, "w1");
+  await_worker(srv, "w1", "online");
+  auto id = srv.submit_ok(moons_on("w1", {"sim:0"}, 1'000'000));
+  await_some_events(srv, id);
+  agent->signal(SIGKILL);
+  agent->wait_for(10s);
+  auto run = srv.wait_final(id, 60s);
+  BOOST_TEST(run["status"] == "interrupted");
+  BOOST_TEST(run["error"].get<std::string>().find("was not connected for 1 s") != std::string::npos,
+             run.dump());
+  // The run's process kept going without its agent; the next agent is told to forget it.
+  BOOST_TEST(run_processes(home).size() == 1u);
+  auto again = start_agent(home, "w1");
+  auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (!run_processes(home).empty() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(50ms);
+  BOOST_TEST(run_processes(home).empty());
+  BOOST_TEST(srv.get_json("/api/runs/" + id)["status"] == "interrupted");
+}
+
+BOOST_AUTO_TEST_CASE(after_kill_9_of_the_server_a_run_on_a_worker_is_adopted_and_finishes) {
+  cdui::test::temp_home home;
+  run_process_guard guard{home};
+  auto agent = start_agent(home, "w1");
+  std::string id;
+  {
+    server_process srv{home, fast_heartbeats};
+    await_worker(srv, "w1", "online");
+    id = srv.submit_ok(several_seconds_on_w1());
+    await_some_events(srv, id);
+    srv.proc().signal(SIGKILL);
+    srv.proc().wait_for(10s);
+  }
+  server_process srv{home, fast_heartbeats};
+  BOOST_TEST(srv.get_json("/api/runs/" + id)["status"] == "running");  // not interrupted: adoptable
+  auto run = srv.wait_final(id);
+  BOOST_TEST(run["status"] == "succeeded", run.dump());
+  BOOST_TEST(run["final_metrics"]["loop"]["total_steps"] == 6000);
+  expect_same_events(srv, home, "w1", id);
+  // Its end was acknowledged: the agent's next heartbeats list no run.
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (!worker(srv, "w1")["running_runs"].empty() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(50ms);
+  BOOST_TEST(worker(srv, "w1")["running_runs"].empty());
+}
+
 BOOST_AUTO_TEST_CASE(a_one_shot_agent_exits_after_its_run) {
   cdui::test::temp_home home;
   run_process_guard guard{home};

@@ -77,13 +77,15 @@ const char* to_string(message_type t) {
   case message_type::run_update: return "run_update";
   case message_type::run_done: return "run_done";
   case message_type::stop_run: return "stop_run";
+  case message_type::run_ack: return "run_ack";
+  case message_type::resend: return "resend";
   }
   return "unknown";
 }
 
 bool is_known(std::uint16_t type) {
   return type >= static_cast<std::uint16_t>(message_type::hello)
-         && type <= static_cast<std::uint16_t>(message_type::stop_run);
+         && type <= static_cast<std::uint16_t>(message_type::resend);
 }
 
 const char* to_string(refusal r) {
@@ -181,5 +183,7 @@ CDUI_WIRE_PAYLOAD(assign_run)
 CDUI_WIRE_PAYLOAD(run_update)
 CDUI_WIRE_PAYLOAD(run_done)
 CDUI_WIRE_PAYLOAD(stop_run)
+CDUI_WIRE_PAYLOAD(run_ack)
+CDUI_WIRE_PAYLOAD(run_cursor)
 
 } // namespace cdui::wire

@@ -29,6 +29,8 @@ enum class message_type : std::uint16_t {
   run_update = 6,
   run_done = 7,
   stop_run = 8,
+  run_ack = 9,
+  resend = 10,  // payload: run_cursor
 };
 
 [[nodiscard]] const char* to_string(message_type t);

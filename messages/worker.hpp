@@ -35,17 +35,31 @@ struct hello {
   std::vector<device_offer> devices;
   /// The session token (same host) or the enrolled credential.
   std::string credential;
-  /// Runs the agent is executing now (after a reconnect or a server restart: adopted).
+  /// Runs the agent is executing now, and runs that ended whose end the server has not
+  /// acknowledged (after a reconnect or a server restart, the server resumes or adopts them).
   std::vector<std::string> running_runs;
   bool one_shot = false;
   CDUI_FIELDS(name, version, env_digest, node_types_digest, devices, credential, running_runs,
               one_shot)
 };
 
+/// How far the server has a run's events: the last worker cursor it received.
+struct run_cursor {
+  std::string run_id;
+  std::uint64_t cursor = 0;
+  CDUI_FIELDS(run_id, cursor)
+};
+
 struct welcome {
   std::string server_version;
   std::uint32_t heartbeat_interval_ms = 10000;
-  CDUI_FIELDS(server_version, heartbeat_interval_ms)
+  /// For each run the hello listed that the server still follows: send its events after this
+  /// cursor (those sent while the connection was down were lost).
+  std::vector<run_cursor> resume;
+  /// Runs the hello listed that the server no longer follows (they ended there, or it never knew
+  /// them): stop them and forget them.
+  std::vector<std::string> forget;
+  CDUI_FIELDS(server_version, heartbeat_interval_ms, resume, forget)
 };
 
 /// The server will not take the agent; `reason` is a sentence for the operator.
@@ -87,11 +101,23 @@ struct run_update {
   CDUI_FIELDS(run_id, events)
 };
 
-/// Agent -> server: the run's subprocess ended.
+/// Agent -> server: the run's subprocess ended. The agent sends it again after a reconnect until
+/// the server acknowledges it with run_ack.
 struct run_done {
   std::string run_id;
   run_outcome outcome;
-  CDUI_FIELDS(run_id, outcome)
+  /// The cursor of the run's last event: the server takes the end only once it has them all.
+  std::uint64_t last_cursor = 0;
+  CDUI_FIELDS(run_id, outcome, last_cursor)
+};
+
+/// Server -> agent: events after `cursor` did not all arrive (a message was dropped): send the
+/// run's events again from there, then its end if it has ended. Uses run_cursor as its payload.
+
+/// Server -> agent: the run's end is recorded; the agent may forget the run.
+struct run_ack {
+  std::string run_id;
+  CDUI_FIELDS(run_id)
 };
 
 /// Server -> agent: stop a run between batches (cancelled, or interrupted when `interrupt`).

@@ -66,11 +66,19 @@ BOOST_AUTO_TEST_CASE(every_payload_round_trips) {
   BOOST_TEST(u2->events[1].type == "execution_complete");
   BOOST_TEST(u2->events[0].time_ms == 1700000000000);
 
-  run_done d{"a1b2c3d4", {run_status::failed, "Node X failed", "{}"}};
+  welcome w{"0.1.0", 500, {{"a1b2c3d4", 17}}, {"deadbeef"}};
+  auto w2 = wire::decode<welcome>(wire::encode(w));
+  BOOST_REQUIRE(w2.has_value());
+  BOOST_TEST(w2->resume.at(0).cursor == 17u);
+  BOOST_TEST(w2->forget == std::vector<std::string>{"deadbeef"});
+  BOOST_TEST(wire::decode<run_cursor>(wire::encode(run_cursor{"x", 9}))->cursor == 9u);
+
+  run_done d{"a1b2c3d4", {run_status::failed, "Node X failed", "{}"}, 42};
   auto d2 = wire::decode<run_done>(wire::encode(d));
   BOOST_REQUIRE(d2.has_value());
   BOOST_TEST((d2->outcome.status == run_status::failed));
   BOOST_TEST(d2->outcome.error == "Node X failed");
+  BOOST_TEST(d2->last_cursor == 42u);
 
   assign_run a{"a1b2c3d4", "n", R"({"nodes":[]})", "{}", {"sim:1"}, 42};
   BOOST_TEST(wire::decode<assign_run>(wire::encode(a))->seed == 42u);
