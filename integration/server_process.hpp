@@ -99,6 +99,20 @@ public:
     return nlohmann::json::parse(res->body);
   }
 
+  /// Every event of a run, read page by page.
+  std::vector<nlohmann::json> all_events(const std::string& id) const {
+    std::vector<nlohmann::json> events;
+    std::uint64_t cursor = 0;
+    for (;;) {
+      auto page = get_json("/api/runs/" + id + "/events?cursor=" + std::to_string(cursor));
+      for (auto& e : page["events"])
+        events.push_back(e);
+      cursor = page["cursor"].get<std::uint64_t>();
+      if (page["finished"] == true || page["events"].empty())
+        return events;
+    }
+  }
+
   /// Polls GET /api/runs/{id} until its status is final; the run's JSON.
   nlohmann::json wait_final(const std::string& id, std::chrono::seconds timeout = std::chrono::seconds(240)) const {
     auto deadline = std::chrono::steady_clock::now() + timeout;

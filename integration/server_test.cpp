@@ -23,20 +23,6 @@ json short_run(const std::string& device = "sim:0") {
   return {{"graph", moons_graph_json(1, 3, 16, device)}, {"options", {{"seed", 1}}}};
 }
 
-/// Every event of a run, read page by page.
-std::vector<json> all_events(const server_process& srv, const std::string& id) {
-  std::vector<json> events;
-  std::uint64_t cursor = 0;
-  for (;;) {
-    auto page = srv.get_json("/api/runs/" + id + "/events?cursor=" + std::to_string(cursor));
-    for (auto& e : page["events"])
-      events.push_back(e);
-    cursor = page["cursor"].get<std::uint64_t>();
-    if (page["finished"] == true || page["events"].empty())
-      return events;
-  }
-}
-
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(server_test)
@@ -219,7 +205,7 @@ BOOST_AUTO_TEST_CASE(a_long_poll_wakes_on_the_first_event_and_metrics_come_as_js
 
   auto done = srv.wait_final(waiting);
   BOOST_TEST(done["status"] == "succeeded");
-  auto events = all_events(srv, waiting);
+  auto events = srv.all_events(waiting);
   BOOST_TEST(events.back()["type"] == "execution_complete");
   for (std::size_t i = 0; i < events.size(); ++i)
     BOOST_TEST(events[i]["cursor"] == i + 1);
@@ -253,7 +239,7 @@ BOOST_AUTO_TEST_CASE(after_kill_9_the_queued_runs_come_back_in_order_and_the_run
   server_process srv{home};
   auto interrupted = srv.wait_final(running);
   BOOST_TEST(interrupted["status"] == "interrupted");
-  auto events = all_events(srv, running);
+  auto events = srv.all_events(running);
   BOOST_TEST(events.back()["type"] == "execution_stopped");
   BOOST_TEST(events.back()["data"]["reason"].get<std::string>().find("server stopped")
              != std::string::npos);

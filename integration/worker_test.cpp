@@ -148,19 +148,6 @@ json moons_on(const std::string& worker, std::vector<std::string> devices, int e
           {"options", {{"seed", 1}, {"target", {{"worker", worker}, {"devices", devices}}}}}};
 }
 
-std::vector<json> all_events(const server_process& srv, const std::string& id) {
-  std::vector<json> events;
-  std::uint64_t cursor = 0;
-  for (;;) {
-    auto page = srv.get_json("/api/runs/" + id + "/events?cursor=" + std::to_string(cursor));
-    for (auto& e : page["events"])
-      events.push_back(e);
-    cursor = page["cursor"].get<std::uint64_t>();
-    if (page["finished"] == true || page["events"].empty())
-      return events;
-  }
-}
-
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(worker_test)
@@ -335,7 +322,7 @@ BOOST_AUTO_TEST_CASE(a_run_targeted_at_a_worker_executes_there_on_its_renumbered
   BOOST_TEST(run["status"] == "succeeded", run.dump());
   BOOST_TEST(run["queue_key"] == "w1/sim:1");
   BOOST_TEST(run["final_metrics"]["loop"]["total_epochs_run"] == 2);
-  auto events = all_events(srv, id);
+  auto events = srv.all_events(id);
   BOOST_REQUIRE(events.size() > 3u);
   BOOST_TEST(events[0]["type"] == "execution_facts");
   BOOST_TEST(events[0]["data"]["visible_devices"] == json({"sim:0"}));
@@ -356,7 +343,7 @@ BOOST_AUTO_TEST_CASE(a_run_targeted_at_a_worker_executes_there_on_its_renumbered
   auto fallback = srv.wait_final(srv.submit_ok(pinned));
   BOOST_TEST(fallback["status"] == "succeeded");
   bool warned = false;
-  for (const auto& e : all_events(srv, fallback["run_id"].get<std::string>()))
+  for (const auto& e : srv.all_events(fallback["run_id"].get<std::string>()))
     warned = warned || (e["type"] == "run_warning" && e["data"]["kind"] == "device_fallback");
   BOOST_TEST(warned);
 }
@@ -433,7 +420,7 @@ BOOST_AUTO_TEST_CASE(a_killed_run_process_fails_its_run_alone_and_a_cancel_stops
   srv.cancel(other);
   auto cancelled = srv.wait_final(other);
   BOOST_TEST(cancelled["status"] == "cancelled", cancelled.dump());
-  auto events = all_events(srv, other);
+  auto events = srv.all_events(other);
   BOOST_TEST(events.back()["type"] == "execution_stopped");
   BOOST_TEST(events.back()["data"]["reason"] == "cancelled");
 }
@@ -506,7 +493,7 @@ std::vector<std::string> worker_event_types(const cdui::test::temp_home& home, c
 /// The server's record of a run must be the worker's, event for event, with gap-free cursors.
 void expect_same_events(const server_process& srv, const cdui::test::temp_home& home,
                         const std::string& agent, const std::string& id) {
-  auto events = all_events(srv, id);
+  auto events = srv.all_events(id);
   std::vector<std::string> types;
   for (std::size_t i = 0; i < events.size(); ++i) {
     BOOST_TEST(events[i]["cursor"] == i + 1);
