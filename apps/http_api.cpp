@@ -245,6 +245,32 @@ std::string prometheus_text(cdui::server& runtime) {
     auto max = store.contains("max_bytes") ? store["max_bytes"] : store["max_bytes_each"];
     out << "cdui_store_max_bytes{store=\"" << name << "\"} " << max.get<std::int64_t>() << '\n';
   }
+  auto workers = json::parse(runtime.workers())["workers"];
+  std::map<std::string, int> by_status{{"online", 0}, {"degraded", 0}, {"draining", 0},
+                                       {"disconnected", 0}};
+  for (const auto& w : workers)
+    ++by_status[w["status"].get<std::string>()];
+  out << "# HELP cdui_workers Workers the server has seen since it started, by status.\n"
+         "# TYPE cdui_workers gauge\n";
+  for (const auto& [s, n] : by_status)
+    out << "cdui_workers{status=\"" << s << "\"} " << n << '\n';
+  for (const auto& child : status["children"]) {
+    if (child["kind"] != "worker_registry")
+      continue;
+    for (const auto& c : child["children"]) {
+      if (c["kind"] != "zmq_bridge")
+        continue;
+      const auto& b = c["state"];
+      out << "# HELP cdui_bridge_messages_total Messages the ZeroMQ bridge received and sent.\n"
+             "# TYPE cdui_bridge_messages_total counter\n"
+          << "cdui_bridge_messages_total{direction=\"in\"} " << b["frames_in"] << '\n'
+          << "cdui_bridge_messages_total{direction=\"out\"} " << b["frames_out"] << '\n'
+          << "# HELP cdui_bridge_refused_total Messages the bridge refused, by reason.\n"
+             "# TYPE cdui_bridge_refused_total counter\n";
+      for (const auto& [reason, n] : b["refused"].items())
+        out << "cdui_bridge_refused_total{reason=\"" << reason << "\"} " << n << '\n';
+    }
+  }
   return out.str();
 }
 

@@ -166,6 +166,8 @@ BOOST_AUTO_TEST_CASE(an_agent_joins_with_its_devices_and_a_killed_one_goes_degra
   BOOST_TEST(w["devices"][1]["total_bytes"] == 1073741824LL);
   BOOST_TEST(bridge_state(srv)["peers"].get<int>() >= 1);
   BOOST_TEST(bridge_state(srv)["frames_out"].get<int>() >= 1);  // the welcome
+  BOOST_TEST(srv.client().Get("/metrics")->body.find("cdui_workers{status=\"online\"} 1")
+             != std::string::npos);
 
   cdui::test::process listing{{CDUI_BINARY, "workers"}, {{"CODEFYUI_HOME", home.path().string()}}};
   BOOST_REQUIRE(listing.wait_for(30s).value_or(-1) == 0);
@@ -304,6 +306,10 @@ BOOST_AUTO_TEST_CASE(ten_thousand_garbage_and_oversized_messages_are_counted_and
   }
   for (const auto& [reason, n] : sent)
     BOOST_TEST(refused[reason] == n, reason);
+  auto metrics = srv.client().Get("/metrics")->body;
+  BOOST_TEST(metrics.find("cdui_bridge_refused_total{reason=\"too_large\"} "
+                          + std::to_string(sent["too_large"]))
+               != std::string::npos, metrics);
   BOOST_TEST(srv.get_json("/api/workers")["workers"].empty());  // none of it joined
   // The server still answers, and a real agent still joins.
   BOOST_TEST(srv.get_json("/api/health")["status"] == "ok");
