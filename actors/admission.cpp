@@ -41,6 +41,14 @@ bool admission::enqueue(const std::string& run_id, const std::vector<std::string
   return true;
 }
 
+bool admission::idle(const std::string& key) const {
+  auto i = slots_.find(key);
+  if (i == slots_.end())
+    return false;  // a device nothing has set up (no limit, never seen) is not offered
+  const auto& s = i->second;
+  return s.open && s.waiting.empty() && s.running.size() < static_cast<std::size_t>(limit_of(s));
+}
+
 bool admission::hold(const std::string& run_id, const std::vector<std::string>& keys) {
   if (keys.empty() || runs_.count(run_id) != 0)
     return false;

@@ -32,6 +32,10 @@ public:
   /// before it. Returns false (and changes nothing) for an id already known or no keys.
   bool enqueue(const std::string& run_id, const std::vector<std::string>& keys);
 
+  /// Whether a run queued for `key` alone now would start at once: the device is open, nobody
+  /// waits for it and it has room.
+  [[nodiscard]] bool idle(const std::string& key) const;
+
   /// Records a run as holding its devices' slots already, whatever their limits or state: a run a
   /// worker kept executing while the server restarted. False for an id already known or no keys.
   bool hold(const std::string& run_id, const std::vector<std::string>& keys);

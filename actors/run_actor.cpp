@@ -190,6 +190,20 @@ caf::behavior run_actor(self_ptr self, run_setup setup, caf::actor queue) {
   self->state.queue = std::move(queue);
   self->state.last_cursor = self->state.setup.store->last_cursor(self->state.setup.info.id);
   return {
+    [=](atoms::place, const std::string& worker, const std::vector<std::string>& devices,
+        const std::string& key, int num_threads) {
+      // A run for any worker: now it has a place (a worker's device, or one of this server's).
+      auto& st = self->state;
+      st.setup.worker = worker;
+      st.setup.worker_devices = devices;
+      st.setup.info.queue_key = key;
+      st.setup.context.slot = key;
+      if (worker.empty()) {
+        st.setup.context.device = devices.front();
+        st.setup.context.num_threads = num_threads;
+      }
+      st.setup.store->update(st.setup.info);
+    },
     [=](atoms::grant, const std::string&) {
       if (self->state.stop->load()) {
         end_unstarted(self, run_status::cancelled, "cancelled before it started");

@@ -37,6 +37,10 @@ std::string read_target(const nlohmann::json& target, run_request& request) {
         return "option 'target.worker': must be a worker name or \"local\"";
       // Whether that worker exists is the run queue's to say: it knows who has connected.
       request.worker = value == "local" ? "" : value.get<std::string>();
+    } else if (key == "pool") {
+      if (value != "one-shot")
+        return "option 'target.pool': the only pool is \"one-shot\" (the one-shot workers)";
+      request.worker = one_shot_pool;
     } else if (key == "devices") {
       if (!value.is_array() || value.empty())
         return "option 'target.devices': must be a non-empty list of device strings";
@@ -48,7 +52,7 @@ std::string read_target(const nlohmann::json& target, run_request& request) {
         request.devices.push_back(value[i].get<std::string>());
       }
     } else {
-      return "option 'target': unknown key '" + key + "' (known: worker, devices)";
+      return "option 'target': unknown key '" + key + "' (known: worker, pool, devices)";
     }
   }
   return "";
@@ -101,6 +105,9 @@ std::string apply_options(const nlohmann::json& options, run_request& request) {
   if (!request.device.empty() && !request.devices.empty())
     return "option 'device' and option 'target.devices' both name the run's devices; give one: "
            "device for one card, target.devices for a set";
+  if (is_placed_later(request.worker) && !request.devices.empty())
+    return "option 'target.devices': a run for any worker or the one-shot pool takes one device; "
+           "give its kind with option 'device' (e.g. \"sim\" or \"cuda\")";
   if (!request.worker.empty() && request.lane == "interactive")
     return "option 'target.worker': an interactive run executes on this server (seed 001: the "
            "canvas never goes to a worker); queue it to run on worker '" + request.worker + "'";
@@ -158,7 +165,9 @@ nlohmann::json options_json(const run_request& r) {
     o["session"] = r.session;
   if (!r.devices.empty())
     o["target"]["devices"] = r.devices;
-  if (!r.worker.empty())
+  if (r.worker == one_shot_pool)
+    o["target"]["pool"] = "one-shot";
+  else if (!r.worker.empty())
     o["target"]["worker"] = r.worker;
   return o;
 }

@@ -9,6 +9,16 @@
 
 namespace cdui::actors {
 
+/// run_request::worker for target {"pool": "one-shot"} (a worker name cannot hold a ':').
+inline constexpr const char* one_shot_pool = "pool:one-shot";
+/// run_request::worker for target {"worker": "any"}.
+inline constexpr const char* any_worker = "any";
+
+/// Whether a run's place is chosen when a slot frees, not when it is submitted.
+[[nodiscard]] inline bool is_placed_later(const std::string& worker) {
+  return worker == any_worker || worker == one_shot_pool;
+}
+
 /// The longest run name a submit accepts.
 inline constexpr std::size_t max_run_name_length = 64;
 

@@ -139,7 +139,56 @@ struct prepared_run {
   run_setup setup;
   std::vector<std::string> keys;
   std::optional<std::string> warning;
+  /// A run for any worker or the one-shot pool: placed when a slot of its kind is free.
+  std::optional<floating_run> floating;
 };
+
+/// The queue a run waits in: its first device's, or, until a floating run is placed, "any" (or
+/// "one-shot" for the pool).
+std::string queue_key_of(const prepared_run& p) {
+  if (p.floating)
+    return p.floating->pool ? "one-shot" : "any";
+  return p.keys.front();
+}
+
+std::string kind_of(const std::string& device) {
+  return device.substr(0, device.find(':'));
+}
+
+/// The device kind a run for any worker asks for: its option's, else a node's, else none (the
+/// first accelerator free); or the refusal's sentence when nothing this server knows offers it.
+std::variant<floating_run, std::string> floating_for(const run_request& req,
+                                                     const runtime::validated_graph& g,
+                                                     const run_queue_state& st) {
+  floating_run f;
+  f.pool = req.worker == one_shot_pool;
+  std::string device = req.device;
+  if (device.empty())
+    for (const auto& node : g.g.nodes)
+      if (node.was_given("device")) {
+        device = node.params["device"].get<std::string>();
+        break;
+      }
+  f.kind = device.empty() || device == "auto" ? "" : kind_of(device);
+  auto offers = [&](const std::vector<std::string>& devices) {
+    return std::any_of(devices.begin(), devices.end(), [&](const std::string& d) {
+      return f.kind.empty() ? kind_of(d) != "cpu" : kind_of(d) == f.kind;
+    });
+  };
+  for (const auto& [name, w] : st.workers)
+    if ((!f.pool || w.one_shot) && offers(w.devices))
+      return f;
+  std::vector<std::string> local;
+  for (const auto& d : st.cfg.host.devices())
+    local.push_back(d.name);
+  if (!f.pool && (f.kind.empty() || offers(local)))
+    return f;
+  std::string what = f.kind.empty() ? "an accelerator" : "a " + f.kind + " device";
+  return f.pool ? "option 'target.pool': no one-shot worker offering " + what
+                    + " has connected to this server since it started"
+                : "option 'target.worker' \"any\": neither this server nor a worker that has "
+                  "connected since it started offers " + what;
+}
 
 /// `resuming`: a run queued before a restart, whose worker may not have reconnected yet.
 std::variant<prepared_run, submit_result> prepare(self_ptr self, const run_request& req,
@@ -152,7 +201,12 @@ std::variant<prepared_run, submit_result> prepare(self_ptr self, const run_reque
   auto graph = std::make_shared<runtime::validated_graph>(
     std::move(std::get<runtime::validated_graph>(checked)));
   std::string run_device;
-  if (!req.worker.empty()) {
+  if (is_placed_later(req.worker)) {
+    auto f = floating_for(req, *graph, st);
+    if (auto* refusal = std::get_if<std::string>(&f))
+      return submit_result{"", *refusal};
+    p.floating = std::get<floating_run>(f);
+  } else if (!req.worker.empty()) {
     auto devices = worker_devices(req, *graph, st.workers, resuming);
     if (auto* refusal = std::get_if<std::string>(&devices))
       return submit_result{"", *refusal};
@@ -205,7 +259,7 @@ std::variant<prepared_run, submit_result> prepare(self_ptr self, const run_reque
     ctx.seed = st.session_seeds.try_emplace(req.session, std::random_device{}()).first->second;
   else
     ctx.seed = std::random_device{}();
-  ctx.num_threads = st.cfg.host.cores_per_run(p.keys.front());
+  ctx.num_threads = st.cfg.host.cores_per_run(p.keys.empty() ? "" : p.keys.front());
   ctx.host = st.cfg.host.counts();
   ctx.deterministic = req.deterministic;
   ctx.execution_cache = req.lane == "interactive" && !req.session.empty();
@@ -223,8 +277,9 @@ std::variant<prepared_run, submit_result> prepare(self_ptr self, const run_reque
 void launch(self_ptr self, prepared_run p, const run_request& req) {
   auto& st = self->state;
   auto id = p.setup.info.id;
-  p.setup.info.queue_key = p.keys.front();
-  p.setup.context.slot = p.keys.front();
+  auto key = queue_key_of(p);
+  p.setup.info.queue_key = key;
+  p.setup.context.slot = key;
   p.setup.context.run_id = id;
   p.setup.context.run_dir = p.setup.dir->path();
   auto run = self->spawn(run_actor, std::move(p.setup), caf::actor_cast<caf::actor>(self));
@@ -239,11 +294,79 @@ void launch(self_ptr self, prepared_run p, const run_request& req) {
     self->send(run, atoms::grant::value, std::string{"interactive"});
     return;
   }
+  if (p.floating) {
+    st.floating.push_back(id);
+    st.floats[id] = *p.floating;
+    return;
+  }
   st.slots.enqueue(id, p.keys);
+}
+
+/// Places the floating runs, oldest first, each on the first free slot of its kind: connected,
+/// non-draining workers in name order, then this server (never for the one-shot pool). A slot is
+/// free when it would start a run at once, so a floating run never jumps a device's queue.
+void place(self_ptr self) {
+  auto& st = self->state;
+  auto matches = [](const floating_run& f, const std::string& device) {
+    return f.kind.empty() ? kind_of(device) != "cpu" : kind_of(device) == f.kind;
+  };
+  for (auto i = st.floating.begin(); i != st.floating.end();) {
+    const auto& f = st.floats.at(*i);
+    std::string worker;
+    std::string device;
+    for (const auto& [name, w] : st.workers) {
+      if (!w.open || (f.pool && !w.one_shot))
+        continue;
+      for (const auto& d : w.devices)
+        if (matches(f, d) && st.slots.idle(name + "/" + d)) {
+          worker = name;
+          device = d;
+          break;
+        }
+      if (!device.empty())
+        break;
+    }
+    if (device.empty() && !f.pool)
+      for (const auto& d : st.cfg.host.devices())
+        if (matches(f, d.name) && st.slots.idle(d.name)) {
+          device = d.name;
+          break;
+        }
+    if (device.empty()) {
+      ++i;
+      continue;
+    }
+    auto id = *i;
+    auto key = worker.empty() ? device : worker + "/" + device;
+    self->send(st.runs.at(id), atoms::place::value, worker, std::vector<std::string>{device}, key,
+               st.cfg.host.cores_per_run(device));
+    st.slots.enqueue(id, {key});
+    st.floats.erase(id);
+    i = st.floating.erase(i);
+  }
+}
+
+/// Takes a floating run out before it is placed; false when it is not floating.
+bool remove_floating(run_queue_state& st, const std::string& id) {
+  auto i = std::find(st.floating.begin(), st.floating.end(), id);
+  if (i == st.floating.end())
+    return false;
+  st.floating.erase(i);
+  st.floats.erase(id);
+  return true;
+}
+
+/// A queued run's place: in its device's queue, or among the floating runs.
+std::uint32_t position_of(const run_queue_state& st, const std::string& id) {
+  if (auto p = st.slots.position(id))
+    return static_cast<std::uint32_t>(p);
+  auto i = std::find(st.floating.begin(), st.floating.end(), id);
+  return i == st.floating.end() ? 0 : static_cast<std::uint32_t>(i - st.floating.begin() + 1);
 }
 
 void pump(self_ptr self) {
   auto& st = self->state;
+  place(self);
   for (const auto& id : st.slots.admit()) {
     st.started.insert(id);
     if (auto i = st.runs.find(id); i != st.runs.end())
@@ -262,7 +385,7 @@ submit_result submit(self_ptr self, run_request& req) {
   auto& info = p.setup.info;
   info.id = new_run_id(st);
   info.name = req.name;
-  info.queue_key = p.keys.front();
+  info.queue_key = queue_key_of(p);
   info.created_ms = now_ms();
   info.options = options_json(req).dump();
   try {
@@ -380,6 +503,7 @@ nlohmann::json queue_status(self_ptr self) {
           {"state",
            {{"queues", queues},
             {"interactive", {{"limit", st.cfg.interactive_limit}, {"running", lane}}},
+            {"floating", st.floating},
             {"runs", st.runs.size()},
             {"shutting_down", st.shutting_down}}}};
 }
@@ -408,7 +532,7 @@ caf::behavior run_queue(self_ptr self, run_queue_config cfg) {
         auto rp = self->make_response_promise<run_info>();
         self->request(run, caf::infinite, atoms::info::value).then([=](run_info& info) mutable {
           if (info.status == run_status::queued)
-            info.queue_position = static_cast<std::uint32_t>(self->state.slots.position(id));
+            info.queue_position = position_of(self->state, id);
           rp.deliver(std::move(info));
         });
         return rp;
@@ -430,7 +554,7 @@ caf::behavior run_queue(self_ptr self, run_queue_config cfg) {
       auto page = self->state.cfg.store->list(filter, limit, offset);
       for (auto& info : page.runs)
         if (info.status == run_status::queued)
-          info.queue_position = static_cast<std::uint32_t>(self->state.slots.position(info.id));
+          info.queue_position = position_of(self->state, info.id);
       return page;
     },
     [=](atoms::cancel, const std::string& id) -> caf::result<bool> {
@@ -440,7 +564,7 @@ caf::behavior run_queue(self_ptr self, run_queue_config cfg) {
           return false;
         return unknown_run(id);
       }
-      bool dequeued = self->state.slots.remove(id);
+      bool dequeued = self->state.slots.remove(id) || remove_floating(self->state, id);
       if (dequeued)
         pump(self);  // the runs behind it move up; a device set it blocked may start
       self->delegate(run, atoms::cancel::value, dequeued);
@@ -498,10 +622,10 @@ caf::behavior run_queue(self_ptr self, run_queue_config cfg) {
       maybe_drained(self);
     },
     [=](atoms::worker_update, const std::string& name, const std::vector<std::string>& devices,
-        bool open) {
+        bool open, bool one_shot) {
       // A worker joined, changed or went: its devices' slots open or close, keyed worker/device.
       auto& st = self->state;
-      st.workers[name] = known_worker{devices, open};
+      st.workers[name] = known_worker{devices, open, one_shot};
       for (const auto& d : devices) {
         auto key = name + "/" + d;
         auto limit = st.cfg.limits.find(key);

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <deque>
 #include <set>
 #include <string>
 #include <vector>
@@ -46,6 +47,13 @@ struct run_queue_config {
 struct known_worker {
   std::vector<std::string> devices;
   bool open = false;
+  bool one_shot = false;
+};
+
+/// A run for any worker or the one-shot pool, waiting for a free slot of its device kind.
+struct floating_run {
+  std::string kind;  // cpu, cuda, sim, ...; empty: the first accelerator of any kind
+  bool pool = false;  // the one-shot pool: one-shot workers only, never this server
 };
 
 struct run_queue_state {
@@ -58,6 +66,8 @@ struct run_queue_state {
   /// kept, like a tab's seed, so that its execution cache can serve the next run.
   std::map<std::string, std::uint64_t> session_seeds;
   std::map<std::string, known_worker> workers;     // every worker seen since the start, by name
+  std::deque<std::string> floating;               // runs for any worker, in submit order
+  std::map<std::string, floating_run> floats;     // and what each needs
   caf::actor registry;                            // the worker registry, when the server has one
   bool shutting_down = false;
   std::vector<caf::response_promise> drained;     // shutdown callers, answered when none runs
@@ -70,7 +80,7 @@ struct run_queue_state {
 /// (list, status or "", limit, offset) -> run_page; (cancel, id) -> bool;
 /// (events, id, cursor, wait_ms) -> event_batch; (wait, id) -> run_info once ended;
 /// (erase, id) -> erase_result; (drop, session) -> bool (an editor session ended: its seed goes);
-/// (worker_update, name, devices, open): a worker's slots open or close;
+/// (worker_update, name, devices, open, one_shot): a worker's slots open or close;
 /// (status) -> JSON text; (shutdown) -> bool once no run is running.
 /// An unknown id gets an error naming it.
 caf::behavior run_queue(caf::stateful_actor<run_queue_state>* self, run_queue_config cfg);

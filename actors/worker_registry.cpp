@@ -93,7 +93,8 @@ void announce(self_ptr self, const worker_record& w) {
   std::vector<std::string> devices;
   for (const auto& d : w.devices)
     devices.push_back(d.name);
-  self->send(self->state.queue, atoms::worker_update::value, w.name, devices, w.accepts_runs());
+  self->send(self->state.queue, atoms::worker_update::value, w.name, devices, w.accepts_runs(),
+             w.one_shot);
 }
 
 /// The runs of `identity`'s worker, or nullptr when the connection is no worker's or the run is

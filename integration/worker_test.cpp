@@ -604,6 +604,81 @@ BOOST_AUTO_TEST_CASE(after_kill_9_of_the_server_a_run_on_a_worker_is_adopted_and
   BOOST_TEST(worker(srv, "w1")["running_runs"].empty());
 }
 
+json endless_for(const json& target, const std::string& device = "sim") {
+  auto g = cdui::test::moons_graph_json(1'000'000, 0, 16, "cpu");
+  g["nodes"][5]["params"].erase("device");
+  return {{"graph", g}, {"options", {{"device", device}, {"target", target}}}};
+}
+
+BOOST_AUTO_TEST_CASE(any_takes_free_worker_cards_in_name_order_then_this_servers_and_skips_drained) {
+  cdui::test::temp_home home;
+  run_process_guard guard{home};
+  server_process srv{home, fast_heartbeats};  // this server offers sim:0
+  auto a = start_agent(home, "a-worker");  // each worker offers sim:0 and sim:1
+  auto b = start_agent(home, "b-worker");
+  await_worker(srv, "a-worker", "online");
+  await_worker(srv, "b-worker", "online");
+  json any{{"worker", "any"}};
+  std::vector<std::string> ids;
+  std::vector<std::string> keys;
+  for (int i = 0; i < 6; ++i) {
+    ids.push_back(srv.submit_ok(endless_for(any)));
+    if (i < 5) {
+      srv.await_status(ids.back(), "running");
+      keys.push_back(srv.get_json("/api/runs/" + ids.back())["queue_key"].get<std::string>());
+    }
+  }
+  BOOST_TEST(keys == (std::vector<std::string>{"a-worker/sim:0", "a-worker/sim:1", "b-worker/sim:0",
+                                               "b-worker/sim:1", "sim:0"}));
+  auto waiting = srv.get_json("/api/runs/" + ids[5]);
+  BOOST_TEST(waiting["status"] == "queued");
+  BOOST_TEST(waiting["queue_key"] == "any");
+  BOOST_TEST(waiting["queue_position"] == 1);
+  srv.cancel(ids[2]);  // b-worker/sim:0 frees: the waiting run takes it
+  srv.await_status(ids[5], "running");
+  BOOST_TEST(srv.get_json("/api/runs/" + ids[5])["queue_key"] == "b-worker/sim:0");
+  for (const auto& id : ids)
+    srv.cancel(id);
+  for (const auto& id : ids)
+    srv.wait_final(id);
+
+  // A draining worker is passed over.
+  BOOST_TEST(srv.client().Post("/api/workers/a-worker/drain", srv.auth(), "", "application/json")->status == 200);
+  await_worker(srv, "a-worker", "draining");
+  auto placed = srv.submit_ok(endless_for(any));
+  srv.await_status(placed, "running");
+  BOOST_TEST(srv.get_json("/api/runs/" + placed)["queue_key"] == "b-worker/sim:0");
+  srv.cancel(placed);
+  srv.wait_final(placed);
+
+  auto none = srv.submit(endless_for(any, "cuda"));
+  BOOST_TEST(none->status == 400);
+  BOOST_TEST(none->body.find("neither this server nor a worker that has connected since it started "
+                             "offers a cuda device") != std::string::npos, none->body);
+  auto no_pool = srv.submit(endless_for({{"pool", "one-shot"}}));
+  BOOST_TEST(no_pool->status == 400);
+  BOOST_TEST(no_pool->body.find("no one-shot worker") != std::string::npos, no_pool->body);
+}
+
+BOOST_AUTO_TEST_CASE(the_one_shot_pool_runs_on_a_one_shot_worker_which_then_exits) {
+  cdui::test::temp_home home;
+  run_process_guard guard{home};
+  server_process srv{home, fast_heartbeats};
+  auto regular = start_agent(home, "regular");
+  cdui::test::process once{{CDUI_BINARY, "agent", "start", "--foreground", "--name", "once", "--one-shot"},
+                           {{"CODEFYUI_HOME", home.path().string()}, {"CODEFYUI_SIM_DEVICES", "1x1GiB"}}};
+  await_worker(srv, "regular", "online");
+  await_worker(srv, "once", "online");
+  auto body = moons_on("unused", {"sim:0"}, 1);
+  body["options"]["target"] = {{"pool", "one-shot"}};
+  auto id = srv.submit_ok(body);
+  auto run = srv.wait_final(id);
+  BOOST_TEST(run["status"] == "succeeded", run.dump());
+  BOOST_TEST(run["queue_key"] == "once/sim:0");  // never the regular worker
+  BOOST_TEST(run["options"]["target"]["pool"] == "one-shot");
+  BOOST_TEST(once.wait_for(30s).value_or(-1) == 0);
+}
+
 BOOST_AUTO_TEST_CASE(a_one_shot_agent_exits_after_its_run) {
   cdui::test::temp_home home;
   run_process_guard guard{home};

@@ -32,6 +32,7 @@ using tick = caf::atom_constant<caf::atom("cd_tick")>;
 using workers = caf::atom_constant<caf::atom("cd_workers")>;
 using attach = caf::atom_constant<caf::atom("cd_attach")>;
 using adopt = caf::atom_constant<caf::atom("cd_adopt")>;
+using place = caf::atom_constant<caf::atom("cd_place")>;
 using worker_update = caf::atom_constant<caf::atom("cd_wupdate")>;
 using assign = caf::atom_constant<caf::atom("cd_assign")>;
 using stop = caf::atom_constant<caf::atom("cd_stop")>;
