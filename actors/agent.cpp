@@ -72,12 +72,21 @@ std::optional<std::string> server_endpoint(const std::filesystem::path& home) {
 }
 
 template <class T>
-void send(zmq::socket_t& socket, wire::message_type type, const T& payload) {
+/// False when the message could not be queued (the connection is down, or its queue is full):
+/// the caller keeps what it sent for the next try.
+bool send(zmq::socket_t& socket, wire::message_type type, const T& payload) {
   auto head = wire::encode_envelope({wire::protocol_version, type, 0, ""});
   auto body = wire::encode(payload);
   std::array<zmq::const_buffer, 2> frames{zmq::buffer(head), zmq::buffer(body)};
-  (void)zmq::send_multipart(socket, frames, zmq::send_flags::dontwait);
+  try {
+    return zmq::send_multipart(socket, frames, zmq::send_flags::dontwait).has_value();
+  } catch (const zmq::error_t&) {
+    return false;
+  }
 }
+
+/// The most events one run_update carries, so that a replay is many messages, not one huge one.
+constexpr std::size_t max_events_per_update = 500;
 
 /// Why a run's process ended without an outcome, for the run's error.
 std::string exit_reason(int status) {
@@ -199,7 +208,19 @@ std::optional<std::string> agent::start_run(const assign_run& a) {
   } catch (const std::exception& e) {
     return std::string{"cannot prepare the run's folder on the worker: "} + e.what();
   }
+  // A stop can come as soon as the new process has a pid: before exec (when it would run this
+  // agent's own handler, and be lost) or while `cdui exec` is still loading libtorch. Blocked
+  // across the fork, the child starts with both signals blocked, atomically, and they wait until
+  // `cdui exec` installs its handlers and unblocks them.
+  sigset_t stops;
+  sigemptyset(&stops);
+  sigaddset(&stops, SIGTERM);
+  sigaddset(&stops, SIGUSR1);
+  sigset_t before;
+  ::sigprocmask(SIG_BLOCK, &stops, &before);
   pid_t pid = ::fork();
+  if (pid != 0)
+    ::sigprocmask(SIG_SETMASK, &before, nullptr);
   if (pid < 0)
     return "cannot start the run's process (fork failed)";
   if (pid == 0) {
@@ -211,13 +232,6 @@ std::optional<std::string> agent::start_run(const assign_run& a) {
     ::dup2(log, STDOUT_FILENO);
     ::dup2(log, STDERR_FILENO);
     ::close_range(3, ~0U, 0);
-    // A stop can come while the new process is still loading libtorch, before it has a handler:
-    // blocked until `cdui exec` installs its handlers, it is not lost and does not kill it.
-    sigset_t stops;
-    sigemptyset(&stops);
-    sigaddset(&stops, SIGTERM);
-    sigaddset(&stops, SIGUSR1);
-    ::sigprocmask(SIG_BLOCK, &stops, nullptr);
     ::setenv("CODEFYUI_SIM_DEVICES", sim_sizes.c_str(), 1);
     ::setenv("CUDA_VISIBLE_DEVICES", cuda_indexes.c_str(), 1);
     ::execl("/proc/self/exe", "cdui", "exec", dir.c_str(), static_cast<char*>(nullptr));
@@ -243,7 +257,7 @@ std::vector<run_event> agent::new_events(running_run& r) {
   in.seekg(static_cast<std::streamoff>(r.sent_bytes));
   std::string line;
   // Only whole lines: the last one may still be being written.
-  while (std::getline(in, line) && !in.eof()) {
+  while (events.size() < max_events_per_update && std::getline(in, line) && !in.eof()) {
     r.sent_bytes += line.size() + 1;
     auto j = nlohmann::json::parse(line, nullptr, false);
     if (!j.is_object() || !j["type"].is_string())
@@ -282,6 +296,7 @@ void agent::recover_runs() {
     spdlog::info("agent '{}': found run {} from an earlier agent ({})", cfg_.name,
                  dir.filename().string(), r.ended ? "ended" : "still executing");
     runs_[dir.filename().string()] = r;
+    had_run_ = true;  // a one-shot agent restarted mid-run still exits when that run is done
   }
 }
 
@@ -331,10 +346,20 @@ void agent::pump_runs(zmq::socket_t& socket) {
     bool exited = false;
     if (!r.ended)
       exited = r.child ? ::waitpid(r.pid, &status, WNOHANG) == r.pid : !process_alive(r.pid, r.dir);
-    // Read after the exit check: once it has exited, everything it wrote is in the file.
+    // Read after the exit check: once it has exited, everything it wrote is in the file. What
+    // could not be sent is read again next time, so nothing is skipped.
+    auto sent_bytes = r.sent_bytes;
+    auto sent_cursor = r.sent_cursor;
     auto events = new_events(r);
-    if (!events.empty() && !r.forgotten)
-      send(socket, wire::message_type::run_update, run_update{id, std::move(events)});
+    bool caught_up = true;
+    if (!events.empty() && !r.forgotten) {
+      caught_up = events.size() < max_events_per_update;
+      if (!send(socket, wire::message_type::run_update, run_update{id, std::move(events)})) {
+        r.sent_bytes = sent_bytes;
+        r.sent_cursor = sent_cursor;
+        caught_up = false;
+      }
+    }
     if (exited && r.forgotten) {
       storage::write_file_atomic(r.dir / "acked", "");
       i = runs_.erase(i);
@@ -350,18 +375,19 @@ void agent::pump_runs(zmq::socket_t& socket) {
                    r.ended->error.empty() ? "" : ": ", r.ended->error);
     }
     // The end goes after the last event, and again after a reconnect until it is acknowledged.
-    if (r.ended && !r.end_sent && !r.forgotten) {
-      send(socket, wire::message_type::run_done, run_done{id, *r.ended, r.sent_cursor});
-      r.end_sent = true;
-    }
+    if (r.ended && caught_up && !r.end_sent && !r.forgotten)
+      r.end_sent = send(socket, wire::message_type::run_done, run_done{id, *r.ended, r.sent_cursor});
     ++i;
   }
 }
 
 void agent::stop_run_process(const stop_run& s) {
   auto i = runs_.find(s.run_id);
-  if (i != runs_.end())
-    ::kill(i->second.pid, s.interrupt ? SIGUSR1 : SIGTERM);
+  if (i == runs_.end() || i->second.ended)
+    return;
+  spdlog::info("agent '{}': {} run {}", cfg_.name, s.interrupt ? "interrupting" : "cancelling",
+               s.run_id);
+  ::kill(i->second.pid, s.interrupt ? SIGUSR1 : SIGTERM);
 }
 
 hello agent::make_hello() const {
@@ -427,7 +453,8 @@ std::optional<std::string> agent::run() {
     }
     zmq::pollitem_t items[] = {{socket->handle(), 0, ZMQ_POLLIN, 0}};
     try {
-      zmq::poll(items, 1, std::chrono::milliseconds(100));
+      // While runs execute, their events go out within 20 ms; idle, the loop wakes every 100 ms.
+      zmq::poll(items, 1, std::chrono::milliseconds(runs_.empty() ? 100 : 20));
     } catch (const zmq::error_t& e) {
       if (e.num() == EINTR)
         continue;  // a signal (SIGTERM: stop) arrived; the loop looks at the flag

@@ -47,19 +47,32 @@ void wake_waiters(self_ptr self) {
   }
 }
 
-void append_all(self_ptr self, std::vector<std::pair<std::string, std::string>> items) {
+/// Appends events with this run's next cursors; `events` keep their time, or get now when it is 0.
+void append_events(self_ptr self, std::vector<run_event> events) {
   auto& st = self->state;
-  if (items.empty())
+  if (events.empty())
     return;
-  std::vector<run_event> events;
   auto time = now_ms();
-  for (auto& [type, data] : items)
-    events.push_back({st.last_cursor + events.size() + 1, time, std::move(type), std::move(data)});
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    events[i].cursor = st.last_cursor + i + 1;
+    if (events[i].time_ms == 0)
+      events[i].time_ms = time;
+    const auto& type = events[i].type;
+    if (type == "execution_complete" || type == "execution_error" || type == "execution_stopped")
+      st.ended_event = true;
+  }
   st.setup.store->append_events(st.setup.info.id, events);
   st.last_cursor = events.back().cursor;
   if (st.setup.dir)
     for (const auto& e : events)
       st.setup.dir->append(e);
+}
+
+void append_all(self_ptr self, std::vector<std::pair<std::string, std::string>> items) {
+  std::vector<run_event> events;
+  for (auto& [type, data] : items)
+    events.push_back({0, 0, std::move(type), std::move(data)});
+  append_events(self, std::move(events));
 }
 
 void append(self_ptr self, const std::string& type, std::string data) {
@@ -96,6 +109,15 @@ void finish(self_ptr self, const run_outcome& outcome) {
   if (st.executor.joinable())
     st.executor.join();
   flush(self);
+  // A worker run the server ended itself (its process was lost, its worker did not come back)
+  // has no end event from the worker: every run's log ends with exactly one.
+  if (!st.setup.worker.empty() && st.setup.info.status == run_status::running && !st.ended_event) {
+    if (outcome.status == run_status::failed)
+      append(self, "execution_error",
+             nlohmann::json{{"kind", "error"}, {"error", outcome.error}}.dump());
+    else
+      append(self, "execution_stopped", nlohmann::json{{"reason", outcome.error}}.dump());
+  }
   st.setup.info.status = outcome.status;
   st.setup.info.error = outcome.error;
   st.setup.info.final_metrics = outcome.final_metrics;
@@ -216,11 +238,9 @@ caf::behavior run_actor(self_ptr self, run_setup setup, caf::actor queue) {
       wake_waiters(self);
     },
     [=](atoms::append, std::vector<run_event>& events) {
-      // A worker run's events, in the order its engine emitted them; cursors are this server's.
-      std::vector<std::pair<std::string, std::string>> items;
-      for (auto& e : events)
-        items.emplace_back(std::move(e.type), std::move(e.data));
-      append_all(self, std::move(items));
+      // A worker run's events, in the order its engine emitted them, with the worker's times;
+      // the cursors are this server's.
+      append_events(self, std::move(events));
       wake_waiters(self);
     },
     [=](atoms::flush) {
@@ -239,6 +259,11 @@ caf::behavior run_actor(self_ptr self, run_setup setup, caf::actor queue) {
       else if (!st.setup.worker.empty() && st.setup.info.status == run_status::running)
         self->send(st.setup.registry, atoms::stop::value, st.setup.info.id, false);
       return true;
+    },
+    [=](atoms::stop, const std::string& reason) {
+      // The queue took a waiting run out because what it waits for is gone: it fails unstarted.
+      if (self->state.setup.info.status == run_status::queued)
+        end_unstarted(self, run_status::failed, reason);
     },
     [=](atoms::interrupt) {
       auto& st = self->state;

@@ -61,6 +61,8 @@ struct run_state {
   run_setup setup;
   caf::actor queue;
   std::uint64_t last_cursor = 0;
+  /// Whether an execution_complete, execution_error or execution_stopped is in the log.
+  bool ended_event = false;
   std::vector<event_waiter> waiters;
   std::vector<caf::response_promise> end_waiters;
   std::shared_ptr<std::atomic<bool>> stop = std::make_shared<std::atomic<bool>>(false);
@@ -82,6 +84,7 @@ inline constexpr std::size_t max_events_per_answer = 1000;
 /// Protocol: (grant, run id or "interactive"); (append, type, data); (flush); (finished, run_outcome);
 /// (cancel, dequeued) -> bool (dequeued: the queue took it out of its queue, so it never starts;
 /// false when it had ended or a cancel was already sent); (interrupt) -> bool;
+/// (stop, reason): a waiting run the queue took out fails unstarted with the reason;
 /// (info) -> run_info; (events, cursor, wait_ms) -> event_batch; (wait) -> run_info once ended;
 /// (status) -> JSON text.
 caf::behavior run_actor(caf::stateful_actor<run_state>* self, run_setup setup, caf::actor queue);

@@ -108,6 +108,11 @@ std::string apply_options(const nlohmann::json& options, run_request& request) {
   if (is_placed_later(request.worker) && !request.devices.empty())
     return "option 'target.devices': a run for any worker or the one-shot pool takes one device; "
            "give its kind with option 'device' (e.g. \"sim\" or \"cuda\")";
+  if (!request.worker.empty() && (request.record_outputs || request.weights_persistent))
+    return std::string{"option '"} + (request.record_outputs ? "record_outputs" : "weights_persistent")
+           + "': a run on a worker does not keep "
+           + (request.record_outputs ? "node outputs" : "persistent weights")
+           + " yet; run it on this server (target.worker \"local\") for that";
   if (!request.worker.empty() && request.lane == "interactive")
     return "option 'target.worker': an interactive run executes on this server (seed 001: the "
            "canvas never goes to a worker); queue it to run on worker '" + request.worker + "'";

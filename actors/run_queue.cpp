@@ -109,18 +109,31 @@ worker_devices(const run_request& req, const runtime::validated_graph& g,
     wanted = {req.device};
     field = "option 'device'";
   }
-  if (wanted.empty())
+  if (wanted.empty()) {
+    // A node's device param names a card inside the run (renumbered from 0), not the worker's:
+    // it says which kind the run needs, and the run gets the worker's first card of that kind.
+    // Without one: seed 001, a worker run starts on the worker's first accelerator.
+    std::string kind;
     for (const auto& node : g.g.nodes)
       if (node.was_given("device")) {
-        wanted = {node.params["device"].get<std::string>()};
+        auto d = node.params["device"].get<std::string>();
+        kind = d == "auto" ? "" : d.substr(0, d.find(':'));
         field = "node '" + node.id + "' (" + node.type + "), param 'device'";
         break;
       }
-  if (wanted.empty()) {
-    // seed 001: unless the graph names a device, a worker run starts on its first accelerator.
-    auto accelerator = std::find_if(offered.begin(), offered.end(),
-                                    [](const std::string& d) { return d != "cpu"; });
-    wanted = {accelerator == offered.end() ? std::string{"cpu"} : *accelerator};
+    auto first = std::find_if(offered.begin(), offered.end(), [&](const std::string& d) {
+      return kind.empty() ? d != "cpu" : d.substr(0, d.find(':')) == kind;
+    });
+    if (first == offered.end() && kind.empty())
+      first = std::find(offered.begin(), offered.end(), "cpu");
+    if (first == offered.end()) {
+      std::string list;
+      for (const auto& o : offered)
+        list += (list.empty() ? "" : ", ") + o;
+      return field + ": worker '" + req.worker + "' offers no " + kind + " device (it offers "
+             + list + ")";
+    }
+    wanted = {*first};
   }
   for (const auto& d : wanted) {
     if (std::find(offered.begin(), offered.end(), d) == offered.end()) {
@@ -299,6 +312,8 @@ void launch(self_ptr self, prepared_run p, const run_request& req) {
     st.floats[id] = *p.floating;
     return;
   }
+  if (!p.setup.worker.empty())
+    st.remote.insert(id);
   st.slots.enqueue(id, p.keys);
 }
 
@@ -341,6 +356,8 @@ void place(self_ptr self) {
     self->send(st.runs.at(id), atoms::place::value, worker, std::vector<std::string>{device}, key,
                st.cfg.host.cores_per_run(device));
     st.slots.enqueue(id, {key});
+    if (!worker.empty())
+      st.remote.insert(id);
     st.floats.erase(id);
     i = st.floating.erase(i);
   }
@@ -414,6 +431,7 @@ void adopt(self_ptr self, prepared_run p) {
   auto run = self->spawn(run_actor, std::move(p.setup), caf::actor_cast<caf::actor>(self));
   st.runs.emplace(id, run);
   st.started.insert(id);
+  st.remote.insert(id);
   st.slots.hold(id, p.keys);
   self->send(st.registry, atoms::adopt::value, id, worker, run, cursor);
 }
@@ -476,10 +494,15 @@ caf::error unknown_run(const std::string& id) {
   return caf::make_error(caf::sec::invalid_argument, "no run has the id '" + id + "'");
 }
 
+/// A shutdown waits for the runs this process executes; a worker's runs go on there, and the next
+/// server adopts them.
 void maybe_drained(self_ptr self) {
   auto& st = self->state;
-  if (!st.shutting_down || !st.started.empty())
+  if (!st.shutting_down)
     return;
+  for (const auto& id : st.started)
+    if (!st.remote.count(id))
+      return;
   for (auto& rp : st.drained)
     rp.deliver(true);
   st.drained.clear();
@@ -611,6 +634,7 @@ caf::behavior run_queue(self_ptr self, run_queue_config cfg) {
       st.slots.release(id);
       st.interactive.erase(id);
       st.started.erase(id);
+      st.remote.erase(id);
       if (auto i = st.runs.find(id); i != st.runs.end()) {
         // After everything the queue forwarded to it earlier (messages from one sender keep their
         // order), so no request finds it gone.
@@ -625,6 +649,21 @@ caf::behavior run_queue(self_ptr self, run_queue_config cfg) {
         bool open, bool one_shot) {
       // A worker joined, changed or went: its devices' slots open or close, keyed worker/device.
       auto& st = self->state;
+      // Devices it no longer offers: their slots close, and the runs waiting for them fail.
+      if (auto before = st.workers.find(name); before != st.workers.end())
+        for (const auto& d : before->second.devices) {
+          if (std::find(devices.begin(), devices.end(), d) != devices.end())
+            continue;
+          auto key = name + "/" + d;
+          st.slots.set_open(key, false);
+          for (const auto& slot : st.slots.slots())
+            if (slot.key == key)
+              for (const auto& id : slot.waiting)
+                if (st.slots.remove(id))
+                  if (auto run = st.runs.find(id); run != st.runs.end())
+                    self->send(run->second, atoms::stop::value,
+                               "worker '" + name + "' no longer offers " + d);
+        }
       st.workers[name] = known_worker{devices, open, one_shot};
       for (const auto& d : devices) {
         auto key = name + "/" + d;
@@ -645,6 +684,8 @@ caf::behavior run_queue(self_ptr self, run_queue_config cfg) {
       auto& st = self->state;
       st.shutting_down = true;
       for (const auto& [id, run] : st.runs) {
+        if (st.remote.count(id))
+          continue;  // it goes on on its worker; the next server adopts it
         if (st.started.count(id))
           self->request(run, caf::infinite, atoms::interrupt::value).then([](bool) {});
         else if (!st.cfg.resume && st.slots.remove(id))

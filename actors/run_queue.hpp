@@ -61,6 +61,7 @@ struct run_queue_state {
   admission slots;
   std::map<std::string, caf::actor> runs;         // runs that have not ended, by id
   std::set<std::string> started;                  // of those, the ones running
+  std::set<std::string> remote;                   // of those, the ones a worker executes
   std::map<std::string, std::string> interactive; // interactive run id -> editor session
   /// The seed of each editor session whose interactive runs gave none: drawn at its first run and
   /// kept, like a tab's seed, so that its execution cache can serve the next run.

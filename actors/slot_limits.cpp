@@ -19,7 +19,7 @@ std::string trimmed_lower(std::string_view s) {
   return out;
 }
 
-std::string canonical_key(const std::string& key, int current_cuda) {
+std::string canonical_device(const std::string& key, int current_cuda) {
   if (key == "cuda")
     return "cuda:" + std::to_string(current_cuda);
   if (key == "mps")
@@ -27,6 +27,17 @@ std::string canonical_key(const std::string& key, int current_cuda) {
   if (key == "sim")
     return "sim:0";
   return key;
+}
+
+/// "cuda" -> "cuda:<current>", "gpu-box/sim" -> "gpu-box/sim:0": the device part lower-cased and
+/// canonical, a worker's name as it was written (worker names are case-sensitive).
+std::string canonical_key(std::string_view entry_key, int current_cuda) {
+  auto slash = entry_key.rfind('/');
+  if (slash == std::string_view::npos)
+    return canonical_device(trimmed_lower(entry_key), current_cuda);
+  auto worker = std::string{entry_key.substr(0, slash)};
+  worker.erase(0, worker.find_first_not_of(" \t"));
+  return worker + "/" + canonical_device(trimmed_lower(entry_key.substr(slash + 1)), 0);
 }
 
 } // namespace
@@ -51,6 +62,7 @@ slot_limit_overrides parse_slot_limits(std::string_view text, int current_cuda) 
       continue;
     }
     auto key = trimmed_lower(entry.substr(0, eq));
+    auto raw_key = entry.substr(0, eq);
     auto value = trimmed_lower(entry.substr(eq + 1));
     if (key.empty()) {
       skip("the device before '=' is empty");
@@ -66,7 +78,7 @@ slot_limit_overrides parse_slot_limits(std::string_view text, int current_cuda) 
       skip("the limit must be at least 1");
       continue;
     }
-    out.limits[canonical_key(key, current_cuda)] = limit;
+    out.limits[canonical_key(raw_key, current_cuda)] = limit;
   }
   return out;
 }

@@ -17,7 +17,8 @@ struct slot_limit_overrides {
 };
 
 /// Parses "key=N,key=N". Each entry is split on its last '=', trimmed and lower-cased; `cuda`
-/// becomes cuda:<current_cuda>, `mps` mps:0 and `sim` sim:0. An entry without '=', with an empty
+/// becomes cuda:<current_cuda>, `mps` mps:0 and `sim` sim:0. A key worker/device keeps the
+/// worker's name as written (`gpu-box/sim` is gpu-box/sim:0; a worker's bare `cuda` is its cuda:0). An entry without '=', with an empty
 /// key, a value that is not an integer or one below 1 is skipped with a warning, never fatal.
 [[nodiscard]] slot_limit_overrides parse_slot_limits(std::string_view text, int current_cuda = 0);
 

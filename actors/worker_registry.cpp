@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <set>
 
 #include <caf/all.hpp>
@@ -93,12 +94,31 @@ void announce(self_ptr self, const worker_record& w) {
   std::vector<std::string> devices;
   for (const auto& d : w.devices)
     devices.push_back(d.name);
-  self->send(self->state.queue, atoms::worker_update::value, w.name, devices, w.accepts_runs(),
-             w.one_shot);
+  // A one-shot worker executes a single run, then its agent exits: once it has one, it is closed.
+  bool busy_one_shot = w.one_shot
+                       && (!w.running_runs.empty()
+                           || std::any_of(self->state.runs.begin(), self->state.runs.end(),
+                                          [&](const auto& r) { return r.second.worker == w.name; }));
+  self->send(self->state.queue, atoms::worker_update::value, w.name, devices,
+             w.accepts_runs() && !busy_one_shot, w.one_shot);
 }
 
 /// The runs of `identity`'s worker, or nullptr when the connection is no worker's or the run is
 /// not one it was given: a worker reports on its own runs only.
+/// Asks the agent to send the run's events again after what the server has; at most once a
+/// second for the same cursor (the request, or the replay, may be lost too).
+constexpr std::int64_t resend_again_ms = 1000;
+
+void ask_resend(self_ptr self, const std::string& identity, const std::string& run_id,
+                remote_run& run) {
+  auto now = now_ms();
+  if (run.resend_asked == run.cursor && now - run.resend_asked_ms < resend_again_ms)
+    return;
+  run.resend_asked = run.cursor;
+  run.resend_asked_ms = now;
+  reply(self, identity, wire::message_type::resend, run_cursor{run_id, run.cursor});
+}
+
 remote_run* run_of(self_ptr self, const std::string& identity, const std::string& run_id) {
   const auto* w = self->state.table->by_identity(identity);
   auto i = self->state.runs.find(run_id);
@@ -208,10 +228,8 @@ caf::behavior worker_registry(self_ptr self, worker_table::config cfg,
         run->resend_asked.reset();
         self->send(run->run, atoms::append::value, std::move(fresh));
       }
-      if (gap && run->resend_asked != run->cursor) {
-        run->resend_asked = run->cursor;
-        reply(self, identity, wire::message_type::resend, run_cursor{u.run_id, run->cursor});
-      }
+      if (gap)
+        ask_resend(self, identity, u.run_id, *run);
     },
     [=](atoms::wire_in, const std::string& identity, const run_done& d) {
       const auto* w = self->state.table->by_identity(identity);
@@ -220,10 +238,7 @@ caf::behavior worker_registry(self_ptr self, worker_table::config cfg,
       if (auto* run = run_of(self, identity, d.run_id)) {
         if (run->cursor < d.last_cursor) {
           // Not every event is here yet: they come again, then the end.
-          if (run->resend_asked != run->cursor) {
-            run->resend_asked = run->cursor;
-            reply(self, identity, wire::message_type::resend, run_cursor{d.run_id, run->cursor});
-          }
+          ask_resend(self, identity, d.run_id, *run);
           return;
         }
         self->send(run->run, atoms::finished::value, d.outcome);
@@ -235,12 +250,12 @@ caf::behavior worker_registry(self_ptr self, worker_table::config cfg,
     [=](atoms::attach, const caf::actor& queue) { self->state.queue = queue; },
     [=](atoms::adopt, const std::string& run_id, const std::string& worker, const caf::actor& run,
         std::uint64_t cursor) {
-      self->state.runs[run_id] = remote_run{run, worker, cursor, now_ms()};
+      self->state.runs[run_id] = remote_run{run, worker, cursor, now_ms(), std::nullopt, 0};
     },
     [=](atoms::assign, assign_run& a, const std::string& worker, const caf::actor& run) {
       auto& st = self->state;
       const auto* w = st.table->by_name(worker);
-      st.runs[a.run_id] = remote_run{run, worker};
+      st.runs[a.run_id] = remote_run{run, worker, 0, 0, std::nullopt, 0};
       if (w == nullptr || !w->accepts_runs()) {
         // Admitted while the worker was there, and it went between: the run never reached it.
         end_run(self, a.run_id, run_status::failed,
@@ -249,6 +264,8 @@ caf::behavior worker_registry(self_ptr self, worker_table::config cfg,
       }
       spdlog::info("run {} goes to worker '{}' on {}", a.run_id, worker, a.devices.front());
       reply(self, w->identity, wire::message_type::assign_run, a);
+      if (w->one_shot)
+        announce(self, *w);
     },
     [=](atoms::stop, const std::string& run_id, bool interrupt) {
       auto& st = self->state;
@@ -262,6 +279,8 @@ caf::behavior worker_registry(self_ptr self, worker_table::config cfg,
                 "worker '" + i->second.worker + "' was not connected when the run was stopped");
         return;
       }
+      spdlog::info("run {}: asking worker '{}' to {} it", run_id, w->name,
+                   interrupt ? "interrupt" : "cancel");
       reply(self, w->identity, wire::message_type::stop_run, stop_run{run_id, interrupt});
     },
     [=](atoms::tick) {
@@ -287,9 +306,11 @@ caf::behavior worker_registry(self_ptr self, worker_table::config cfg,
       }
       for (const auto& id : expired) {
         auto worker = st.runs[id].worker;
+        char grace[32];
+        std::snprintf(grace, sizeof grace, "%g s", static_cast<double>(st.resume_grace_ms) / 1000.0);
         end_run(self, id, run_status::interrupted,
-                "worker '" + worker + "' was not connected for " + std::to_string(st.resume_grace_ms / 1000)
-                  + " s (CODEFYUI_WORKER_RESUME_GRACE_S), so the run is given up");
+                "worker '" + worker + "' was not connected for " + grace
+                  + " (CODEFYUI_WORKER_RESUME_GRACE_S), so the run is given up");
       }
       self->delayed_send(self, tick_interval(*self->state.table), atoms::tick::value);
     },

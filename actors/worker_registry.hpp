@@ -19,8 +19,9 @@ struct remote_run {
   std::string worker;
   std::uint64_t cursor = 0;
   std::int64_t adopting_since_ms = 0;
-  /// The cursor a resend was last asked from, so that one gap costs one request.
+  /// The cursor a resend was last asked from, and when: one gap costs one request a second.
   std::optional<std::uint64_t> resend_asked;
+  std::int64_t resend_asked_ms = 0;
 };
 
 /// How long the runs of a worker that lost its connection keep going before they end interrupted

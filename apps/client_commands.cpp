@@ -266,7 +266,7 @@ int cancel_command(const std::string& run_id) {
   if (j["cancelled"] != true)
     std::printf("run %s was not cancelled: it had already ended (%s) or was being cancelled\n",
                 run_id.c_str(), status.c_str());
-  else if (status == "cancelled")
+  else if (j.value("was", std::string{}) == "queued")
     std::printf("run %s cancelled before it started\n", run_id.c_str());
   else
     std::printf("run %s: cancel requested; it stops before its next batch\n", run_id.c_str());

@@ -342,14 +342,17 @@ void mount_http_api(httplib::Server& http, cdui::server& runtime, std::string to
               if (!authorized(req, res, token))
                 return;
               std::string id = req.matches[1];
-              if (!rt.info(id)) {
+              auto before = rt.info(id);
+              if (!before) {
                 refuse(res, 404, "no run has the id '" + id + "'");
                 return;
               }
               bool cancelled = rt.cancel(id);
               auto info = rt.info(id);
+              // "was": what the cancel found; "status": now (a running run may already be done).
               reply(res, 200, {{"run_id", id},
                                {"cancelled", cancelled},
+                               {"was", to_string(before->status)},
                                {"status", to_string(info->status)}});
             });
   http.Get(R"(/api/runs/([^/]+)/events)", [&rt](const httplib::Request& req, httplib::Response& res) {

@@ -87,7 +87,9 @@ public:
     auto deadline = std::chrono::steady_clock::now() + timeout;
     while (get_json("/api/runs/" + id)["status"] != status) {
       if (std::chrono::steady_clock::now() > deadline)
-        throw std::runtime_error("run " + id + " never reached " + status);
+        throw std::runtime_error("run " + id + " never reached " + status + ": "
+                                 + get_json("/api/runs/" + id).dump() + "; the queues: "
+                                 + get_json("/api/status")["children"][0]["state"].dump());
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   }

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdlib>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -15,7 +16,10 @@ public:
             / ("cdui-test-" + std::to_string(rd()) + std::to_string(rd()));
     std::filesystem::create_directories(path_);
   }
+  /// Removed unless CDUI_TEST_KEEP_HOMES is set (to read a failed test's logs afterwards).
   ~temp_home() {
+    if (std::getenv("CDUI_TEST_KEEP_HOMES") != nullptr)
+      return;
     std::error_code ec;
     std::filesystem::remove_all(path_, ec);
   }

@@ -27,6 +27,13 @@ BOOST_AUTO_TEST_CASE(an_entry_is_split_on_its_last_equals_sign) {
   BOOST_TEST(parsed.limits["a=b"] == 2);
 }
 
+BOOST_AUTO_TEST_CASE(a_workers_name_keeps_its_case_and_its_device_is_canonical) {
+  auto parsed = parse_slot_limits(" Big-Box/SIM = 3, gpu-box/CUDA=2", 1);
+  BOOST_TEST(parsed.warnings.empty());
+  BOOST_TEST(parsed.limits["Big-Box/sim:0"] == 3);
+  BOOST_TEST(parsed.limits["gpu-box/cuda:0"] == 2);  // a worker's bare cuda: its first card
+}
+
 BOOST_AUTO_TEST_CASE(bad_entries_are_skipped_with_a_warning_and_the_rest_apply) {
   auto parsed = parse_slot_limits("cpu,=3,sim:0=two,sim:1=0,sim:2=-1,sim:3=1.5,cuda:0=2,,");
   BOOST_TEST(parsed.limits.size() == 1u);
