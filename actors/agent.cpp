@@ -20,11 +20,13 @@
 #include <zmq_addon.hpp>
 
 #include "actors/worker_table.hpp"
+#include "actors/zmq_bridge.hpp"
 #include "devices/host_inventory.hpp"
 #include "messages/digest.hpp"
 #include "messages/version.hpp"
 #include "messages/wire.hpp"
 #include "runtime/node_keys.hpp"
+#include "storage/credentials.hpp"
 #include "storage/home.hpp"
 #include "storage/run_directory.hpp"
 #include "storage/server_files.hpp"
@@ -61,14 +63,33 @@ std::string kind_of(const std::string& name) {
   return name.substr(0, name.find(':'));
 }
 
-/// The endpoint of the server on `home`, if one runs there.
-std::optional<std::string> server_endpoint(const std::filesystem::path& home) {
+/// Where the agent connects: the endpoint and, for an encrypted wire, the server's public key.
+struct server_contact {
+  std::string endpoint;
+  std::string public_key;
+  bool operator!=(const server_contact& o) const {
+    return endpoint != o.endpoint || public_key != o.public_key;
+  }
+};
+
+/// The server on `home`, if one runs there.
+std::optional<server_contact> server_on(const std::filesystem::path& home) {
   if (!storage::home_lock::server_running(home))
     return std::nullopt;
   auto address = storage::read_server_json(home);
   if (!address || address->zmq.empty())
     return std::nullopt;
-  return address->zmq;
+  return server_contact{address->zmq, address->zmq_public_key};
+}
+
+/// Whether `endpoint` is tcp://HOST:PORT with a port from 1 to 65535.
+bool is_tcp_endpoint(const std::string& endpoint) {
+  auto colon = endpoint.rfind(':');
+  if (endpoint.rfind("tcp://", 0) != 0 || colon == std::string::npos || colon <= 6)
+    return false;
+  auto port = endpoint.substr(colon + 1);
+  return !port.empty() && port.size() <= 5 && port.find_first_not_of("0123456789") == std::string::npos
+         && std::stoi(port) >= 1 && std::stoi(port) <= 65535;
 }
 
 template <class T>
@@ -151,6 +172,22 @@ agent::agent(config cfg) : cfg_(std::move(cfg)) {
       throw std::invalid_argument("--devices: this machine has no " + wanted + " (it has "
                                   + offered + ")");
     }
+  }
+  if (!cfg_.server.empty() && !is_tcp_endpoint(cfg_.server))
+    throw std::invalid_argument("--server: '" + cfg_.server + "' is not tcp://HOST:PORT");
+  if (!cfg_.server_key.empty() && !actors::is_curve_key(cfg_.server_key))
+    throw std::invalid_argument("--server-key: not a CURVE public key (40 Z85 characters, as the "
+                                "enrollment command gives it)");
+  if (!cfg_.credential_file.empty()) {
+    cfg_.credential_file = std::filesystem::absolute(cfg_.credential_file);
+    if (!storage::read_first_line(cfg_.credential_file))
+      throw std::invalid_argument("--credential: cannot read a credential from "
+                                  + cfg_.credential_file.string());
+    auto perms = std::filesystem::status(cfg_.credential_file).permissions();
+    using p = std::filesystem::perms;
+    if ((perms & (p::group_all | p::others_all)) != p::none)
+      spdlog::warn("agent '{}': {} can be read by other users; chmod 600 it", cfg_.name,
+                   cfg_.credential_file.string());
   }
   offers_.push_back(cpu_offer());  // the CPU is always offered (seed 001)
   for (const auto& d : inventory.devices()) {
@@ -397,7 +434,10 @@ hello agent::make_hello() const {
   h.env_digest = fnv1a_hex(environment_);
   h.node_types_digest = runtime::node_types_digest();
   h.devices = offers_;
-  h.credential = storage::read_token(cfg_.home).value_or("");
+  // Read at each hello: a re-keyed credential's file can be replaced while the agent runs.
+  h.credential = (cfg_.credential_file.empty() ? storage::read_token(cfg_.home)
+                                               : storage::read_first_line(cfg_.credential_file))
+                   .value_or("");
   h.running_runs = running_ids();
   h.one_shot = cfg_.one_shot;
   return h;
@@ -407,7 +447,9 @@ std::optional<std::string> agent::run() {
   recover_runs();
   zmq::context_t context{1};
   std::optional<zmq::socket_t> socket;
-  std::string connected_to;
+  server_contact connected_to;
+  // This process's own CURVE keys, for a server that encrypts its wire.
+  auto own_keys = actors::make_curve_keys();
   bool welcomed = false;
   auto heartbeat_every = std::chrono::duration_cast<std::chrono::milliseconds>(default_heartbeat);
   auto last_hello = steady::time_point{};
@@ -418,17 +460,26 @@ std::optional<std::string> agent::run() {
     auto now = steady::now();
     if (now - last_endpoint_check >= endpoint_check_interval || !socket) {
       last_endpoint_check = now;
-      auto endpoint = server_endpoint(cfg_.home);
-      if (endpoint && *endpoint != connected_to) {
+      auto contact = cfg_.server.empty() ? server_on(cfg_.home)
+                                         : std::optional<server_contact>{{cfg_.server, ""}};
+      if (contact && !cfg_.server_key.empty())
+        contact->public_key = cfg_.server_key;
+      if (contact && (!socket || *contact != connected_to)) {
         socket.emplace(context, zmq::socket_type::dealer);
         socket->set(zmq::sockopt::linger, 0);
         // Nothing queues for a server that is not there: a hello is sent again when it is.
         socket->set(zmq::sockopt::immediate, 1);
-        socket->connect(*endpoint);
-        connected_to = *endpoint;
+        if (!contact->public_key.empty()) {
+          socket->set(zmq::sockopt::curve_serverkey, contact->public_key);
+          socket->set(zmq::sockopt::curve_publickey, own_keys.public_key);
+          socket->set(zmq::sockopt::curve_secretkey, own_keys.secret_key);
+        }
+        socket->connect(contact->endpoint);
+        connected_to = *contact;
         welcomed = false;
         last_hello = {};
-        spdlog::info("agent '{}': connecting to {}", cfg_.name, connected_to);
+        spdlog::info("agent '{}': connecting to {}{}", cfg_.name, connected_to.endpoint,
+                     connected_to.public_key.empty() ? "" : " (CURVE)");
       }
     }
     if (!socket) {
@@ -476,7 +527,7 @@ std::optional<std::string> agent::run() {
         heartbeat_every = std::chrono::milliseconds(std::max<std::uint32_t>(50, w->heartbeat_interval_ms));
         last_heartbeat = steady::now();
         spdlog::info("agent '{}': joined the server at {} (cdui {}), heartbeat every {} ms",
-                     cfg_.name, connected_to, w->server_version, heartbeat_every.count());
+                     cfg_.name, connected_to.endpoint, w->server_version, heartbeat_every.count());
         on_welcome(*w);
       }
     } else if (type == wire::message_type::assign_run) {

@@ -34,9 +34,16 @@ public:
     /// Simulated cards this agent offers, e.g. "2x8GiB"; empty: $CODEFYUI_SIM_DEVICES.
     std::string sim_devices;
     bool one_shot = false;
+    /// A remote agent's server, tcp://HOST:PORT; empty: the server of `home` (server.json).
+    std::string server;
+    /// The file holding its enrolled credential (first line); empty: the session token of `home`.
+    std::filesystem::path credential_file;
+    /// The server's CURVE public key (Z85) for an encrypted wire; empty: server.json's, if any.
+    std::string server_key;
   };
 
-  /// Probes the devices; throws std::invalid_argument naming a bad --devices entry or sim spec.
+  /// Probes the devices; throws std::invalid_argument naming a bad --devices entry, sim spec,
+  /// --server endpoint, --server-key, or a --credential file it cannot read.
   explicit agent(config cfg);
 
   /// Runs until stop() or until the server refuses the agent for good (another version, a bad
@@ -47,6 +54,8 @@ public:
   void stop() { stop_ = true; }
 
   [[nodiscard]] const std::string& name() const { return cfg_.name; }
+  /// The remote server's endpoint it was given; empty: the server of its home.
+  [[nodiscard]] const std::string& server() const { return cfg_.server; }
 
   /// The name an agent has when none is given: this machine's hostname (seed 001).
   [[nodiscard]] static std::string default_name();

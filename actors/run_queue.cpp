@@ -531,6 +531,20 @@ nlohmann::json queue_status(self_ptr self) {
             {"shutting_down", st.shutting_down}}}};
 }
 
+/// Closes a worker's slot `key` and fails the runs waiting in it with `reason`.
+void close_worker_slot(self_ptr self, const std::string& key, const std::string& reason) {
+  auto& st = self->state;
+  st.slots.set_open(key, false);
+  std::vector<std::string> waiting;
+  for (const auto& slot : st.slots.slots())
+    if (slot.key == key)
+      waiting = slot.waiting;
+  for (const auto& id : waiting)
+    if (st.slots.remove(id))
+      if (auto run = st.runs.find(id); run != st.runs.end())
+        self->send(run->second, atoms::stop::value, reason);
+}
+
 } // namespace
 
 caf::behavior run_queue(self_ptr self, run_queue_config cfg) {
@@ -651,19 +665,9 @@ caf::behavior run_queue(self_ptr self, run_queue_config cfg) {
       auto& st = self->state;
       // Devices it no longer offers: their slots close, and the runs waiting for them fail.
       if (auto before = st.workers.find(name); before != st.workers.end())
-        for (const auto& d : before->second.devices) {
-          if (std::find(devices.begin(), devices.end(), d) != devices.end())
-            continue;
-          auto key = name + "/" + d;
-          st.slots.set_open(key, false);
-          for (const auto& slot : st.slots.slots())
-            if (slot.key == key)
-              for (const auto& id : slot.waiting)
-                if (st.slots.remove(id))
-                  if (auto run = st.runs.find(id); run != st.runs.end())
-                    self->send(run->second, atoms::stop::value,
-                               "worker '" + name + "' no longer offers " + d);
-        }
+        for (const auto& d : before->second.devices)
+          if (std::find(devices.begin(), devices.end(), d) == devices.end())
+            close_worker_slot(self, name + "/" + d, "worker '" + name + "' no longer offers " + d);
       st.workers[name] = known_worker{devices, open, one_shot};
       for (const auto& d : devices) {
         auto key = name + "/" + d;
@@ -675,6 +679,17 @@ caf::behavior run_queue(self_ptr self, run_queue_config cfg) {
       }
       if (!st.shutting_down)
         pump(self);
+    },
+    [=](atoms::worker_gone, const std::string& name, const std::string& reason) {
+      // An operator removed the worker: its slots close for good, the runs waiting for it fail,
+      // and a new run may not name it until it joins again.
+      auto& st = self->state;
+      auto w = st.workers.find(name);
+      if (w == st.workers.end())
+        return;
+      for (const auto& d : w->second.devices)
+        close_worker_slot(self, name + "/" + d, reason);
+      st.workers.erase(w);
     },
     [=](atoms::drop, const std::string& session) {
       // The editor session ended: its next run, if it comes back, draws a new seed.

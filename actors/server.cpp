@@ -75,12 +75,13 @@ storage::store_budget budget_from_env(const storage::store_budget& defaults) {
 }
 
 actors::run_queue_config make_queue_config(const server::config& c,
-                                           const std::filesystem::path& home) {
+                                           const std::filesystem::path& home,
+                                           std::shared_ptr<storage::run_store> store) {
   actors::run_queue_config q;
   q.home = home;
   q.host = c.sim_devices.empty() ? devices::host_inventory::probe()
                                  : devices::host_inventory::probe(c.sim_devices);
-  q.store = std::make_shared<storage::run_store>(home / "cdui.db");
+  q.store = std::move(store);
   if (const char* text = std::getenv(actors::slot_limits_env)) {
     auto parsed = actors::parse_slot_limits(text, q.host.counts().current_cuda);
     for (const auto& warning : parsed.warnings)
@@ -101,8 +102,12 @@ struct server::impl {
       system(cfg) {
     std::filesystem::create_directories(home / "runs");
     // Bound first: a server that cannot listen for agents throws before it picks up queued runs.
-    if (!c.zmq_endpoint.empty())
-      bridge = std::make_shared<actors::zmq_bridge>(c.zmq_endpoint);
+    if (!c.zmq_endpoint.empty()) {
+      if (c.zmq_curve)
+        curve = actors::load_or_create_curve_keys(home / "server.curve");
+      bridge = std::make_shared<actors::zmq_bridge>(c.zmq_endpoint, curve.secret_key);
+    }
+    store = std::make_shared<storage::run_store>(home / "cdui.db");
     stores.execution_cache =
       system.spawn(actors::cache_store, budget_from_env(storage::execution_cache_budget), true);
     stores.run_outputs =
@@ -114,14 +119,13 @@ struct server::impl {
       actors::worker_table::config workers_config{
         version(), runtime::node_types_digest(), c.token,
         seconds_setting("CODEFYUI_WORKER_HEARTBEAT_S", 10.0, 0.05, 3600)};
-      registry = system.spawn(actors::worker_registry, std::move(workers_config), bridge,
+      registry = system.spawn(actors::worker_registry, std::move(workers_config), bridge, store,
                               seconds_setting("CODEFYUI_WORKER_RESUME_GRACE_S",
                                               actors::default_resume_grace_s, 0, 86400));
     }
-    auto queue_config = make_queue_config(c, home);
+    auto queue_config = make_queue_config(c, home, store);
     queue_config.stores = stores;
     queue_config.registry = registry;
-    store = queue_config.store;
     queue = system.spawn(actors::run_queue, std::move(queue_config));
     if (bridge) {
       // The registry hears of the queue before the bridge gives it anything (its mailbox is in order).
@@ -161,6 +165,7 @@ struct server::impl {
   std::shared_ptr<storage::run_store> store;
   actors::store_handles stores;
   caf::actor queue;
+  actors::curve_keys curve;  // empty unless the wire is encrypted
   std::shared_ptr<actors::zmq_bridge> bridge;
   caf::actor registry;
   std::once_flag stopped;
@@ -243,6 +248,34 @@ std::string server::status() {
 
 std::string server::zmq_endpoint() const {
   return impl_->bridge ? impl_->bridge->endpoint() : std::string{};
+}
+
+std::string server::zmq_public_key() const {
+  return impl_->curve.public_key;
+}
+
+namespace {
+enrollment no_registry(const std::string& name) {
+  return {name, "", "this server takes no workers (it has no ZeroMQ endpoint)", "unknown"};
+}
+} // namespace
+
+enrollment server::enroll_worker(const std::string& name) {
+  if (!impl_->registry)
+    return no_registry(name);
+  return impl_->ask_actor<enrollment>(impl_->registry, true, atoms::enroll::value, name).value();
+}
+
+enrollment server::rekey_worker(const std::string& name) {
+  if (!impl_->registry)
+    return no_registry(name);
+  return impl_->ask_actor<enrollment>(impl_->registry, true, atoms::rekey::value, name).value();
+}
+
+enrollment server::remove_worker(const std::string& name) {
+  if (!impl_->registry)
+    return no_registry(name);
+  return impl_->ask_actor<enrollment>(impl_->registry, true, atoms::remove::value, name).value();
 }
 
 bool server::drain_worker(const std::string& name, bool draining) {

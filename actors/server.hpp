@@ -10,6 +10,7 @@
 #include "messages/run_event.hpp"
 #include "messages/run_outcome.hpp"
 #include "messages/run_request.hpp"
+#include "messages/worker.hpp"
 #include "storage/run_store.hpp"
 
 namespace cdui {
@@ -36,6 +37,9 @@ public:
     std::string zmq_endpoint;
     /// The credential a same-host agent gives: the session token.
     std::string token;
+    /// Encrypts the agents' wire with CURVE, under the key pair kept in $home/server.curve (made
+    /// on first use). `cdui start` sets it when the endpoint is not loopback.
+    bool zmq_curve = false;
   };
 
   server();
@@ -88,6 +92,17 @@ public:
   /// Drains a worker (no new runs; its running runs finish) or undrains it. False when no worker
   /// of that name has connected since the server started.
   bool drain_worker(const std::string& name, bool draining);
+
+  /// The server's CURVE public key (Z85) that agents need; empty when the wire is not encrypted.
+  [[nodiscard]] std::string zmq_public_key() const;
+
+  /// Enrolls a remote worker: a new credential, returned once; cdui.db keeps only its hash.
+  [[nodiscard]] enrollment enroll_worker(const std::string& name);
+  /// Gives an enrolled worker a new credential; the old one no longer joins.
+  [[nodiscard]] enrollment rekey_worker(const std::string& name);
+  /// Revokes a worker's enrollment, disconnects it, fails the runs it executes and those queued
+  /// for it with the reason "worker 'N' was removed by an operator".
+  [[nodiscard]] enrollment remove_worker(const std::string& name);
 
   /// The actor tree as JSON text: each actor's kind, state and mailbox size.
   [[nodiscard]] std::string status();

@@ -11,6 +11,7 @@
 
 #include "messages/atoms.hpp"
 #include "messages/run_outcome.hpp"
+#include "storage/credentials.hpp"
 
 namespace cdui::actors {
 
@@ -52,6 +53,7 @@ nlohmann::json worker_json(const worker_record& w, std::int64_t now) {
           {"devices", devices},
           {"running_runs", w.running_runs},
           {"one_shot", w.one_shot},
+          {"credential", w.enrolled ? "enrolled" : "session_token"},
           {"draining", w.draining},
           {"connected_ms", w.connected_ms},
           {"heartbeat_age_s", static_cast<double>(now - w.last_heartbeat_ms) / 1000.0}};
@@ -66,7 +68,14 @@ nlohmann::json workers_json(const worker_table& table) {
   for (const auto& r : table.refused())
     refused.push_back(
       {{"name", r.name}, {"version", r.version}, {"reason", r.reason}, {"time_ms", r.time_ms}});
+  nlohmann::json enrolled = nlohmann::json::array();
+  for (const auto& [name, hash] : table.settings().enrolled) {
+    const auto* w = table.by_name(name);
+    enrolled.push_back({{"name", name},
+                        {"connected", w != nullptr && w->status != worker_status::disconnected}});
+  }
   return {{"workers", workers},
+          {"enrolled", enrolled},
           {"refused_connections", refused},
           {"server_version", table.settings().version},
           {"node_types_digest", table.settings().node_types_digest}};
@@ -81,6 +90,7 @@ nlohmann::json bridge_json(const zmq_bridge& bridge) {
   return {{"kind", "zmq_bridge"},
           {"state",
            {{"endpoint", s.endpoint},
+            {"encrypted", s.encrypted},
             {"peers", s.peers},
             {"frames_in", s.frames_in},
             {"frames_out", s.frames_out},
@@ -182,12 +192,85 @@ void on_hello(self_ptr self, const std::string& identity, const hello& h) {
   announce(self, w);
 }
 
+/// A new credential for `name` (enroll, or re-key when `rekey`), its hash in cdui.db.
+enrollment give_credential(self_ptr self, const std::string& name, bool rekey) {
+  auto& st = self->state;
+  enrollment e{name, "", "", ""};
+  if (!is_valid_worker_name(name)) {
+    e.error = "field 'name': '" + name + "' is not a worker name (1 to 64 letters, digits, '.', '_' "
+              "or '-', not starting with '.' or '-')";
+    e.refusal = "invalid";
+    return e;
+  }
+  bool enrolled = st.table->is_enrolled(name);
+  if (!rekey && enrolled) {
+    e.error = "worker '" + name + "' is enrolled already; re-key it (POST /api/workers/" + name
+              + "/rekey) for a new credential";
+    e.refusal = "conflict";
+    return e;
+  }
+  if (rekey && !enrolled) {
+    e.error = "worker '" + name + "' is not enrolled, so it has no credential to replace (a "
+              "same-host agent uses the session token)";
+    e.refusal = "unknown";
+    return e;
+  }
+  e.credential = storage::new_credential();
+  auto hash = storage::credential_hash(e.credential);
+  auto now = now_ms();
+  storage::enrolled_worker record{name, hash, now, 0};
+  if (rekey)
+    for (const auto& w : st.store->enrolled_workers())
+      if (w.name == name)
+        record = {name, hash, w.enrolled_ms, now};
+  st.store->put_worker(record);
+  st.table->enroll(name, hash);
+  spdlog::info("worker '{}' {}", name, rekey ? "re-keyed: its old credential no longer joins" : "enrolled");
+  return e;
+}
+
+/// An operator removed the worker: its enrollment goes, its connection is refused for good, the
+/// runs it executes end failed (and are stopped there) and the runs waiting for it fail.
+enrollment remove_worker(self_ptr self, const std::string& name) {
+  auto& st = self->state;
+  enrollment e{name, "", "", ""};
+  auto removed = st.table->remove(name);
+  if (!removed) {
+    e.error = "no worker named '" + name + "' is enrolled or has connected to this server";
+    e.refusal = "unknown";
+    return e;
+  }
+  st.store->remove_worker(name);
+  auto reason = "worker '" + name + "' was removed by an operator";
+  bool connected = !removed->identity.empty() && removed->status != worker_status::disconnected;
+  std::vector<std::string> ids;
+  for (const auto& [id, run] : st.runs)
+    if (run.worker == name)
+      ids.push_back(id);
+  for (const auto& id : ids) {
+    if (connected)
+      reply(self, removed->identity, wire::message_type::stop_run, stop_run{id, true});
+    end_run(self, id, run_status::failed, reason);
+  }
+  if (connected)
+    reply(self, removed->identity, wire::message_type::refused, refused{reason, false});
+  if (st.queue)
+    self->send(st.queue, atoms::worker_gone::value, name, reason);
+  spdlog::info("{}: {} run(s) it executed failed", reason, ids.size());
+  return e;
+}
+
 } // namespace
 
 caf::behavior worker_registry(self_ptr self, worker_table::config cfg,
-                              std::shared_ptr<zmq_bridge> bridge, std::int64_t resume_grace_ms) {
+                              std::shared_ptr<zmq_bridge> bridge,
+                              std::shared_ptr<storage::run_store> store,
+                              std::int64_t resume_grace_ms) {
+  for (const auto& w : store->enrolled_workers())
+    cfg.enrolled[w.name] = w.credential_hash;
   self->state.table = std::make_unique<worker_table>(std::move(cfg));
   self->state.bridge = std::move(bridge);
+  self->state.store = std::move(store);
   self->state.resume_grace_ms = resume_grace_ms;
   self->delayed_send(self, tick_interval(*self->state.table), atoms::tick::value);
   return {
@@ -324,6 +407,9 @@ caf::behavior worker_registry(self_ptr self, worker_table::config cfg,
       announce(self, w);
       return true;
     },
+    [=](atoms::enroll, const std::string& name) { return give_credential(self, name, false); },
+    [=](atoms::rekey, const std::string& name) { return give_credential(self, name, true); },
+    [=](atoms::remove, const std::string& name) { return remove_worker(self, name); },
     [=](atoms::workers) { return workers_json(*self->state.table).dump(); },
     [=](atoms::status) {
       auto workers = workers_json(*self->state.table);

@@ -8,6 +8,7 @@
 
 #include "actors/worker_table.hpp"
 #include "actors/zmq_bridge.hpp"
+#include "storage/run_store.hpp"
 
 namespace cdui::actors {
 
@@ -31,6 +32,8 @@ inline constexpr double default_resume_grace_s = 300.0;
 struct worker_registry_state {
   std::unique_ptr<worker_table> table;
   std::shared_ptr<zmq_bridge> bridge;
+  /// cdui.db: the enrolled workers (name, credential hash) outlive the server.
+  std::shared_ptr<storage::run_store> store;
   caf::actor queue;
   std::int64_t resume_grace_ms = static_cast<std::int64_t>(default_resume_grace_s * 1000);
   std::map<std::string, remote_run> runs;  // by run id
@@ -45,11 +48,14 @@ struct worker_registry_state {
 /// (assign, assign_run, worker, run actor); (adopt, run id, worker, run actor, cursor): a run the
 /// last server left running on a worker; (attach, run queue); (stop, run id, interrupt);
 /// (drain, name, on) -> bool
-/// (false: no such worker); (tick); (workers) -> JSON
+/// (false: no such worker); (enroll, name) and (rekey, name) -> enrollment with a new credential
+/// (cdui.db keeps its hash); (remove, name) -> enrollment: revokes it, disconnects the worker,
+/// ends its runs failed and has the queue fail the runs waiting for it; (tick); (workers) -> JSON
 /// text for GET /api/workers; (status) -> JSON text for /api/status, the bridge's counters
 /// included.
 caf::behavior worker_registry(caf::stateful_actor<worker_registry_state>* self,
                               worker_table::config cfg, std::shared_ptr<zmq_bridge> bridge,
+                              std::shared_ptr<storage::run_store> store,
                               std::int64_t resume_grace_ms);
 
 } // namespace cdui::actors

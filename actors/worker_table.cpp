@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "storage/credentials.hpp"
+
 namespace cdui::actors {
 
 namespace {
@@ -45,12 +47,22 @@ worker_table::verdict worker_table::hello(const std::string& identity, const cdu
   if (h.version != cfg_.version)
     return refuse(h, "the agent runs cdui " + h.version + " and this server runs cdui "
                        + cfg_.version + "; install the same version on both", now_ms);
-  if (h.credential.empty() || h.credential != cfg_.token)
-    return refuse(h, "the credential is not valid (a same-host agent reads the session token from "
-                     "$CODEFYUI_HOME/session.token; check that it uses the server's home)", now_ms);
   if (!is_valid_worker_name(h.name))
     return refuse(h, "the name '" + h.name + "' is not a worker name (1 to 64 letters, digits, '.', "
                      "'_' or '-', not starting with '.' or '-')", now_ms);
+  bool by_token = !cfg_.token.empty() && storage::same_secret(h.credential, cfg_.token);
+  auto enrolled = cfg_.enrolled.find(h.name);
+  bool by_enrollment = !by_token && enrolled != cfg_.enrolled.end()
+                       && storage::same_secret(storage::credential_hash(h.credential), enrolled->second);
+  if (!by_token && !by_enrollment) {
+    if (enrolled != cfg_.enrolled.end())
+      return refuse(h, "the credential is not valid for worker '" + h.name + "': it is not the one "
+                       "its latest enrollment or re-key gave (a re-key ends the old one)", now_ms);
+    return refuse(h, "the credential is not valid: it is not this server's session token (a "
+                     "same-host agent reads it from $CODEFYUI_HOME/session.token; check that it uses "
+                     "the server's home), and no worker named '" + h.name + "' is enrolled (POST "
+                     "/api/workers/enroll)", now_ms);
+  }
   verdict v{true, "", std::nullopt};
   auto& w = workers_[h.name];
   if (!w.identity.empty() && w.identity != identity && identities_.count(w.identity)) {
@@ -67,6 +79,7 @@ worker_table::verdict worker_table::hello(const std::string& identity, const cdu
   w.devices = h.devices;
   w.running_runs = h.running_runs;
   w.one_shot = h.one_shot;
+  w.enrolled = by_enrollment;
   w.draining = draining;
   w.connected_ms = now_ms;
   w.last_heartbeat_ms = now_ms;
@@ -125,6 +138,21 @@ std::vector<std::string> worker_table::tick(std::int64_t now_ms) {
       changed.push_back(name);
   }
   return changed;
+}
+
+void worker_table::enroll(const std::string& name, const std::string& credential_hash) {
+  cfg_.enrolled[name] = credential_hash;
+}
+
+std::optional<worker_record> worker_table::remove(const std::string& name) {
+  bool was_enrolled = cfg_.enrolled.erase(name) > 0;
+  auto i = workers_.find(name);
+  if (i == workers_.end())
+    return was_enrolled ? std::optional<worker_record>{worker_record{}} : std::nullopt;
+  auto removed = std::move(i->second);
+  workers_.erase(i);
+  identities_.erase(removed.identity);
+  return removed;
 }
 
 bool worker_table::set_draining(const std::string& name, bool draining, std::int64_t now_ms) {

@@ -32,6 +32,8 @@ struct worker_record {
   std::vector<device_offer> devices;
   std::vector<std::string> running_runs;
   bool one_shot = false;
+  /// How it proved itself: with its enrolled credential (a remote worker), else the session token.
+  bool enrolled = false;
   bool draining = false;
   worker_status status = worker_status::online;
   /// Why it is degraded or disconnected; empty when online.
@@ -68,6 +70,8 @@ public:
     std::string node_types_digest;  // the server's; another one makes a worker Degraded
     std::string token;              // a same-host agent's credential: the session token
     std::int64_t heartbeat_ms = 10000;
+    /// Enrolled workers: name -> the SHA-256 (hex) of its credential (storage/credentials.hpp).
+    std::map<std::string, std::string> enrolled;
   };
 
   /// A heartbeat later than this many intervals makes the worker Degraded...
@@ -95,6 +99,15 @@ public:
 
   /// Late heartbeats: Online -> Degraded -> Disconnected. Returns the names whose status changed.
   std::vector<std::string> tick(std::int64_t now_ms);
+
+  /// Enrolls `name` with its credential's hash, or replaces the hash (re-key). A connection that
+  /// proved itself with the old credential stays; its next hello needs the new one.
+  void enroll(const std::string& name, const std::string& credential_hash);
+  [[nodiscard]] bool is_enrolled(const std::string& name) const { return cfg_.enrolled.count(name) > 0; }
+
+  /// Forgets a worker (an operator removed it): its enrollment, its entry and its connection.
+  /// Returns its entry as it was; nullopt when it had neither an entry nor an enrollment.
+  std::optional<worker_record> remove(const std::string& name);
 
   /// Drain (no new runs) or undrain; false for an unknown name.
   bool set_draining(const std::string& name, bool draining, std::int64_t now_ms);

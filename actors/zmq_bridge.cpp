@@ -1,5 +1,6 @@
 #include "actors/zmq_bridge.hpp"
 
+#include <fstream>
 #include <unordered_set>
 #include <vector>
 
@@ -10,6 +11,7 @@
 
 #include "messages/atoms.hpp"
 #include "messages/worker.hpp"
+#include "storage/credentials.hpp"
 
 namespace cdui::actors {
 
@@ -47,6 +49,34 @@ bool forward(const caf::actor& inbox, const std::string& identity, std::string_v
 
 } // namespace
 
+curve_keys make_curve_keys() {
+  char public_key[41];
+  char secret_key[41];
+  if (zmq_curve_keypair(public_key, secret_key) != 0)
+    throw std::runtime_error("libzmq cannot make a CURVE key pair (built without CURVE?)");
+  return {public_key, secret_key};
+}
+
+bool is_curve_key(const std::string& key) {
+  std::uint8_t bytes[32];
+  return key.size() == 40 && zmq_z85_decode(bytes, key.c_str()) != nullptr;
+}
+
+curve_keys load_or_create_curve_keys(const std::filesystem::path& file) {
+  std::ifstream in{file};
+  curve_keys keys;
+  if (in && std::getline(in, keys.public_key) && std::getline(in, keys.secret_key)) {
+    if (is_curve_key(keys.public_key) && is_curve_key(keys.secret_key))
+      return keys;
+    throw std::runtime_error(file.string() + " does not hold a CURVE key pair (two lines of 40 Z85 "
+                             "characters); delete it to make a new one (enrolled workers then need "
+                             "their new command)");
+  }
+  keys = make_curve_keys();
+  storage::write_private_file(file, keys.public_key + "\n" + keys.secret_key + "\n");
+  return keys;
+}
+
 struct zmq_bridge::impl {
   zmq::context_t context{1};
   zmq::socket_t router{context, zmq::socket_type::router};
@@ -55,10 +85,16 @@ struct zmq_bridge::impl {
   std::unordered_set<std::string> peers;
 };
 
-zmq_bridge::zmq_bridge(const std::string& endpoint) : impl_(std::make_unique<impl>()) {
+zmq_bridge::zmq_bridge(const std::string& endpoint, const std::string& curve_secret_key)
+  : impl_(std::make_unique<impl>()) {
   auto& router = impl_->router;
   router.set(zmq::sockopt::linger, 0);
   router.set(zmq::sockopt::maxmsgsize, socket_max_message_bytes);
+  if (!curve_secret_key.empty()) {
+    router.set(zmq::sockopt::curve_server, 1);
+    router.set(zmq::sockopt::curve_secretkey, curve_secret_key);
+    encrypted_ = true;
+  }
   try {
     router.bind(endpoint);
   } catch (const zmq::error_t& e) {
@@ -97,6 +133,7 @@ void zmq_bridge::send(const std::string& identity, wire::message_type type, std:
 bridge_stats zmq_bridge::stats() const {
   bridge_stats s;
   s.endpoint = endpoint_;
+  s.encrypted = encrypted_;
   s.frames_in = frames_in_.load();
   s.frames_out = frames_out_.load();
   s.peers = peers_.load();

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -19,6 +20,7 @@ namespace cdui::actors {
 /// What the bridge has seen, for /api/status. "frames" counts whole messages, not ZeroMQ frames.
 struct bridge_stats {
   std::string endpoint;
+  bool encrypted = false;
   std::uint64_t frames_in = 0;
   /// Messages handed to the socket; ROUTER drops, unseen, those for a peer that has gone.
   std::uint64_t frames_out = 0;
@@ -27,6 +29,22 @@ struct bridge_stats {
   /// Messages refused, by wire::refusal (too_large, malformed, wrong_version, unknown_type).
   std::array<std::uint64_t, 4> refused{};
 };
+
+/// A CURVE key pair, each key in Z85 (40 characters).
+struct curve_keys {
+  std::string public_key;
+  std::string secret_key;
+};
+
+/// A fresh key pair (an agent makes one per process).
+[[nodiscard]] curve_keys make_curve_keys();
+
+/// The server's key pair, kept in `file` (0600) so that enrollment commands stay valid across
+/// restarts; created on first use. Throws std::runtime_error naming the file when it cannot.
+[[nodiscard]] curve_keys load_or_create_curve_keys(const std::filesystem::path& file);
+
+/// Whether `key` is a CURVE key in Z85 (40 characters that decode to 32 bytes).
+[[nodiscard]] bool is_curve_key(const std::string& key);
 
 /// The server's end of the wire (DESIGN.md, "Wire"): a ZeroMQ ROUTER socket on a thread of its
 /// own, never a CAF scheduler thread. A message from an agent is [identity][envelope][payload]; one
@@ -38,7 +56,9 @@ class zmq_bridge {
 public:
   /// Binds `endpoint` (tcp://127.0.0.1:0 picks a free port) before it returns; throws
   /// std::runtime_error naming the endpoint when it cannot. Nothing is received before start().
-  explicit zmq_bridge(const std::string& endpoint);
+  /// With `curve_secret_key` (Z85), the socket is a CURVE server: every connection is encrypted,
+  /// and a peer that does not know the server's public key cannot complete its handshake.
+  explicit zmq_bridge(const std::string& endpoint, const std::string& curve_secret_key = "");
   ~zmq_bridge();
   zmq_bridge(const zmq_bridge&) = delete;
   zmq_bridge& operator=(const zmq_bridge&) = delete;
@@ -48,6 +68,7 @@ public:
 
   /// The bound endpoint, with its real port.
   [[nodiscard]] const std::string& endpoint() const { return endpoint_; }
+  [[nodiscard]] bool encrypted() const { return encrypted_; }
 
   /// Sends `payload` (already wire::encode'd) to the agent behind `identity`. A peer that has gone
   /// drops it; the heartbeat tells the registry.
@@ -69,6 +90,7 @@ private:
 
   std::unique_ptr<impl> impl_;
   std::string endpoint_;
+  bool encrypted_ = false;
   caf::actor inbox_;
   std::mutex mutex_;
   std::deque<outbound> queue_;

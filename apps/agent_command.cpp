@@ -77,7 +77,8 @@ int run_agent(cdui::agent& a, const std::filesystem::path& home) {
   running_agent = &a;
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
-  spdlog::info("agent '{}' (pid {}) for the server on {}", a.name(), ::getpid(), home.string());
+  spdlog::info("agent '{}' (pid {}) for the server {}", a.name(), ::getpid(),
+               a.server().empty() ? "on " + home.string() : "at " + a.server());
   auto refused = a.run();
   running_agent = nullptr;
   std::error_code ec;
@@ -105,7 +106,8 @@ int agent_start_command(const agent_options& options) {
   std::unique_ptr<cdui::agent> a;
   try {
     a = std::make_unique<cdui::agent>(
-      cdui::agent::config{home, options.name, options.devices, "", options.one_shot});
+      cdui::agent::config{home, options.name, options.devices, "", options.one_shot, options.server,
+                          options.credential_file, options.server_key});
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "cdui: %s\n", e.what());
     return exit_usage;
@@ -125,15 +127,28 @@ int agent_start_command(const agent_options& options) {
   }
   if (options.one_shot)
     args.push_back("--one-shot");
+  for (const auto& [flag, value] : {std::pair{"--server", options.server},
+                                    std::pair{"--credential", options.credential_file.empty()
+                                                                ? std::string{}
+                                                                : std::filesystem::absolute(options.credential_file).string()},
+                                    std::pair{"--server-key", options.server_key}})
+    if (!value.empty()) {
+      args.push_back(flag);
+      args.push_back(value);
+    }
   auto started = start_daemon(
     args, [&](pid_t child) { return agent_pid(dir) == child; }, agent_start_timeout);
   if (started.result != daemon_start::outcome::ready) {
     std::fprintf(stderr, "cdui: the agent did not start; see %s\n", (dir / "agent.log").c_str());
     return exit_run_failed;
   }
-  std::printf("cdui agent '%s' started (pid %d); it joins the server on %s%s\n", a->name().c_str(),
-              started.pid, home.c_str(),
-              find_server(home) ? "" : " once one runs there (cdui start)");
+  if (!options.server.empty())
+    std::printf("cdui agent '%s' started (pid %d); it joins the server at %s\n", a->name().c_str(),
+                started.pid, options.server.c_str());
+  else
+    std::printf("cdui agent '%s' started (pid %d); it joins the server on %s%s\n", a->name().c_str(),
+                started.pid, home.c_str(),
+                find_server(home) ? "" : " once one runs there (cdui start)");
   return exit_ok;
 }
 

@@ -10,6 +10,9 @@ struct agent_options {
   std::vector<std::string> devices;
   bool foreground = false;
   bool one_shot = false;
+  std::string server;
+  std::string credential_file;
+  std::string server_key;
 };
 
 /// `cdui agent start`: a worker agent that joins the server of this home, in the background (or

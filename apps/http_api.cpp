@@ -11,6 +11,7 @@
 
 #include "actors/run_options.hpp"
 #include "actors/server.hpp"
+#include "storage/credentials.hpp"
 #include "storage/lru_store.hpp"
 
 namespace cdui::apps {
@@ -35,7 +36,7 @@ void refuse(httplib::Response& res, int status, const std::string& detail) {
 }
 
 bool authorized(const httplib::Request& req, httplib::Response& res, const std::string& token) {
-  if (req.get_header_value(token_header) == token)
+  if (storage::same_secret(req.get_header_value(token_header), token))
     return true;
   refuse(res, 403,
          std::string{"this request needs the session token in the "} + token_header
@@ -116,6 +117,84 @@ void post_run(cdui::server& runtime, const httplib::Request& req, httplib::Respo
          {"status", info ? to_string(info->status) : "queued"},
          {"queue_key", info ? info->queue_key : ""},
          {"queue_position", info ? info->queue_position : 0}});
+}
+
+/// Whether `host` can go into a shell command as it is: a name or an address, nothing a shell
+/// would read (a Host header is whatever the client sent).
+bool plain_host(const std::string& host) {
+  return !host.empty() && host.size() <= 253 && host[0] != '-'
+         && host.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:[]")
+              == std::string::npos;
+}
+
+/// What a new credential comes with: the exact command that starts the worker on the other
+/// machine. The host in it is `server_host` when the body gives one, else the host the request
+/// was addressed to, else the host the agents' endpoint is bound to.
+json credential_json(cdui::server& runtime, const enrollment& e, const httplib::Request& req,
+                     const json& body) {
+  auto endpoint = runtime.zmq_endpoint();  // tcp://HOST:PORT
+  auto colon = endpoint.rfind(':');
+  auto bound_host = endpoint.substr(6, colon - 6);
+  auto port = endpoint.substr(colon + 1);
+  std::string host;
+  if (body.is_object() && body.contains("server_host"))
+    host = body["server_host"].get<std::string>();  // checked by the caller
+  else if (auto h = req.get_header_value("Host"); !h.empty())
+    host = h[0] == '[' ? h.substr(0, h.find(']') + 1) : h.substr(0, h.find(':'));
+  if (!plain_host(host) || host == "0.0.0.0")
+    host = bound_host;
+  auto server = "tcp://" + host + ":" + port;
+  auto key = runtime.zmq_public_key();
+  auto file = e.name + ".credential";
+  auto command = "umask 077 && printf '%s\\n' '" + e.credential + "' > " + file
+                 + " && cdui agent start --name " + e.name + " --server " + server
+                 + " --credential " + file + (key.empty() ? "" : " --server-key '" + key + "'");
+  json j{{"name", e.name},
+         {"credential", e.credential},
+         {"credential_file", file},
+         {"server", server},
+         {"server_public_key", key.empty() ? json(nullptr) : json(key)},
+         {"command", command},
+         {"warning", nullptr}};
+  if (bound_host.rfind("127.", 0) == 0)
+    j["warning"] = "this server takes agents on " + endpoint + " only, which no other machine can "
+                   "reach; restart it with `cdui start --host ADDRESS` (the wire is then encrypted) "
+                   "or reach it through an SSH tunnel";
+  return j;
+}
+
+/// Answers an enroll, rekey or remove that the registry refused; false when it was done.
+bool refused_enrollment(httplib::Response& res, const enrollment& e) {
+  if (e.error.empty())
+    return false;
+  refuse(res, e.refusal == "conflict" ? 409 : e.refusal == "unknown" ? 404 : 400, e.error);
+  return true;
+}
+
+void post_enroll(cdui::server& runtime, const httplib::Request& req, httplib::Response& res) {
+  auto body = json::parse(req.body, nullptr, false);
+  if (!body.is_object()) {
+    refuse(res, 400, "the body must be a JSON object {\"name\": \"...\"}");
+    return;
+  }
+  if (!body.contains("name") || !body["name"].is_string()) {
+    refuse(res, 400, "field 'name': the worker's name is required, as a string");
+    return;
+  }
+  for (const auto& [key, value] : body.items())
+    if (key != "name" && key != "server_host") {
+      refuse(res, 400, "field '" + key + "' is not known (known: name, server_host)");
+      return;
+    }
+  if (body.contains("server_host")
+      && (!body["server_host"].is_string() || !plain_host(body["server_host"].get<std::string>()))) {
+    refuse(res, 400, "field 'server_host': a host name or an address the other machine reaches "
+                     "this server by (letters, digits, '.', '-', ':', '[', ']')");
+    return;
+  }
+  auto e = runtime.enroll_worker(body["name"].get<std::string>());
+  if (!refused_enrollment(res, e))
+    reply(res, 200, credential_json(runtime, e, req, body));
 }
 
 void get_runs(cdui::server& runtime, const httplib::Request& req, httplib::Response& res) {
@@ -387,6 +466,26 @@ void mount_http_api(httplib::Server& http, cdui::server& runtime, std::string to
               }
               reply(res, 200, {{"worker", name}, {"draining", draining}});
             });
+  http.Post("/api/workers/enroll", [&rt, token](const httplib::Request& req, httplib::Response& res) {
+    if (authorized(req, res, token))
+      post_enroll(rt, req, res);
+  });
+  http.Post(R"(/api/workers/([^/]+)/rekey)",
+            [&rt, token](const httplib::Request& req, httplib::Response& res) {
+              if (!authorized(req, res, token))
+                return;
+              auto e = rt.rekey_worker(req.matches[1]);
+              if (!refused_enrollment(res, e))
+                reply(res, 200, credential_json(rt, e, req, json(nullptr)));
+            });
+  http.Delete(R"(/api/workers/([^/]+))",
+              [&rt, token](const httplib::Request& req, httplib::Response& res) {
+                if (!authorized(req, res, token))
+                  return;
+                auto e = rt.remove_worker(req.matches[1]);
+                if (!refused_enrollment(res, e))
+                  reply(res, 200, {{"worker", e.name}, {"removed", true}});
+              });
   http.Get("/api/workers", [&rt](const httplib::Request&, httplib::Response& res) {
     res.status = 200;
     res.set_content(rt.workers(), "application/json");

@@ -110,6 +110,15 @@ int main(int argc, char** argv) {
                           "simulated accelerators to offer, e.g. 2x8GiB (default: $CODEFYUI_SIM_DEVICES)");
   agent_start->add_flag("--foreground", agent_opts.foreground, "stay attached; log to the terminal too");
   agent_start->add_flag("--one-shot", agent_opts.one_shot, "exit when its single run ends");
+  agent_start->add_option("--server", agent_opts.server,
+                          "a remote server's agents' endpoint, tcp://HOST:PORT (default: the server "
+                          "of this home)");
+  agent_start->add_option("--credential", agent_opts.credential_file,
+                          "the file with the credential POST /api/workers/enroll gave (default: "
+                          "this home's session token)");
+  agent_start->add_option("--server-key", agent_opts.server_key,
+                          "the server's CURVE public key, from the enrollment command (default: "
+                          "server.json's)");
   auto* agent_stop = agent->add_subcommand("stop", "stop an agent");
   agent_stop->add_option("--name", agent_stop_name, "the worker's name (default: the hostname)");
   agent_stop->add_option("--timeout", agent_stop_timeout, "seconds to wait (default 60)")

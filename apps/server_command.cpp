@@ -3,6 +3,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <thread>
 
@@ -49,6 +50,23 @@ std::string already_running(const std::filesystem::path& home) {
            + std::to_string(address->pid) + ", " + address->http_url() + ")";
   return "the home " + home.string() + " is in use by embedded `cdui run` processes; start the "
          "server when they have ended";
+}
+
+bool is_loopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+/// Whether the agents' wire is encrypted: always when it listens beyond loopback (seed 001 sends
+/// tokens in the clear; cdui does not), and on loopback too with CODEFYUI_ZMQ_CURVE=on.
+bool zmq_curve(const std::string& host) {
+  const char* text = std::getenv("CODEFYUI_ZMQ_CURVE");
+  std::string setting = text != nullptr ? text : "";
+  if (setting == "on")
+    return true;
+  if (!setting.empty() && setting != "auto")
+    spdlog::warn("CODEFYUI_ZMQ_CURVE: '{}' is neither 'auto' nor 'on'; using auto (encrypted "
+                 "unless the server listens on loopback only)", setting);
+  return !is_loopback(host);
 }
 
 int serve(const start_options& options) {
@@ -103,10 +121,12 @@ int serve(const start_options& options) {
     cfg.home = home;
     cfg.resume = true;
     cfg.token = token;
-    // Agents connect on loopback only until the wire is encrypted (CURVE): a worker's runs and
-    // credential must not cross a network in the clear.
+    // Agents connect where HTTP listens; beyond loopback the wire is encrypted (CURVE), so that a
+    // worker's runs and credential never cross a network in the clear.
     int zmq_port = options.zmq_port >= 0 ? options.zmq_port : (port == 0 || options.port == 0 ? 0 : port + 1);
-    cfg.zmq_endpoint = "tcp://127.0.0.1:" + std::to_string(zmq_port);
+    cfg.zmq_endpoint = "tcp://" + (options.host == "localhost" ? std::string{"127.0.0.1"} : options.host)
+                       + ":" + std::to_string(zmq_port);
+    cfg.zmq_curve = zmq_curve(options.host);
     runtime = std::make_unique<cdui::server>(cfg);
   } catch (const std::invalid_argument& e) {
     spdlog::error("cannot start: {}", e.what());  // a bad setting, e.g. CODEFYUI_SIM_DEVICES
@@ -117,11 +137,12 @@ int serve(const start_options& options) {
   }
   mount_http_api(http, *runtime, token);
   storage::server_address address{options.host, port, static_cast<int>(::getpid()),
-                                  runtime->zmq_endpoint()};
+                                  runtime->zmq_endpoint(), runtime->zmq_public_key()};
   storage::write_server_json(home, address);
   std::thread listener{[&http] { http.listen_after_bind(); }};
-  spdlog::info("cdui {} serving {}, agents on {} (home {}, pid {})", CDUI_VERSION,
-               address.http_url(), address.zmq, home.string(), address.pid);
+  spdlog::info("cdui {} serving {}, agents on {}{} (home {}, pid {})", CDUI_VERSION,
+               address.http_url(), address.zmq, address.zmq_public_key.empty() ? "" : " (CURVE)",
+               home.string(), address.pid);
 
   int sig = 0;
   sigwait(&stop_signals, &sig);

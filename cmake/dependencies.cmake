@@ -11,6 +11,8 @@ find_package(SQLite3 REQUIRED)
 find_package(cereal REQUIRED)
 find_package(cppzmq REQUIRED)
 pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+# Credentials (random, SHA-256); libzmq3-dev depends on it too.
+pkg_check_modules(SODIUM REQUIRED IMPORTED_TARGET libsodium)
 find_package(Boost REQUIRED COMPONENTS unit_test_framework)
 
 # CAF 0.17 ships neither a CMake config nor a .pc file in Debian.

@@ -37,5 +37,9 @@ using worker_update = caf::atom_constant<caf::atom("cd_wupdate")>;
 using assign = caf::atom_constant<caf::atom("cd_assign")>;
 using stop = caf::atom_constant<caf::atom("cd_stop")>;
 using drain = caf::atom_constant<caf::atom("cd_drain")>;
+using enroll = caf::atom_constant<caf::atom("cd_enroll")>;
+using rekey = caf::atom_constant<caf::atom("cd_rekey")>;
+using remove = caf::atom_constant<caf::atom("cd_remove")>;
+using worker_gone = caf::atom_constant<caf::atom("cd_wgone")>;
 
 } // namespace cdui::atoms

@@ -127,4 +127,16 @@ struct stop_run {
   CDUI_FIELDS(run_id, interrupt)
 };
 
+/// The registry's answer to enroll, rekey and remove (in-process only, never on the wire).
+struct enrollment {
+  std::string name;
+  /// The new credential (enroll, rekey): handed out once, never stored.
+  std::string credential;
+  /// Empty when it was done; else why not, and what kind of refusal: "invalid" (a bad name),
+  /// "conflict" (enrolled already) or "unknown" (no such worker).
+  std::string error;
+  std::string refusal;
+  CDUI_FIELDS(name, credential, error, refusal)
+};
+
 } // namespace cdui

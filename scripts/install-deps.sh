@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config
   libcaf-dev libtorch-dev libgloo-dev libcereal-dev libzmq3-dev cppzmq-dev libspdlog-dev
-  libboost-test-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev libsqlite3-dev zlib1g-dev
+  libboost-test-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev libsqlite3-dev zlib1g-dev libsodium-dev
   libopenblas0-openmp dataset-fashion-mnist python3-torch
 )
 

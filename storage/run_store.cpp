@@ -48,6 +48,12 @@ CREATE TABLE IF NOT EXISTS artifacts (
   bytes INTEGER NOT NULL,
   PRIMARY KEY (run_id, path)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS workers (
+  name TEXT PRIMARY KEY,
+  credential_hash TEXT NOT NULL,
+  enrolled_ms INTEGER NOT NULL,
+  rekeyed_ms INTEGER NOT NULL
+) WITHOUT ROWID;
 )sql";
 
 /// A prepared statement, finalized when it goes out of scope.
@@ -347,6 +353,31 @@ bool run_store::erase(const std::string& run_id) {
   bool erased = sqlite3_changes(db_) > 0;
   tx.commit();
   return erased;
+}
+
+void run_store::put_worker(const enrolled_worker& w) {
+  std::lock_guard lock{mutex_};
+  statement s{db_, "INSERT OR REPLACE INTO workers (name, credential_hash, enrolled_ms, rekeyed_ms) "
+                   "VALUES (?, ?, ?, ?)"};
+  s.bind(1, w.name).bind(2, w.credential_hash).bind(3, w.enrolled_ms).bind(4, w.rekeyed_ms);
+  s.step();
+}
+
+bool run_store::remove_worker(const std::string& name) {
+  std::lock_guard lock{mutex_};
+  statement s{db_, "DELETE FROM workers WHERE name=?"};
+  s.bind(1, name);
+  s.step();
+  return sqlite3_changes(db_) > 0;
+}
+
+std::vector<enrolled_worker> run_store::enrolled_workers() const {
+  std::lock_guard lock{mutex_};
+  statement s{db_, "SELECT name, credential_hash, enrolled_ms, rekeyed_ms FROM workers ORDER BY name"};
+  std::vector<enrolled_worker> out;
+  while (s.step())
+    out.push_back({s.text(0), s.text(1), s.integer(2), s.integer(3)});
+  return out;
 }
 
 } // namespace cdui::storage

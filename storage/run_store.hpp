@@ -37,6 +37,15 @@ struct artifact {
   std::uint64_t bytes = 0;
 };
 
+/// A remote worker an operator enrolled: its name and the SHA-256 of its credential (the
+/// credential itself is never stored). `rekeyed_ms` is 0 until it is re-keyed.
+struct enrolled_worker {
+  std::string name;
+  std::string credential_hash;
+  std::int64_t enrolled_ms = 0;
+  std::int64_t rekeyed_ms = 0;
+};
+
 /// One page of runs, newest first, and how many match in all.
 struct run_page {
   std::vector<run_info> runs;
@@ -49,7 +58,8 @@ typename Inspector::result_type inspect(Inspector& f, run_page& x) {
 }
 
 /// The durable record of every run: $CODEFYUI_HOME/cdui.db, SQLite in WAL mode. Runs, their events
-/// (cursor per run, 1-based, gap-free), metrics (from metric events) and artifacts. Every write is
+/// (cursor per run, 1-based, gap-free), metrics (from metric events) and artifacts, and the
+/// enrolled workers. Every write is
 /// committed before the call returns. Thread-safe: one connection behind a mutex; several processes
 /// may open the same file (SQLite locks it; a writer waits up to 5 s for another).
 class run_store {
@@ -103,6 +113,13 @@ public:
 
   /// Deletes the run and everything recorded about it; false when there was no such run.
   bool erase(const std::string& run_id);
+
+  /// Enrolls a worker, or replaces its credential hash (re-key).
+  void put_worker(const enrolled_worker& worker);
+  /// Revokes a worker's enrollment; false when it had none.
+  bool remove_worker(const std::string& name);
+  /// Every enrolled worker, by name.
+  [[nodiscard]] std::vector<enrolled_worker> enrolled_workers() const;
 
 private:
   sqlite3* db_ = nullptr;

@@ -1,7 +1,6 @@
 #include "storage/server_files.hpp"
 
 #include <fstream>
-#include <random>
 #include <sstream>
 #include <stdexcept>
 
@@ -12,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "storage/credentials.hpp"
 #include "storage/home.hpp"
 
 namespace cdui::storage {
@@ -30,9 +30,12 @@ void write_server_json(const std::filesystem::path& home, const server_address& 
                    {"port", a.port},
                    {"pid", a.pid},
                    {"zmq", nullptr},
+                   {"zmq_public_key", nullptr},
                    {"token_file", token_path(home).string()}};
   if (!a.zmq.empty())
     j["zmq"] = a.zmq;
+  if (!a.zmq_public_key.empty())
+    j["zmq_public_key"] = a.zmq_public_key;
   write_file_atomic(server_json_path(home), j.dump(2) + "\n");
 }
 
@@ -49,39 +52,23 @@ std::optional<server_address> read_server_json(const std::filesystem::path& home
   a.pid = j.value("pid", 0);
   if (j["zmq"].is_string())
     a.zmq = j["zmq"].get<std::string>();
+  if (j["zmq_public_key"].is_string())
+    a.zmq_public_key = j["zmq_public_key"].get<std::string>();
   return a;
 }
 
 std::string create_token(const std::filesystem::path& home) {
-  std::random_device rd;
-  static const char* hex = "0123456789abcdef";
-  std::string token;
-  for (int i = 0; i < 64; ++i)
-    token += hex[rd() & 0xf];
-  auto path = token_path(home);
-  auto tmp = path;
-  tmp += ".tmp" + std::to_string(::getpid());
-  // Created 0600 from the start: there is no moment when another user could read it.
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0)
-    throw std::runtime_error("cannot create the token file " + tmp.string());
-  ::fchmod(fd, 0600);
-  auto line = token + "\n";
-  bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
-  ::close(fd);
-  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    ::unlink(tmp.c_str());
-    throw std::runtime_error("cannot write the token file " + path.string());
+  auto token = new_credential().substr(8);  // 64 hex digits from the CSPRNG
+  try {
+    write_private_file(token_path(home), token + "\n");
+  } catch (const std::runtime_error&) {
+    throw std::runtime_error("cannot write the token file " + token_path(home).string());
   }
   return token;
 }
 
 std::optional<std::string> read_token(const std::filesystem::path& home) {
-  std::ifstream in{token_path(home)};
-  std::string token;
-  if (!in || !std::getline(in, token) || token.empty())
-    return std::nullopt;
-  return token;
+  return read_first_line(token_path(home));
 }
 
 std::optional<home_lock> home_lock::try_lock(const std::filesystem::path& home, mode m) {

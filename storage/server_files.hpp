@@ -13,6 +13,8 @@ struct server_address {
   int pid = 0;
   /// The ZeroMQ endpoint agents connect to; empty until the server offers one.
   std::string zmq;
+  /// The server's CURVE public key (Z85) when the endpoint is encrypted; empty otherwise.
+  std::string zmq_public_key;
   [[nodiscard]] std::string http_url() const {
     return "http://" + host + ":" + std::to_string(port);
   }

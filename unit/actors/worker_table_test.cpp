@@ -2,6 +2,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "actors/worker_table.hpp"
+#include "storage/credentials.hpp"
 
 using namespace cdui;
 using cdui::actors::worker_status;
@@ -114,6 +115,52 @@ BOOST_AUTO_TEST_CASE(a_heartbeat_from_an_unknown_connection_asks_for_a_hello) {
   auto t = table();
   BOOST_TEST(!t.heartbeat("never-said-hello", {}, 0));
   BOOST_TEST(t.workers().empty());
+}
+
+BOOST_AUTO_TEST_CASE(an_enrolled_worker_joins_with_its_credential_and_a_rekey_ends_the_old_one) {
+  auto t = table();
+  // Not enrolled: a credential that is not the token says so.
+  auto stranger = t.hello("id-0", hello_from("remote", "0.1.0", "cdui-wk-guess"), 0);
+  BOOST_TEST(!stranger.accepted);
+  BOOST_TEST(stranger.reason.find("no worker named 'remote' is enrolled") != std::string::npos,
+             stranger.reason);
+
+  t.enroll("remote", cdui::storage::credential_hash("cdui-wk-first"));
+  BOOST_TEST(t.is_enrolled("remote"));
+  BOOST_TEST(t.hello("id-1", hello_from("remote", "0.1.0", "cdui-wk-first"), 10).accepted);
+  BOOST_TEST(t.by_name("remote")->enrolled);
+  // Another worker's name does not take its credential.
+  BOOST_TEST(!t.hello("id-2", hello_from("other", "0.1.0", "cdui-wk-first"), 20).accepted);
+
+  t.enroll("remote", cdui::storage::credential_hash("cdui-wk-second"));  // re-key
+  BOOST_TEST(t.heartbeat("id-1", {}, 30));  // the live connection stays
+  auto old = t.hello("id-3", hello_from("remote", "0.1.0", "cdui-wk-first"), 40);
+  BOOST_TEST(!old.accepted);
+  BOOST_TEST(old.reason.find("not the one its latest enrollment or re-key gave") != std::string::npos,
+             old.reason);
+  BOOST_TEST(t.hello("id-4", hello_from("remote", "0.1.0", "cdui-wk-second"), 50).accepted);
+  // The session token still works for any name, and marks it as a same-host agent.
+  BOOST_TEST(t.hello("id-5", hello_from("remote"), 60).accepted);
+  BOOST_TEST(!t.by_name("remote")->enrolled);
+}
+
+BOOST_AUTO_TEST_CASE(a_removed_worker_loses_its_entry_connection_and_enrollment) {
+  auto t = table();
+  t.enroll("remote", cdui::storage::credential_hash("cdui-wk-first"));
+  t.enroll("never-came", cdui::storage::credential_hash("cdui-wk-x"));
+  BOOST_TEST(t.hello("id-1", hello_from("remote", "0.1.0", "cdui-wk-first"), 0).accepted);
+  auto removed = t.remove("remote");
+  BOOST_REQUIRE(removed.has_value());
+  BOOST_TEST(removed->identity == "id-1");
+  BOOST_TEST(t.by_name("remote") == nullptr);
+  BOOST_TEST(t.by_identity("id-1") == nullptr);
+  BOOST_TEST(!t.heartbeat("id-1", {}, 10));
+  BOOST_TEST(!t.hello("id-2", hello_from("remote", "0.1.0", "cdui-wk-first"), 20).accepted);
+  // Enrolled but never connected: removed too, with an empty entry.
+  auto never = t.remove("never-came");
+  BOOST_REQUIRE(never.has_value());
+  BOOST_TEST(never->identity.empty());
+  BOOST_TEST(!t.remove("nobody").has_value());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,264 @@
+// Remote workers: enrollment over HTTP, agents that join with their credential (each on a home of
+// its own, as on another machine, but on 127.0.0.1), re-key, remove, and the CURVE-encrypted wire.
+#include <boost/test/unit_test.hpp>
+
+#include <sys/stat.h>
+
+#include "integration/worker_helpers.hpp"
+
+using namespace std::chrono_literals;
+using namespace cdui::test;
+using nlohmann::json;
+
+namespace {
+
+httplib::Result post(const server_process& srv, const std::string& path, const json& body,
+                     bool with_token = true) {
+  return srv.client().Post(path.c_str(), with_token ? srv.auth() : httplib::Headers{}, body.dump(),
+                           "application/json");
+}
+
+json enroll(const server_process& srv, const std::string& name) {
+  auto res = post(srv, "/api/workers/enroll", {{"name", name}});
+  BOOST_REQUIRE(res);
+  BOOST_REQUIRE_MESSAGE(res->status == 200, res->body);
+  return json::parse(res->body);
+}
+
+/// A remote agent in the foreground, on a home of its own, with its credential in a file there.
+std::unique_ptr<process> remote_agent(const temp_home& agent_home, const std::string& name,
+                                      const std::string& server, const std::string& credential,
+                                      const std::string& server_key = "") {
+  auto file = agent_home.path() / (name + ".credential");
+  std::ofstream{file} << credential << "\n";
+  std::vector<std::string> argv{CDUI_BINARY, "agent", "start", "--foreground", "--name", name,
+                                "--server", server, "--credential", file.string()};
+  if (!server_key.empty()) {
+    argv.push_back("--server-key");
+    argv.push_back(server_key);
+  }
+  return std::make_unique<process>(argv, std::map<std::string, std::string>{
+                                           {"CODEFYUI_HOME", agent_home.path().string()},
+                                           {"CODEFYUI_SIM_DEVICES", "2x1GiB"}});
+}
+
+/// Runs the enrollment's command as an operator would paste it, in `agent_home` (the other
+/// machine), with cdui on the PATH. The agent it starts runs in the background; the guard stops it.
+int run_enrollment_command(const temp_home& agent_home, const std::string& command) {
+  auto bin = std::filesystem::path{CDUI_BINARY}.parent_path().string();
+  process shell{{"/bin/bash", "-c", "cd '" + agent_home.path().string() + "' && " + command},
+                {{"CODEFYUI_HOME", agent_home.path().string()},
+                 {"CODEFYUI_SIM_DEVICES", "2x1GiB"},
+                 {"PATH", bin + ":" + std::getenv("PATH")}}};
+  auto code = shell.wait_for(60s);
+  BOOST_TEST_MESSAGE("enrollment command: " << shell.out() << shell.err());
+  return code.value_or(-1);
+}
+
+/// Stops the background agent of `name` on `agent_home` by its pid, and the runs it left.
+struct background_agent_guard {
+  const temp_home& agent_home;
+  std::string name;
+  ~background_agent_guard() {
+    std::ifstream in{agent_home.path() / "agents" / name / "agent.json"};
+    auto j = json::parse(in, nullptr, false);
+    if (j.is_object() && j["pid"].is_number_integer()) {
+      auto pid = j["pid"].get<pid_t>();
+      ::kill(pid, SIGTERM);
+      for (int i = 0; i < 200 && ::kill(pid, 0) == 0; ++i)
+        std::this_thread::sleep_for(50ms);
+      ::kill(pid, SIGKILL);
+    }
+    for (auto pid : run_processes(agent_home))
+      ::kill(pid, SIGKILL);
+  }
+};
+
+std::string file_bytes(const std::filesystem::path& file) {
+  std::ifstream in{file, std::ios::binary};
+  return {std::istreambuf_iterator<char>{in}, {}};
+}
+
+json long_run_on(const std::string& worker) {
+  auto g = moons_graph_json(1'000'000, 0, 16, "cpu");
+  g["nodes"][5]["params"].erase("device");
+  return {{"graph", g}, {"options", {{"target", {{"worker", worker}, {"devices", {"sim:0"}}}}}}};
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(enroll_test)
+
+BOOST_AUTO_TEST_CASE(the_enrollment_command_starts_a_remote_agent_that_runs_a_run) {
+  temp_home home;
+  temp_home agent_home;
+  server_process srv{home, fast_heartbeats};
+
+  auto no_token = post(srv, "/api/workers/enroll", {{"name", "remote-1"}}, false);
+  BOOST_TEST(no_token->status == 403);
+  auto bad_name = post(srv, "/api/workers/enroll", {{"name", "../escape"}});
+  BOOST_TEST(bad_name->status == 400);
+  BOOST_TEST(bad_name->body.find("field 'name': '../escape' is not a worker name") != std::string::npos,
+             bad_name->body);
+  auto bad_field = post(srv, "/api/workers/enroll", {{"name", "x"}, {"host", "a"}});
+  BOOST_TEST(bad_field->status == 400);
+  BOOST_TEST(bad_field->body.find("field 'host' is not known") != std::string::npos, bad_field->body);
+  auto injected = post(srv, "/api/workers/enroll", {{"name", "x"}, {"server_host", "a;rm -rf ~"}});
+  BOOST_TEST(injected->status == 400);
+
+  auto e = enroll(srv, "remote-1");
+  auto zmq = zmq_endpoint(home);
+  BOOST_TEST(e["server"] == zmq);
+  BOOST_TEST(e["credential"].get<std::string>().rfind("cdui-wk-", 0) == 0u);
+  BOOST_TEST(e["server_public_key"].is_null());  // loopback: not encrypted
+  BOOST_TEST(e["warning"].get<std::string>().find("which no other machine can reach") != std::string::npos);
+  auto command = e["command"].get<std::string>();
+  BOOST_TEST(command.find("cdui agent start --name remote-1 --server " + zmq
+                          + " --credential remote-1.credential") != std::string::npos, command);
+  auto again = post(srv, "/api/workers/enroll", {{"name", "remote-1"}});
+  BOOST_TEST(again->status == 409);
+  BOOST_TEST(again->body.find("enrolled already") != std::string::npos, again->body);
+
+  // cdui.db keeps the credential's hash, never the credential.
+  auto credential = e["credential"].get<std::string>();
+  std::string db;
+  for (const auto& entry : std::filesystem::directory_iterator{home.path()})
+    if (entry.path().filename().string().rfind("cdui.db", 0) == 0)
+      db += file_bytes(entry.path());
+  BOOST_TEST(db.find(credential) == std::string::npos);
+  BOOST_TEST(db.find("remote-1") != std::string::npos);
+
+  background_agent_guard guard{agent_home, "remote-1"};
+  BOOST_TEST(run_enrollment_command(agent_home, command) == 0);
+  struct stat st {};
+  BOOST_REQUIRE(::stat((agent_home.path() / "remote-1.credential").c_str(), &st) == 0);
+  BOOST_TEST((st.st_mode & 0777) == 0600u);
+  auto w = await_worker(srv, "remote-1", "online");
+  BOOST_TEST(w["credential"] == "enrolled");
+  auto listing = srv.get_json("/api/workers");
+  BOOST_TEST(listing["enrolled"][0]["name"] == "remote-1");
+  BOOST_TEST(listing["enrolled"][0]["connected"] == true);
+
+  auto id = srv.submit_ok(moons_on("remote-1", {"sim:1"}));
+  auto run = srv.wait_final(id);
+  BOOST_TEST(run["status"] == "succeeded", run.dump());
+  BOOST_TEST(run["queue_key"] == "remote-1/sim:1");
+  // The run's folder is on the worker's own home.
+  BOOST_TEST(std::filesystem::exists(agent_home.path() / "agents" / "remote-1" / "runs" / id));
+}
+
+BOOST_AUTO_TEST_CASE(a_rekey_ends_the_old_credential_and_remove_fails_the_workers_runs) {
+  temp_home home;
+  temp_home agent_home;
+  temp_home other_home;
+  run_process_guard guard{agent_home};
+  server_process srv{home, fast_heartbeats};
+  auto zmq = zmq_endpoint(home);
+  auto first = enroll(srv, "remote-2")["credential"].get<std::string>();
+  auto agent = remote_agent(agent_home, "remote-2", zmq, first);
+  await_worker(srv, "remote-2", "online");
+
+  // A stranger's guess and a name nobody enrolled.
+  auto stranger = remote_agent(other_home, "stranger", zmq, "cdui-wk-guess");
+  BOOST_REQUIRE(stranger->wait_for(30s).has_value());
+  BOOST_TEST(stranger->err().find("no worker named 'stranger' is enrolled") != std::string::npos,
+             stranger->err());
+
+  auto rekeyed = post(srv, "/api/workers/remote-2/rekey", json::object());
+  BOOST_REQUIRE(rekeyed->status == 200);
+  auto second = json::parse(rekeyed->body)["credential"].get<std::string>();
+  BOOST_TEST(second != first);
+  BOOST_TEST(post(srv, "/api/workers/nobody/rekey", json::object())->status == 404);
+  // The connection that joined with the old credential stays; a new one with it is refused.
+  std::this_thread::sleep_for(1500ms);  // three heartbeat intervals
+  BOOST_TEST(worker(srv, "remote-2")["status"] == "online");
+  auto old = remote_agent(other_home, "remote-2", zmq, first);
+  auto old_code = old->wait_for(30s);
+  BOOST_REQUIRE(old_code.has_value());
+  BOOST_TEST(*old_code == 1);
+  BOOST_TEST(old->err().find("not the one its latest enrollment or re-key gave") != std::string::npos,
+             old->err());
+  auto refused = srv.get_json("/api/workers")["refused_connections"];
+  BOOST_TEST(refused.size() == 2u);
+
+  // One run executing on it, one waiting: removal fails both and disconnects the agent.
+  auto running = srv.submit_ok(long_run_on("remote-2"));
+  srv.await_status(running, "running");
+  auto waiting = srv.submit_ok(long_run_on("remote-2"));
+  BOOST_TEST(srv.get_json("/api/runs/" + waiting)["status"] == "queued");
+  auto removed = srv.client().Delete("/api/workers/remote-2", srv.auth());
+  BOOST_REQUIRE(removed->status == 200);
+  for (const auto& id : {running, waiting}) {
+    auto run = srv.wait_final(id, 30s);
+    BOOST_TEST(run["status"] == "failed");
+    BOOST_TEST(run["error"] == "worker 'remote-2' was removed by an operator", run.dump());
+  }
+  auto code = agent->wait_for(30s);
+  BOOST_REQUIRE(code.has_value());
+  BOOST_TEST(*code == 1);
+  BOOST_TEST(agent->err().find("was removed by an operator") != std::string::npos, agent->err());
+  auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (!run_processes(agent_home).empty() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(50ms);
+  BOOST_TEST(run_processes(agent_home).empty());  // its run's process was stopped there
+  BOOST_TEST(worker(srv, "remote-2").is_null());
+  BOOST_TEST(srv.get_json("/api/workers")["enrolled"].empty());
+  auto after = srv.submit(long_run_on("remote-2"));
+  BOOST_TEST(after->status == 400, after->body);
+  BOOST_TEST(srv.client().Delete("/api/workers/remote-2", srv.auth())->status == 404);
+  // The newest credential is revoked too.
+  auto revoked = remote_agent(other_home, "remote-2", zmq, second);
+  BOOST_REQUIRE(revoked->wait_for(30s).has_value());
+  BOOST_TEST(revoked->err().find("no worker named 'remote-2' is enrolled") != std::string::npos,
+             revoked->err());
+}
+
+BOOST_AUTO_TEST_CASE(with_curve_only_a_peer_that_knows_the_servers_key_is_heard) {
+  temp_home home;
+  temp_home agent_home;
+  run_process_guard guard{agent_home};
+  std::map<std::string, std::string> env = fast_heartbeats;
+  env["CODEFYUI_ZMQ_CURVE"] = "on";
+  std::string key;
+  {
+    server_process srv{home, env};
+    std::ifstream in{home.path() / "server.json"};
+    key = json::parse(in)["zmq_public_key"].get<std::string>();
+    BOOST_TEST(key.size() == 40u);
+    struct stat st {};
+    BOOST_REQUIRE(::stat((home.path() / "server.curve").c_str(), &st) == 0);
+    BOOST_TEST((st.st_mode & 0777) == 0600u);
+    BOOST_TEST(bridge_state(srv)["encrypted"] == true);
+
+    // In the clear, a hello with the right token gets no answer: the handshake never completes.
+    raw_peer plain{zmq_endpoint(home)};
+    plain.send(cdui::wire::message_type::hello, good_hello(home, "plain"));
+    BOOST_TEST(!plain.receive(2s).has_value());
+    raw_peer encrypted{zmq_endpoint(home), key};
+    encrypted.send(cdui::wire::message_type::hello, good_hello(home, "encrypted"));
+    auto answer = encrypted.receive(10s);
+    BOOST_REQUIRE(answer.has_value());
+    BOOST_TEST((answer->first == cdui::wire::message_type::welcome));
+    BOOST_TEST(worker(srv, "plain").is_null());
+  }
+  // The key pair outlives a restart, so enrollment commands stay valid.
+  server_process srv{home, env};
+  std::ifstream in{home.path() / "server.json"};
+  BOOST_TEST(json::parse(in)["zmq_public_key"] == key);
+
+  auto e = enroll(srv, "remote-c");
+  BOOST_TEST(e["server_public_key"] == key);
+  BOOST_TEST(e["command"].get<std::string>().find("--server-key '" + key + "'") != std::string::npos);
+  auto agent = remote_agent(agent_home, "remote-c", zmq_endpoint(home),
+                            e["credential"].get<std::string>(), key);
+  // A same-host agent finds the key in server.json.
+  run_process_guard local_guard{home};
+  auto local = start_agent(home, "local");
+  await_worker(srv, "remote-c", "online");
+  await_worker(srv, "local", "online");
+  auto id = srv.submit_ok(moons_on("remote-c", {"sim:0"}));
+  auto run = srv.wait_final(id);
+  BOOST_TEST(run["status"] == "succeeded", run.dump());
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,28 @@
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace cdui::storage {
+
+/// A new enrollment credential for a remote worker: "cdui-wk-" and 64 hex digits of 32 bytes from
+/// libsodium's CSPRNG. The server keeps only its hash.
+[[nodiscard]] std::string new_credential();
+
+/// The SHA-256 of a credential, in hex: what cdui.db keeps of it.
+[[nodiscard]] std::string credential_hash(std::string_view credential);
+
+/// Whether two secrets are equal, in time that depends on their lengths only.
+[[nodiscard]] bool same_secret(std::string_view a, std::string_view b);
+
+/// Writes `text` to `path` in a file only its owner can read (0600 from its creation: there is no
+/// moment when another user could read it), atomically (temp name, then rename). Throws
+/// std::runtime_error naming the file when it cannot.
+void write_private_file(const std::filesystem::path& path, std::string_view text);
+
+/// The first line of a file; nullopt when it is missing, unreadable or its first line is empty.
+[[nodiscard]] std::optional<std::string> read_first_line(const std::filesystem::path& path);
+
+} // namespace cdui::storage
