@@ -23,6 +23,63 @@ void admission::set_open(const std::string& key, bool open) {
   dirty_.insert(key);
 }
 
+void admission::set_groups(const std::string& key, const std::vector<std::string>& names) {
+  auto& s = slot_of(key);
+  if (s.groups == names)
+    return;
+  touch_groups(key);  // leaving a group may give its other keys room
+  for (const auto& name : s.groups)
+    groups_[name].keys.erase(key);
+  s.groups = names;
+  for (const auto& name : names)
+    groups_[name].keys.insert(key);
+  dirty_.insert(key);
+}
+
+void admission::set_group_limit(const std::string& name, int limit) {
+  groups_[name].limit = std::max(1, limit);
+  for (const auto& key : groups_[name].keys)
+    dirty_.insert(key);
+}
+
+int admission::group_limit(const std::string& name) const {
+  auto g = groups_.find(name);
+  return g == groups_.end() ? 1 : g->second.limit;
+}
+
+std::vector<std::string> admission::group_keys(const std::string& name) const {
+  auto g = groups_.find(name);
+  return g == groups_.end() ? std::vector<std::string>{}
+                            : std::vector<std::string>{g->second.keys.begin(), g->second.keys.end()};
+}
+
+std::size_t admission::group_running(const std::string& name) const {
+  auto g = groups_.find(name);
+  if (g == groups_.end())
+    return 0;
+  // A run holding two keys of one group (a device set naming one card twice) counts once.
+  std::set<std::string> runs;
+  for (const auto& key : g->second.keys)
+    if (auto s = slots_.find(key); s != slots_.end())
+      runs.insert(s->second.running.begin(), s->second.running.end());
+  return runs.size();
+}
+
+bool admission::groups_have_room(const slot& s) const {
+  return std::all_of(s.groups.begin(), s.groups.end(), [&](const std::string& g) {
+    return group_running(g) < static_cast<std::size_t>(group_limit(g));
+  });
+}
+
+void admission::touch_groups(const std::string& key) {
+  auto s = slots_.find(key);
+  if (s == slots_.end())
+    return;
+  for (const auto& g : s->second.groups)
+    for (const auto& k : groups_[g].keys)
+      dirty_.insert(k);
+}
+
 admission::slot& admission::slot_of(const std::string& key) {
   return slots_[key];
 }
@@ -46,7 +103,15 @@ bool admission::idle(const std::string& key) const {
   if (i == slots_.end())
     return false;  // a device nothing has set up (no limit, never seen) is not offered
   const auto& s = i->second;
-  return s.open && s.waiting.empty() && s.running.size() < static_cast<std::size_t>(limit_of(s));
+  if (!s.open || !s.waiting.empty() || s.running.size() >= static_cast<std::size_t>(limit_of(s))
+      || !groups_have_room(s))
+    return false;
+  // A run waiting for another offerer of a shared card was there first.
+  for (const auto& g : s.groups)
+    for (const auto& k : groups_.at(g).keys)
+      if (const auto& other = slots_.at(k); other.open && !other.waiting.empty())
+        return false;
+  return true;
 }
 
 bool admission::hold(const std::string& run_id, const std::vector<std::string>& keys) {
@@ -83,6 +148,9 @@ bool admission::can_start(const std::string& run_id) const {
       return false;
     if (s.running.size() >= static_cast<std::size_t>(limit_of(s)))
       return false;
+    // The run itself may hold another key of this group already (it does not while waiting).
+    if (!groups_have_room(s))
+      return false;
   }
   return true;
 }
@@ -118,6 +186,7 @@ void admission::release(const std::string& run_id) {
   for (const auto& key : i->second.keys) {
     slots_[key].running.erase(run_id);
     dirty_.insert(key);
+    touch_groups(key);  // a shared card's other offerers may start a run now
   }
   runs_.erase(i);
 }
@@ -134,8 +203,8 @@ std::size_t admission::position(const std::string& run_id) const {
 std::vector<admission::slot_view> admission::slots() const {
   std::vector<slot_view> out;
   for (const auto& [key, s] : slots_) {
-    slot_view v{key, limit_of(s), s.open, {s.running.begin(), s.running.end()},
-                {s.waiting.begin(), s.waiting.end()}};
+    slot_view v{key,      limit_of(s), s.open, {s.running.begin(), s.running.end()},
+                {s.waiting.begin(), s.waiting.end()}, s.groups};
     out.push_back(std::move(v));
   }
   return out;

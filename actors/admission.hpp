@@ -28,12 +28,25 @@ public:
   /// and its queue waits, in order, until it opens again. Devices are open unless closed.
   void set_open(const std::string& key, bool open);
 
+  /// Puts `key` under shared budgets, `groups` (replacing the ones it had): a run starts on the key
+  /// only while, in each of its groups, fewer than the group's limit of runs hold any of the
+  /// group's keys. A card that several offerers share (the server and a worker, matched by UUID)
+  /// is one group; so are a one-shot worker's devices (limit 1: it executes a single run).
+  void set_groups(const std::string& key, const std::vector<std::string>& groups);
+  /// The group's limit (at least 1); a group without one admits a single run at a time.
+  void set_group_limit(const std::string& group, int limit);
+  [[nodiscard]] int group_limit(const std::string& group) const;
+  /// The keys under the group, by name.
+  [[nodiscard]] std::vector<std::string> group_keys(const std::string& group) const;
+  /// How many runs hold any of the group's keys.
+  [[nodiscard]] std::size_t group_running(const std::string& group) const;
+
   /// Queues a run for its devices (one key, or a device set); its place is after every run queued
   /// before it. Returns false (and changes nothing) for an id already known or no keys.
   bool enqueue(const std::string& run_id, const std::vector<std::string>& keys);
 
   /// Whether a run queued for `key` alone now would start at once: the device is open, nobody
-  /// waits for it and it has room.
+  /// waits for it (nor for another key of its groups) and it and its groups have room.
   [[nodiscard]] bool idle(const std::string& key) const;
 
   /// Records a run as holding its devices' slots already, whatever their limits or state: a run a
@@ -59,6 +72,8 @@ public:
     bool open = true;
     std::vector<std::string> running;
     std::vector<std::string> waiting;
+    /// Its shared budgets, if any.
+    std::vector<std::string> groups;
   };
   /// Every device that has a limit or has seen a run, by key.
   [[nodiscard]] std::vector<slot_view> slots() const;
@@ -71,6 +86,11 @@ private:
     bool open = true;
     std::deque<std::string> waiting;
     std::set<std::string> running;
+    std::vector<std::string> groups;
+  };
+  struct group {
+    int limit = 1;
+    std::set<std::string> keys;
   };
   struct run {
     std::vector<std::string> keys;
@@ -80,9 +100,14 @@ private:
   slot& slot_of(const std::string& key);
   [[nodiscard]] int limit_of(const slot& s) const;
   [[nodiscard]] bool can_start(const std::string& run_id) const;
+  /// Whether each of the key's groups has room for one more run.
+  [[nodiscard]] bool groups_have_room(const slot& s) const;
+  /// Marks every key of the groups of `key` as worth another look.
+  void touch_groups(const std::string& key);
 
   std::map<std::string, slot> slots_;
   std::unordered_map<std::string, run> runs_;
+  std::map<std::string, group> groups_;
   /// Keys whose front may have changed since the last admit().
   std::set<std::string> dirty_;
 };

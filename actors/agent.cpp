@@ -156,8 +156,8 @@ agent::agent(config cfg) : cfg_(std::move(cfg)) {
   if (cfg_.name.empty())
     cfg_.name = hostname();
   if (!actors::is_valid_worker_name(cfg_.name))
-    throw std::invalid_argument("--name: '" + cfg_.name + "' is not a worker name (1 to 64 letters, "
-                                "digits, '.', '_' or '-', not starting with '.' or '-')");
+    throw std::invalid_argument("--name: '" + cfg_.name + "' is not a worker name ("
+                                + actors::worker_name_rule + ")");
   auto inventory = cfg_.sim_devices.empty() ? devices::host_inventory::probe()
                                             : devices::host_inventory::probe(cfg_.sim_devices);
   environment_ = inventory.environment();

@@ -31,6 +31,8 @@ std::string read_bool(const nlohmann::json& options, const char* key, bool& out)
 std::string read_target(const nlohmann::json& target, run_request& request) {
   if (!target.is_object())
     return "option 'target': must be an object such as {\"devices\": [\"sim:0\", \"sim:1\"]}";
+  if (target.contains("worker") && target.contains("pool"))
+    return "option 'target': give \"worker\" or \"pool\", not both";
   for (const auto& [key, value] : target.items()) {
     if (key == "worker") {
       if (!value.is_string() || value.get<std::string>().empty())

@@ -1,15 +1,20 @@
 #include "actors/run_queue.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <limits>
+#include <optional>
 #include <random>
 
 #include <caf/all.hpp>
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include "actors/run_actor.hpp"
 #include "actors/run_options.hpp"
 #include "messages/atoms.hpp"
 #include "messages/run_outcome.hpp"
+#include "messages/worker.hpp"
 #include "runtime/validate.hpp"
 
 namespace cdui::actors {
@@ -169,10 +174,12 @@ std::string kind_of(const std::string& device) {
 }
 
 /// The device kind a run for any worker asks for: its option's, else a node's, else none (the
-/// first accelerator free); or the refusal's sentence when nothing this server knows offers it.
+/// first accelerator free); or the refusal's sentence when nothing this server knows offers it
+/// (never when `resuming`: a run queued before a restart, before any worker is back).
 std::variant<floating_run, std::string> floating_for(const run_request& req,
                                                      const runtime::validated_graph& g,
-                                                     const run_queue_state& st) {
+                                                     const run_queue_state& st,
+                                                     bool resuming) {
   floating_run f;
   f.pool = req.worker == one_shot_pool;
   std::string device = req.device;
@@ -188,6 +195,9 @@ std::variant<floating_run, std::string> floating_for(const run_request& req,
       return f.kind.empty() ? kind_of(d) != "cpu" : kind_of(d) == f.kind;
     });
   };
+  // After a restart no worker has reconnected yet: the run waits for them as it did before.
+  if (resuming)
+    return f;
   for (const auto& [name, w] : st.workers)
     if ((!f.pool || w.one_shot) && offers(w.devices))
       return f;
@@ -215,7 +225,7 @@ std::variant<prepared_run, submit_result> prepare(self_ptr self, const run_reque
     std::move(std::get<runtime::validated_graph>(checked)));
   std::string run_device;
   if (is_placed_later(req.worker)) {
-    auto f = floating_for(req, *graph, st);
+    auto f = floating_for(req, *graph, st, resuming);
     if (auto* refusal = std::get_if<std::string>(&f))
       return submit_result{"", *refusal};
     p.floating = std::get<floating_run>(f);
@@ -467,8 +477,14 @@ void resume(self_ptr self) {
     req.name = info.name;
     auto options = nlohmann::json::parse(info.options, nullptr, false);
     auto err = apply_options(options, req);
+    // A run for any worker or the pool that was placed on a worker is that worker's run now.
+    if (adoptable && is_placed_later(req.worker)) {
+      req.worker = info.queue_key.substr(0, info.queue_key.find('/'));
+      req.devices.clear();
+    }
     // A worker run resumes on the devices it was given, even before its worker reconnects.
-    if (!req.worker.empty() && req.devices.empty() && !info.queue_key.empty())
+    if (!req.worker.empty() && !is_placed_later(req.worker) && req.devices.empty()
+        && !info.queue_key.empty())
       req.devices = {info.queue_key.substr(info.queue_key.find('/') + 1)};
     auto prepared = err.empty() ? prepare(self, req, true) : submit_result{"", err};
     if (auto* refusal = std::get_if<submit_result>(&prepared)) {
@@ -511,13 +527,25 @@ void maybe_drained(self_ptr self) {
 nlohmann::json queue_status(self_ptr self) {
   const auto& st = self->state;
   nlohmann::json queues = nlohmann::json::array();
-  for (const auto& slot : st.slots.slots())
+  for (const auto& slot : st.slots.slots()) {
+    // Its shared budgets: the card it shares with other offerers, a one-shot worker's single run.
+    nlohmann::json shared = nlohmann::json::array();
+    for (const auto& g : slot.groups) {
+      auto with = st.slots.group_keys(g);
+      with.erase(std::remove(with.begin(), with.end(), slot.key), with.end());
+      shared.push_back({{"group", g},
+                        {"limit", st.slots.group_limit(g)},
+                        {"running", st.slots.group_running(g)},
+                        {"with", with}});
+    }
     queues.push_back({{"device", slot.key},
                       {"limit", slot.limit},
                       {"open", slot.open},
                       {"running", slot.running},
                       {"waiting", slot.waiting},
-                      {"queue_length", slot.waiting.size()}});
+                      {"queue_length", slot.waiting.size()},
+                      {"shared", shared}});
+  }
   nlohmann::json lane = nlohmann::json::array();
   for (const auto& [id, session] : st.interactive)
     lane.push_back({{"run_id", id}, {"session", session}});
@@ -529,6 +557,79 @@ nlohmann::json queue_status(self_ptr self) {
             {"floating", st.floating},
             {"runs", st.runs.size()},
             {"shutting_down", st.shutting_down}}}};
+}
+
+bool is_card(const std::string& device, const std::string& uuid) {
+  return !uuid.empty() && device.substr(0, device.find(':')) != "cpu";
+}
+
+/// This server's device that is the card `uuid`, if it offers that card itself.
+std::optional<std::string> local_key_of_card(const run_queue_state& st, const std::string& uuid,
+                                             const std::string& device) {
+  if (!is_card(device, uuid))
+    return std::nullopt;
+  for (const auto& d : st.cfg.host.devices())
+    if (d.uuid == uuid)
+      return d.name;
+  return std::nullopt;
+}
+
+/// The shared budgets (DESIGN.md, seed 001 "Limits"): a card that several offerers share (this
+/// server and workers, matched by UUID; CPUs are not cards) counts as one, under the smallest
+/// limit among its online offerers (this server is always online); a one-shot worker's devices
+/// admit one run between them. `joined`: a worker that just connected or changed, whose limits a
+/// smaller one lowers (logged, as the seed asks).
+void regroup(self_ptr self, const std::string& joined) {
+  auto& st = self->state;
+  std::map<std::string, std::vector<std::string>> groups_of;  // slot key -> its groups
+  struct offerer {
+    std::string key;
+    bool online;
+  };
+  std::map<std::string, std::vector<offerer>> cards;  // UUID -> the slots that offer it
+  for (const auto& d : st.cfg.host.devices())
+    if (is_card(d.name, d.uuid))
+      cards[d.uuid].push_back({d.name, true});
+  for (const auto& [name, w] : st.workers) {
+    for (std::size_t i = 0; i < w.devices.size(); ++i) {
+      auto key = name + "/" + w.devices[i];
+      if (is_card(w.devices[i], w.uuids[i]))
+        cards[w.uuids[i]].push_back({key, w.open});
+      if (w.one_shot)
+        groups_of[key].push_back("one-shot:" + name);
+    }
+    if (w.one_shot)
+      st.slots.set_group_limit("one-shot:" + name, 1);
+  }
+  for (const auto& [uuid, offerers] : cards) {
+    if (offerers.size() < 2)
+      continue;
+    auto group = "card:" + uuid;
+    int online = std::numeric_limits<int>::max();
+    int any = std::numeric_limits<int>::max();
+    std::string whose;
+    for (const auto& o : offerers) {
+      groups_of[o.key].push_back(group);
+      any = std::min(any, st.slots.limit(o.key));
+      if (o.online && st.slots.limit(o.key) < online) {
+        online = st.slots.limit(o.key);
+        whose = o.key;
+      }
+    }
+    int limit = online != std::numeric_limits<int>::max() ? online : any;
+    st.slots.set_group_limit(group, limit);
+    for (const auto& o : offerers)
+      if (!joined.empty() && o.key.rfind(joined + "/", 0) == 0 && st.slots.limit(o.key) > limit)
+        spdlog::warn("{}: its limit of {} runs is lowered to {}: {} offers the same card ({}) with "
+                     "that limit", o.key, st.slots.limit(o.key), limit, whose, uuid);
+  }
+  std::set<std::string> keys;
+  for (const auto& slot : st.slots.slots())
+    keys.insert(slot.key);
+  for (const auto& [key, groups] : groups_of)
+    keys.insert(key);
+  for (const auto& key : keys)
+    st.slots.set_groups(key, groups_of[key]);
 }
 
 /// Closes a worker's slot `key` and fails the runs waiting in it with `reason`.
@@ -659,24 +760,36 @@ caf::behavior run_queue(self_ptr self, run_queue_config cfg) {
         pump(self);
       maybe_drained(self);
     },
-    [=](atoms::worker_update, const std::string& name, const std::vector<std::string>& devices,
+    [=](atoms::worker_update, const std::string& name, const std::vector<device_offer>& offers,
         bool open, bool one_shot) {
       // A worker joined, changed or went: its devices' slots open or close, keyed worker/device.
       auto& st = self->state;
+      std::vector<std::string> devices;
+      std::vector<std::string> uuids;
+      for (const auto& d : offers) {
+        devices.push_back(d.name);
+        uuids.push_back(d.uuid);
+      }
       // Devices it no longer offers: their slots close, and the runs waiting for them fail.
       if (auto before = st.workers.find(name); before != st.workers.end())
         for (const auto& d : before->second.devices)
           if (std::find(devices.begin(), devices.end(), d) == devices.end())
             close_worker_slot(self, name + "/" + d, "worker '" + name + "' no longer offers " + d);
-      st.workers[name] = known_worker{devices, open, one_shot};
-      for (const auto& d : devices) {
+      st.workers[name] = known_worker{devices, uuids, open, one_shot};
+      for (std::size_t i = 0; i < devices.size(); ++i) {
+        const auto& d = devices[i];
         auto key = name + "/" + d;
         auto limit = st.cfg.limits.find(key);
+        // seed 001: a worker without an override of its own uses this server's limit for a card
+        // they share.
+        auto local = local_key_of_card(st, uuids[i], d);
         st.slots.set_limit(key, limit != st.cfg.limits.end() ? limit->second
+                                : local                      ? st.slots.limit(*local)
                                 : d == "cpu"                 ? devices::cpu_slot_limit
                                                              : devices::accelerator_slot_limit);
         st.slots.set_open(key, open);
       }
+      regroup(self, name);
       if (!st.shutting_down)
         pump(self);
     },
@@ -690,6 +803,7 @@ caf::behavior run_queue(self_ptr self, run_queue_config cfg) {
       for (const auto& d : w->second.devices)
         close_worker_slot(self, name + "/" + d, reason);
       st.workers.erase(w);
+      regroup(self, "");
     },
     [=](atoms::drop, const std::string& session) {
       // The editor session ended: its next run, if it comes back, draws a new seed.

@@ -46,6 +46,8 @@ struct run_queue_config {
 /// admit runs now (it is connected and not draining).
 struct known_worker {
   std::vector<std::string> devices;
+  /// Each device's card UUID, in the same order (empty: unknown, never matched).
+  std::vector<std::string> uuids;
   bool open = false;
   bool one_shot = false;
 };
@@ -81,7 +83,8 @@ struct run_queue_state {
 /// (list, status or "", limit, offset) -> run_page; (cancel, id) -> bool;
 /// (events, id, cursor, wait_ms) -> event_batch; (wait, id) -> run_info once ended;
 /// (erase, id) -> erase_result; (drop, session) -> bool (an editor session ended: its seed goes);
-/// (worker_update, name, devices, open, one_shot): a worker's slots open or close;
+/// (worker_update, name, device offers, open, one_shot): a worker's slots open or close, and cards
+/// it shares with this server or another worker (same UUID) become one budget;
 /// (status) -> JSON text; (shutdown) -> bool once no run is running.
 /// An unknown id gets an error naming it.
 caf::behavior run_queue(caf::stateful_actor<run_queue_state>* self, run_queue_config cfg);

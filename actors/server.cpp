@@ -301,7 +301,8 @@ std::string server::workers() {
     for (const auto& q : queue["state"]["queues"])
       slots[q["device"].get<std::string>()] = {{"taken", q["running"].size()},
                                                {"limit", q["limit"]},
-                                               {"waiting", q["waiting"].size()}};
+                                               {"waiting", q["waiting"].size()},
+                                               {"shared", q["shared"]}};
   for (auto& w : listing["workers"])
     for (auto& d : w["devices"]) {
       auto s = slots.find(w["name"].get<std::string>() + "/" + d["name"].get<std::string>());

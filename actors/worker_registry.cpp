@@ -101,15 +101,12 @@ nlohmann::json bridge_json(const zmq_bridge& bridge) {
 void announce(self_ptr self, const worker_record& w) {
   if (!self->state.queue)
     return;
-  std::vector<std::string> devices;
-  for (const auto& d : w.devices)
-    devices.push_back(d.name);
   // A one-shot worker executes a single run, then its agent exits: once it has one, it is closed.
   bool busy_one_shot = w.one_shot
                        && (!w.running_runs.empty()
                            || std::any_of(self->state.runs.begin(), self->state.runs.end(),
                                           [&](const auto& r) { return r.second.worker == w.name; }));
-  self->send(self->state.queue, atoms::worker_update::value, w.name, devices,
+  self->send(self->state.queue, atoms::worker_update::value, w.name, w.devices,
              w.accepts_runs() && !busy_one_shot, w.one_shot);
 }
 
@@ -197,8 +194,7 @@ enrollment give_credential(self_ptr self, const std::string& name, bool rekey) {
   auto& st = self->state;
   enrollment e{name, "", "", ""};
   if (!is_valid_worker_name(name)) {
-    e.error = "field 'name': '" + name + "' is not a worker name (1 to 64 letters, digits, '.', '_' "
-              "or '-', not starting with '.' or '-')";
+    e.error = "field 'name': '" + name + "' is not a worker name (" + worker_name_rule + ")";
     e.refusal = "invalid";
     return e;
   }

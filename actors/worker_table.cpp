@@ -19,6 +19,8 @@ std::string seconds_text(std::int64_t ms) {
 bool is_valid_worker_name(std::string_view name) {
   if (name.empty() || name.size() > 64 || name[0] == '.' || name[0] == '-')
     return false;
+  if (name == "local" || name == "any")  // what options.target.worker means otherwise
+    return false;
   return name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
          == std::string_view::npos;
 }
@@ -48,8 +50,8 @@ worker_table::verdict worker_table::hello(const std::string& identity, const cdu
     return refuse(h, "the agent runs cdui " + h.version + " and this server runs cdui "
                        + cfg_.version + "; install the same version on both", now_ms);
   if (!is_valid_worker_name(h.name))
-    return refuse(h, "the name '" + h.name + "' is not a worker name (1 to 64 letters, digits, '.', "
-                     "'_' or '-', not starting with '.' or '-')", now_ms);
+    return refuse(h, "the name '" + h.name + "' is not a worker name (" + worker_name_rule + ")",
+                  now_ms);
   bool by_token = !cfg_.token.empty() && storage::same_secret(h.credential, cfg_.token);
   auto enrolled = cfg_.enrolled.find(h.name);
   bool by_enrollment = !by_token && enrolled != cfg_.enrolled.end()

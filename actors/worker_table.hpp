@@ -12,9 +12,13 @@
 
 namespace cdui::actors {
 
-/// Whether `name` may name a worker: 1 to 64 of [A-Za-z0-9._-], not starting with '.' or '-'. It
+/// Whether `name` may name a worker: 1 to 64 of [A-Za-z0-9._-], not starting with '.' or '-', and
+/// not a word options.target.worker gives another meaning (local, any). It
 /// names a folder on the worker and a key on the server, so nothing that could leave either.
 [[nodiscard]] bool is_valid_worker_name(std::string_view name);
+/// The rule, as refusals say it.
+inline constexpr const char* worker_name_rule =
+  "1 to 64 letters, digits, '.', '_' or '-', not starting with '.' or '-', and not 'local' or 'any'";
 
 /// A worker's status as the Workers panel shows it (seed 001).
 enum class worker_status { online, degraded, draining, disconnected, disabled };

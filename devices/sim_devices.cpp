@@ -1,5 +1,7 @@
 #include "devices/sim_devices.hpp"
 
+#include <unistd.h>
+
 #include <array>
 #include <cctype>
 #include <charconv>
@@ -53,6 +55,18 @@ std::variant<std::int64_t, std::string> parse_bytes(std::string_view text) {
   return static_cast<std::int64_t>(value * static_cast<double>(factor));
 }
 
+namespace {
+
+/// "<hostname>-<pid>": what makes a card of this process unlike any other's.
+std::string this_process() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0')
+    std::snprintf(host, sizeof host, "host");
+  return std::string{host} + "-" + std::to_string(::getpid());
+}
+
+} // namespace
+
 std::variant<std::vector<sim_card>, std::string> parse_sim_devices(std::string_view text) {
   std::vector<sim_card> cards;
   text = trim(text);
@@ -62,6 +76,17 @@ std::variant<std::vector<sim_card>, std::string> parse_sim_devices(std::string_v
     auto comma = text.find(',');
     auto entry = trim(text.substr(0, comma));
     text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
+    // "@CARD": these cards stand for physical ones that another process offers too.
+    std::string card;
+    if (auto at = entry.find('@'); at != std::string_view::npos) {
+      card = std::string{trim(entry.substr(at + 1))};
+      entry = trim(entry.substr(0, at));
+      if (card.empty() || card.size() > 64
+          || card.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+               != std::string::npos)
+        return "sim devices entry '" + std::string{entry} + "@" + card + "': the name after '@' "
+               "must be 1 to 64 letters, digits, '.', '_' or '-'";
+    }
     int count = 1;
     if (auto x = entry.find('x'); x != std::string_view::npos) {
       auto n = trim(entry.substr(0, x));
@@ -75,8 +100,9 @@ std::variant<std::vector<sim_card>, std::string> parse_sim_devices(std::string_v
       return "sim devices entry '" + std::string{entry} + "': " + *err;
     for (int i = 0; i < count; ++i) {
       auto index = static_cast<int>(cards.size());
-      char uuid[64];
-      std::snprintf(uuid, sizeof uuid, "SIM-%08x-%04d", static_cast<unsigned>(std::get<std::int64_t>(bytes) >> 20), index);
+      // A simulated card is this process's own, unless it is named as one another offers too.
+      auto uuid = card.empty() ? "SIM-" + this_process() + "-" + std::to_string(index)
+                               : "SIM-" + card + "-" + std::to_string(i);
       cards.push_back({index, std::get<std::int64_t>(bytes), uuid});
     }
   }

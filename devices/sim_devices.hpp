@@ -20,8 +20,11 @@ struct sim_card {
 /// ones powers of 1000.
 [[nodiscard]] std::variant<std::int64_t, std::string> parse_bytes(std::string_view text);
 
-/// Parses CODEFYUI_SIM_DEVICES / --sim-devices: comma-separated entries "[Nx]SIZE", e.g. "2x8GiB"
-/// or "8GiB,4GiB". The error names the entry that is wrong.
+/// Parses CODEFYUI_SIM_DEVICES / --sim-devices: comma-separated entries "[Nx]SIZE[@CARD]", e.g.
+/// "2x8GiB" or "8GiB,4GiB". A card's UUID is "SIM-<hostname>-<pid>-<index>": a simulated card is
+/// this process's own. "@CARD" makes them "SIM-CARD-<i>" (i counts within the entry), the same in
+/// every process given that name: simulated cards that stand for one physical card two offerers
+/// share (the server and an agent on one machine). The error names the entry that is wrong.
 [[nodiscard]] std::variant<std::vector<sim_card>, std::string> parse_sim_devices(std::string_view text);
 
 } // namespace cdui::devices

@@ -253,9 +253,9 @@ BOOST_AUTO_TEST_CASE(with_curve_only_a_peer_that_knows_the_servers_key_is_heard)
                             e["credential"].get<std::string>(), key);
   // A same-host agent finds the key in server.json.
   run_process_guard local_guard{home};
-  auto local = start_agent(home, "local");
+  auto local = start_agent(home, "same-host");
   await_worker(srv, "remote-c", "online");
-  await_worker(srv, "local", "online");
+  await_worker(srv, "same-host", "online");
   auto id = srv.submit_ok(moons_on("remote-c", {"sim:0"}));
   auto run = srv.wait_final(id);
   BOOST_TEST(run["status"] == "succeeded", run.dump());

@@ -23,13 +23,14 @@ using nlohmann::json;
 /// Degraded after 1 s without a heartbeat, Disconnected after 1.5 s.
 inline const std::map<std::string, std::string> fast_heartbeats{{"CODEFYUI_WORKER_HEARTBEAT_S", "0.5"}};
 
-/// `cdui agent start --foreground` on the server's home, offering two sim cards.
+/// `cdui agent start --foreground` on the server's home, offering two sim cards (or `sim`).
 inline std::unique_ptr<cdui::test::process> start_agent(const cdui::test::temp_home& home,
-                                                 const std::string& name) {
+                                                        const std::string& name,
+                                                        const std::string& sim = "2x1GiB") {
   return std::make_unique<cdui::test::process>(
     std::vector<std::string>{CDUI_BINARY, "agent", "start", "--foreground", "--name", name},
     std::map<std::string, std::string>{{"CODEFYUI_HOME", home.path().string()},
-                                       {"CODEFYUI_SIM_DEVICES", "2x1GiB"}});
+                                       {"CODEFYUI_SIM_DEVICES", sim}});
 }
 
 inline json worker(const server_process& srv, const std::string& name) {

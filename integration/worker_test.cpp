@@ -330,7 +330,7 @@ BOOST_AUTO_TEST_CASE(a_draining_worker_finishes_its_run_and_takes_no_new_one_unt
   srv.await_status(running, "running");
   auto sim0 = worker(srv, "w1")["devices"][1];
   BOOST_TEST(sim0["name"] == "sim:0");
-  BOOST_TEST(sim0["slots"] == json({{"taken", 1}, {"limit", 1}, {"waiting", 0}}));
+  BOOST_TEST(sim0["slots"] == json({{"taken", 1}, {"limit", 1}, {"waiting", 0}, {"shared", json::array()}}));
   BOOST_TEST(c.Post("/api/workers/w1/drain", "", "application/json")->status == 403);
   BOOST_TEST(c.Post("/api/workers/nobody/drain", srv.auth(), "", "application/json")->status == 404);
   auto drained = c.Post("/api/workers/w1/drain", srv.auth(), "", "application/json");
@@ -443,18 +443,28 @@ BOOST_AUTO_TEST_CASE(after_kill_9_of_the_server_a_run_on_a_worker_is_adopted_and
   run_process_guard guard{home};
   auto agent = start_agent(home, "w1");
   std::string id;
+  std::string any_id;
   {
     server_process srv{home, fast_heartbeats};
     await_worker(srv, "w1", "online");
     id = srv.submit_ok(several_seconds_on_w1());
+    // A run for any worker that was placed on w1 is adopted as w1's run.
+    auto body = several_seconds_on_w1();
+    body["options"] = {{"device", "sim"}, {"target", {{"worker", "any"}}}};
+    any_id = srv.submit_ok(body);
     await_some_events(srv, id);
+    await_some_events(srv, any_id);
     srv.proc().signal(SIGKILL);
     srv.proc().wait_for(10s);
   }
   server_process srv{home, fast_heartbeats};
   BOOST_TEST(srv.get_json("/api/runs/" + id)["status"] == "running");  // not interrupted: adoptable
+  BOOST_TEST(srv.get_json("/api/runs/" + any_id)["status"] == "running");
   auto run = srv.wait_final(id);
   BOOST_TEST(run["status"] == "succeeded", run.dump());
+  auto any_run = srv.wait_final(any_id);
+  BOOST_TEST(any_run["status"] == "succeeded", any_run.dump());
+  BOOST_TEST(any_run["queue_key"] == "w1/sim:1");
   BOOST_TEST(run["final_metrics"]["loop"]["total_steps"] == 6000);
   expect_same_events(srv, home, "w1", id);
   // Its end was acknowledged: the agent's next heartbeats list no run.
@@ -551,6 +561,92 @@ BOOST_AUTO_TEST_CASE(a_one_shot_agent_exits_after_its_run) {
   auto code = agent.wait_for(30s);
   BOOST_REQUIRE(code.has_value());
   BOOST_TEST(*code == 0);
+}
+
+json endless_on_card(const std::string& worker, const std::string& device = "sim:0") {
+  auto g = cdui::test::moons_graph_json(1'000'000, 0, 16, "cpu");
+  g["nodes"][5]["params"].erase("device");
+  json options = worker.empty() ? json{{"device", device}}
+                                : json{{"target", {{"worker", worker}, {"devices", {device}}}}};
+  return {{"graph", g}, {"options", options}};
+}
+
+/// The "shared" budgets of one of the worker's devices, as GET /api/workers shows them.
+json shared_of(const server_process& srv, const std::string& name, const std::string& device) {
+  auto w = worker(srv, name);  // named: a range over a temporary's member dangles
+  for (const auto& d : w["devices"])
+    if (d["name"] == device)
+      return d["slots"]["shared"];
+  return nullptr;
+}
+
+BOOST_AUTO_TEST_CASE(the_same_card_offered_twice_never_runs_two_at_once) {
+  cdui::test::temp_home home;
+  run_process_guard guard{home};
+  // The server's sim:0 and w1's sim:0 stand for one physical card; w1 asks for 3 runs on it.
+  auto env = fast_heartbeats;
+  env["CODEFYUI_SIM_DEVICES"] = "1x1GiB@card-A";
+  env["CODEFYUI_RUN_QUEUE_MAX_CONCURRENT"] = "w1/sim:0=3";
+  server_process srv{home, env};
+  auto agent = start_agent(home, "w1", "1x1GiB@card-A,1x1GiB");
+  await_worker(srv, "w1", "online");
+  auto shared = shared_of(srv, "w1", "sim:0");
+  BOOST_REQUIRE(shared.size() == 1u);
+  BOOST_TEST(shared[0]["with"] == json::array({"sim:0"}));
+  BOOST_TEST(shared[0]["limit"] == 1);  // the smallest limit among the offerers: the server's
+  BOOST_TEST(shared_of(srv, "w1", "sim:1").empty());  // its own card
+  std::ifstream log{home.path() / "server.log"};
+  std::string text{std::istreambuf_iterator<char>{log}, {}};
+  BOOST_TEST(text.find("w1/sim:0: its limit of 3 runs is lowered to 1") != std::string::npos);
+
+  auto local = srv.submit_ok(endless_on_card(""));
+  srv.await_status(local, "running");
+  auto remote = srv.submit_ok(endless_on_card("w1"));
+  auto other_card = srv.submit_ok(endless_on_card("w1", "sim:1"));
+  srv.await_status(other_card, "running");  // the worker's other card is free
+  std::this_thread::sleep_for(1s);
+  auto waiting = srv.get_json("/api/runs/" + remote);
+  BOOST_TEST(waiting["status"] == "queued", waiting.dump());
+  BOOST_TEST(waiting["queue_key"] == "w1/sim:0");
+  // A run for any worker passes over the card too, whichever offerer it would go through.
+  auto any = srv.submit_ok(endless_for({{"worker", "any"}}));
+  std::this_thread::sleep_for(500ms);
+  BOOST_TEST(srv.get_json("/api/runs/" + any)["queue_key"] == "any");
+
+  srv.cancel(local);
+  srv.wait_final(local);
+  srv.await_status(remote, "running");
+  BOOST_TEST(srv.get_json("/api/runs/" + any)["status"] == "queued");
+  for (const auto& id : {remote, other_card, any})
+    srv.cancel(id);
+  for (const auto& id : {remote, other_card, any})
+    srv.wait_final(id);
+}
+
+BOOST_AUTO_TEST_CASE(a_same_host_worker_uses_the_servers_raised_limit_for_a_shared_card) {
+  cdui::test::temp_home home;
+  run_process_guard guard{home};
+  auto env = fast_heartbeats;
+  env["CODEFYUI_SIM_DEVICES"] = "1x1GiB@card-B";
+  env["CODEFYUI_RUN_QUEUE_MAX_CONCURRENT"] = "sim:0=2";
+  server_process srv{home, env};
+  auto agent = start_agent(home, "w1", "1x1GiB@card-B");
+  await_worker(srv, "w1", "online");
+  BOOST_TEST(shared_of(srv, "w1", "sim:0")[0]["limit"] == 2);
+  auto a = srv.submit_ok(endless_on_card(""));
+  auto b = srv.submit_ok(endless_on_card(""));
+  srv.await_status(a, "running");
+  srv.await_status(b, "running");
+  auto remote = srv.submit_ok(endless_on_card("w1"));
+  std::this_thread::sleep_for(1s);
+  BOOST_TEST(srv.get_json("/api/runs/" + remote)["status"] == "queued");  // 2 on the card already
+  srv.cancel(a);
+  srv.await_status(remote, "running");  // one through each offerer, two on the card
+  BOOST_TEST(shared_of(srv, "w1", "sim:0")[0]["running"] == 2);
+  for (const auto& id : {b, remote})
+    srv.cancel(id);
+  for (const auto& id : {a, b, remote})
+    srv.wait_final(id);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

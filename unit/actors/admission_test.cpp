@@ -136,4 +136,44 @@ BOOST_AUTO_TEST_CASE(a_closed_device_admits_nothing_until_it_opens_and_keeps_its
   BOOST_TEST((a.admit() == ids{"b"}));
 }
 
+BOOST_AUTO_TEST_CASE(a_card_offered_twice_runs_one_at_a_time_through_either_offerer) {
+  admission a;
+  // The server's sim:0 and worker w1's sim:0 are one card.
+  a.set_groups("sim:0", {"card:A"});
+  a.set_groups("w1/sim:0", {"card:A"});
+  a.set_group_limit("card:A", 1);
+  a.enqueue("local", {"sim:0"});
+  a.enqueue("remote", {"w1/sim:0"});
+  BOOST_TEST((a.admit() == ids{"local"}));
+  BOOST_TEST(!a.idle("w1/sim:0"));  // its own queue is empty, but the card is taken
+  BOOST_TEST(a.group_running("card:A") == 1u);
+  a.release("local");
+  BOOST_TEST(!a.idle("sim:0"));  // free, but "remote" waits for the same card: it goes first
+  BOOST_TEST((a.admit() == ids{"remote"}));
+  // A limit of 2 on the card lets both offerers run one each, never three.
+  a.set_limit("sim:0", 2);
+  a.set_limit("w1/sim:0", 2);
+  a.set_group_limit("card:A", 2);
+  a.enqueue("l2", {"sim:0"});
+  a.enqueue("l3", {"sim:0"});
+  BOOST_TEST((a.admit() == ids{"l2"}));
+  BOOST_TEST(a.group_running("card:A") == 2u);
+  // Out of the group, the key has its own limit only.
+  a.set_groups("sim:0", {});
+  BOOST_TEST((a.admit() == ids{"l3"}));
+}
+
+BOOST_AUTO_TEST_CASE(a_one_shot_workers_devices_admit_a_single_run_between_them) {
+  admission a;
+  for (auto key : {"once/sim:0", "once/sim:1"})
+    a.set_groups(key, {"one-shot:once"});
+  a.set_group_limit("one-shot:once", 1);
+  a.enqueue("first", {"once/sim:0"});
+  a.enqueue("second", {"once/sim:1"});
+  BOOST_TEST((a.admit() == ids{"first"}));  // in one admit() call: never both
+  BOOST_TEST(a.admit().empty());
+  auto view = a.slots();
+  BOOST_TEST((view[1].groups == ids{"one-shot:once"}));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

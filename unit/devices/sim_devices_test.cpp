@@ -1,5 +1,7 @@
 #include <boost/test/unit_test.hpp>
 
+#include <unistd.h>
+
 #include "devices/host_inventory.hpp"
 #include "devices/sim_devices.hpp"
 
@@ -25,6 +27,20 @@ BOOST_AUTO_TEST_CASE(a_spec_lists_cards_with_their_memory_and_distinct_uuids) {
   BOOST_TEST(cards[2].index == 2);
   BOOST_TEST(cards[0].uuid != cards[1].uuid);
   BOOST_TEST(std::get<std::vector<sim_card>>(parse_sim_devices("")).empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_cards_uuid_is_its_process_own_unless_named_as_shared) {
+  auto own = std::get<std::vector<sim_card>>(parse_sim_devices("1GiB"));
+  BOOST_TEST(own[0].uuid.find("-" + std::to_string(::getpid()) + "-0") != std::string::npos, own[0].uuid);
+  // Named: the same UUIDs in every process given that name (one physical card, two offerers).
+  auto shared = std::get<std::vector<sim_card>>(parse_sim_devices("1GiB, 2x1GiB@box-A"));
+  BOOST_REQUIRE(shared.size() == 3u);
+  BOOST_TEST(shared[1].uuid == "SIM-box-A-0");
+  BOOST_TEST(shared[2].uuid == "SIM-box-A-1");
+  BOOST_TEST(shared[2].index == 2);
+  auto err = std::get<std::string>(parse_sim_devices("1GiB@bad/name"));
+  BOOST_TEST(err.find("the name after '@'") != std::string::npos, err);
+  BOOST_TEST(std::holds_alternative<std::string>(parse_sim_devices("1GiB@")));
 }
 
 BOOST_AUTO_TEST_CASE(a_bad_entry_is_named) {
