@@ -309,6 +309,45 @@ std::vector<run_event> agent::new_events(running_run& r) {
   return events;
 }
 
+outputs_reply agent::outputs_of(const std::string& run_id) const {
+  outputs_reply r{run_id, false, "", "", false};
+  // A run id names a folder here: nothing that could leave runs_dir().
+  if (run_id.empty() || run_id.size() > 64
+      || run_id.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+           != std::string::npos) {
+    r.error = "'" + run_id + "' is not a run id";
+    return r;
+  }
+  auto dir = runs_dir() / run_id;
+  auto running = runs_.find(run_id);
+  if (running != runs_.end() && !running->second.ended) {
+    r.error = "run " + run_id + " is running on worker '" + cfg_.name
+              + "'; its outputs are recorded when it ends";
+    return r;
+  }
+  if (!std::filesystem::exists(dir)) {
+    r.error = "worker '" + cfg_.name + "' no longer has run " + run_id + " (its folder " + dir.string()
+              + " is gone)";
+    return r;
+  }
+  auto file = dir / "outputs.json";
+  std::error_code ec;
+  auto size = std::filesystem::file_size(file, ec);
+  if (ec) {
+    r.error = "run " + run_id + " left no recorded outputs on worker '" + cfg_.name + "'";
+    return r;
+  }
+  if (size + 4096 > wire::max_frame_bytes) {
+    r.error = "run " + run_id + "'s recorded outputs (" + std::to_string(size) + " bytes, in "
+              + file.string() + " on worker '" + cfg_.name + "') are too large to send";
+    return r;
+  }
+  std::ifstream in{file, std::ios::binary};
+  r.nodes_json.assign(std::istreambuf_iterator<char>{in}, {});
+  r.found = true;
+  return r;
+}
+
 std::filesystem::path agent::runs_dir() const {
   return cfg_.home / "agents" / cfg_.name / "runs";
 }
@@ -543,6 +582,9 @@ std::optional<std::string> agent::run() {
     } else if (type == wire::message_type::run_ack) {
       if (auto ack = wire::decode<run_ack>(parts[1].to_string_view()))
         on_ack(ack->run_id);
+    } else if (type == wire::message_type::outputs_request) {
+      if (auto q = wire::decode<outputs_request>(parts[1].to_string_view()))
+        send(*socket, wire::message_type::outputs_reply, outputs_of(q->run_id));
     } else if (type == wire::message_type::stop_run) {
       if (auto s = wire::decode<stop_run>(parts[1].to_string_view()))
         stop_run_process(*s);

@@ -95,6 +95,8 @@ private:
   void resend_from(const run_cursor& rc);
   /// The server recorded the run's end: it is forgotten here too.
   void on_ack(const std::string& run_id);
+  /// The outputs a record_outputs run left in its folder, for the server.
+  [[nodiscard]] outputs_reply outputs_of(const std::string& run_id) const;
   [[nodiscard]] std::filesystem::path runs_dir() const;
 
   config cfg_;

@@ -110,11 +110,14 @@ std::string apply_options(const nlohmann::json& options, run_request& request) {
   if (is_placed_later(request.worker) && !request.devices.empty())
     return "option 'target.devices': a run for any worker or the one-shot pool takes one device; "
            "give its kind with option 'device' (e.g. \"sim\" or \"cuda\")";
-  if (!request.worker.empty() && (request.record_outputs || request.weights_persistent))
-    return std::string{"option '"} + (request.record_outputs ? "record_outputs" : "weights_persistent")
-           + "': a run on a worker does not keep "
-           + (request.record_outputs ? "node outputs" : "persistent weights")
-           + " yet; run it on this server (target.worker \"local\") for that";
+  // seed 001: "No persistent weights: every worker run starts fresh."
+  if (!request.worker.empty() && request.weights_persistent)
+    return "option 'weights_persistent': a run on a worker starts fresh (no node state store "
+           "there); run it on this server (target.worker \"local\") for that";
+  // seed 001: recorded outputs stay on the worker, and a one-shot agent exits when its run ends.
+  if (request.worker == one_shot_pool && request.record_outputs)
+    return "option 'record_outputs': a one-shot worker exits when its run ends, taking the outputs "
+           "with it; run it on a worker that stays (or on this server)";
   if (!request.worker.empty() && request.lane == "interactive")
     return "option 'target.worker': an interactive run executes on this server (seed 001: the "
            "canvas never goes to a worker); queue it to run on worker '" + request.worker + "'";

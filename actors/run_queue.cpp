@@ -230,6 +230,10 @@ std::variant<prepared_run, submit_result> prepare(self_ptr self, const run_reque
       return submit_result{"", *refusal};
     p.floating = std::get<floating_run>(f);
   } else if (!req.worker.empty()) {
+    if (auto w = st.workers.find(req.worker);
+        req.record_outputs && w != st.workers.end() && w->second.one_shot)
+      return submit_result{"", "option 'record_outputs': worker '" + req.worker + "' is a one-shot "
+                               "worker, which exits when its run ends, taking the outputs with it"};
     auto devices = worker_devices(req, *graph, st.workers, resuming);
     if (auto* refusal = std::get_if<std::string>(&devices))
       return submit_result{"", *refusal};

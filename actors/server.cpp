@@ -338,6 +338,13 @@ std::optional<std::string> server::recorded_outputs(const std::string& run_id) {
   return nodes.dump();
 }
 
+outputs_reply server::worker_outputs(const std::string& run_id, const std::string& worker) {
+  if (!impl_->registry)
+    return {run_id, false, "", "this server takes no workers", true};
+  return impl_->ask_actor<outputs_reply>(impl_->registry, false, atoms::outputs::value, run_id, worker)
+    .value_or(outputs_reply{run_id, false, "", "the worker registry did not answer", true});
+}
+
 bool server::close_session(const std::string& session) {
   bool had_seed = impl_->ask<bool>(false, atoms::drop::value, session).value_or(false);
   bool had_cache =

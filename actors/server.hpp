@@ -115,6 +115,10 @@ public:
   /// port by port (JSON text {node: {port: {...}}}); nullopt when the store does not hold them.
   [[nodiscard]] std::optional<std::string> recorded_outputs(const std::string& run_id);
 
+  /// The recorded outputs of a run that `worker` executed: they stay on the worker, which is asked
+  /// for them (it must be connected and answer within 10 s).
+  [[nodiscard]] outputs_reply worker_outputs(const std::string& run_id, const std::string& worker);
+
   /// An editor session ended: its execution cache and its seed are dropped. False when it had
   /// neither.
   bool close_session(const std::string& session);

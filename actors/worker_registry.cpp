@@ -326,6 +326,36 @@ caf::behavior worker_registry(self_ptr self, worker_table::config cfg,
       // Recorded, or not this server's to record (it ended here already): the agent may forget it.
       reply(self, identity, wire::message_type::run_ack, run_ack{d.run_id});
     },
+    [=](atoms::wire_in, const std::string& identity, const outputs_reply& r) {
+      auto& st = self->state;
+      const auto* w = st.table->by_identity(identity);
+      auto i = st.outputs_waiting.find(r.run_id);
+      if (w == nullptr || i == st.outputs_waiting.end())
+        return;
+      auto& waiting = i->second;
+      auto mine = std::stable_partition(waiting.begin(), waiting.end(),
+                                        [&](const pending_outputs& p) { return p.worker != w->name; });
+      for (auto p = mine; p != waiting.end(); ++p)
+        p->promise.deliver(r);
+      waiting.erase(mine, waiting.end());
+      if (waiting.empty())
+        st.outputs_waiting.erase(i);
+    },
+    [=](atoms::outputs, const std::string& run_id,
+        const std::string& worker) -> caf::result<outputs_reply> {
+      auto& st = self->state;
+      const auto* w = st.table->by_name(worker);
+      if (w == nullptr || w->status == worker_status::disconnected)
+        return outputs_reply{run_id, false, "",
+                             "worker '" + worker + "' is not connected; run " + run_id
+                               + "'s recorded outputs stay on it, and can be read while it is",
+                             true};
+      auto& waiting = st.outputs_waiting[run_id];
+      auto rp = self->make_response_promise<outputs_reply>();
+      waiting.push_back({rp, worker, now_ms()});
+      reply(self, w->identity, wire::message_type::outputs_request, outputs_request{run_id});
+      return rp;
+    },
     [=](atoms::attach, const caf::actor& queue) { self->state.queue = queue; },
     [=](atoms::adopt, const std::string& run_id, const std::string& worker, const caf::actor& run,
         std::uint64_t cursor) {
@@ -390,6 +420,21 @@ caf::behavior worker_registry(self_ptr self, worker_table::config cfg,
         end_run(self, id, run_status::interrupted,
                 "worker '" + worker + "' was not connected for " + grace
                   + " (CODEFYUI_WORKER_RESUME_GRACE_S), so the run is given up");
+      }
+      // Agents that did not answer a request for recorded outputs in time.
+      for (auto i = st.outputs_waiting.begin(); i != st.outputs_waiting.end();) {
+        auto& waiting = i->second;
+        auto late = std::stable_partition(waiting.begin(), waiting.end(), [&](const pending_outputs& p) {
+          return now - p.asked_ms <= outputs_timeout_ms;
+        });
+        for (auto p = late; p != waiting.end(); ++p)
+          p->promise.deliver(outputs_reply{i->first, false, "",
+                                           "worker '" + p->worker + "' did not send run " + i->first
+                                             + "'s recorded outputs within "
+                                             + std::to_string(outputs_timeout_ms / 1000) + " s",
+                                           true});
+        waiting.erase(late, waiting.end());
+        i = waiting.empty() ? st.outputs_waiting.erase(i) : std::next(i);
       }
       self->delayed_send(self, tick_interval(*self->state.table), atoms::tick::value);
     },

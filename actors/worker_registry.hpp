@@ -4,6 +4,7 @@
 #include <optional>
 
 #include <caf/fwd.hpp>
+#include <caf/response_promise.hpp>
 #include <caf/stateful_actor.hpp>
 
 #include "actors/worker_table.hpp"
@@ -29,6 +30,16 @@ struct remote_run {
 /// (seed 001: CODEFYUI_WORKER_RESUME_GRACE_S, 5 minutes).
 inline constexpr double default_resume_grace_s = 300.0;
 
+/// A request for a worker run's recorded outputs, waiting for the agent's answer.
+struct pending_outputs {
+  caf::response_promise promise;
+  std::string worker;
+  std::int64_t asked_ms = 0;
+};
+
+/// How long the server waits for an agent to send a run's recorded outputs.
+inline constexpr std::int64_t outputs_timeout_ms = 10000;
+
 struct worker_registry_state {
   std::unique_ptr<worker_table> table;
   std::shared_ptr<zmq_bridge> bridge;
@@ -37,6 +48,7 @@ struct worker_registry_state {
   caf::actor queue;
   std::int64_t resume_grace_ms = static_cast<std::int64_t>(default_resume_grace_s * 1000);
   std::map<std::string, remote_run> runs;  // by run id
+  std::map<std::string, std::vector<pending_outputs>> outputs_waiting;  // by run id
   static inline const char* name = "worker_registry";
 };
 
@@ -49,7 +61,8 @@ struct worker_registry_state {
 /// last server left running on a worker; (attach, run queue); (stop, run id, interrupt);
 /// (drain, name, on) -> bool
 /// (false: no such worker); (enroll, name) and (rekey, name) -> enrollment with a new credential
-/// (cdui.db keeps its hash); (remove, name) -> enrollment: revokes it, disconnects the worker,
+/// (cdui.db keeps its hash); (outputs, run id, worker) -> outputs_reply: a run's recorded
+/// outputs, asked of its worker; (remove, name) -> enrollment: revokes it, disconnects the worker,
 /// ends its runs failed and has the queue fail the runs waiting for it; (tick); (workers) -> JSON
 /// text for GET /api/workers; (status) -> JSON text for /api/status, the bridge's counters
 /// included.

@@ -179,6 +179,7 @@ void zmq_bridge::receive_one() {
   case wire::message_type::heartbeat: ok = forward<heartbeat>(inbox_, identity, payload); break;
   case wire::message_type::run_update: ok = forward<run_update>(inbox_, identity, payload); break;
   case wire::message_type::run_done: ok = forward<run_done>(inbox_, identity, payload); break;
+  case wire::message_type::outputs_reply: ok = forward<outputs_reply>(inbox_, identity, payload); break;
   default:
     refuse(identity, wire::refusal::unknown_type,
            std::string{"a "} + wire::to_string(type) + ", which only the server sends");

@@ -12,6 +12,7 @@
 #include "apps/run_command.hpp"
 #include "devices/host_inventory.hpp"
 #include "runtime/engine.hpp"
+#include "runtime/stored_values.hpp"
 #include "storage/home.hpp"
 #include "storage/run_directory.hpp"
 
@@ -96,6 +97,10 @@ int exec_command(const std::filesystem::path& run_dir) {
   ctx.host = host.counts();
   auto options = run.value("options", nlohmann::json::object());
   ctx.deterministic = options.value("deterministic", false);
+  // Recorded outputs stay on the worker, in the run's folder; the agent serves them to the server.
+  ctx.record_outputs = options.value("record_outputs", false);
+  if (ctx.record_outputs)
+    ctx.stores = runtime::outputs_file(run_dir / "outputs.json");
   ctx.stop = std::shared_ptr<const std::atomic<bool>>(&stop_flag, [](const std::atomic<bool>*) {});
   ctx.interrupt =
     std::shared_ptr<const std::atomic<bool>>(&interrupt_flag, [](const std::atomic<bool>*) {});

@@ -359,11 +359,25 @@ void get_outputs(cdui::server& runtime, const std::string& id, httplib::Response
     refuse(res, 404, "no run has the id '" + id + "'");
     return;
   }
+  auto options = parse_or_null(info->options);
+  bool records = options.is_object() && options.value("record_outputs", false) == true;
+  // A worker run's outputs stay on its worker (seed 001): asked of it while it is connected.
+  if (auto slash = info->queue_key.find('/'); records && is_final(info->status)
+                                              && slash != std::string::npos) {
+    auto worker = info->queue_key.substr(0, slash);
+    auto r = runtime.worker_outputs(id, worker);
+    auto nodes = r.found ? json::parse(r.nodes_json, nullptr, false) : json(nullptr);
+    if (r.found && nodes.is_object())
+      reply(res, 200, {{"run_id", id}, {"worker", worker}, {"nodes", nodes}});
+    else
+      refuse(res, r.unavailable ? 503 : 404,
+             r.found ? "worker '" + worker + "' sent outputs that are not JSON" : r.error);
+    return;
+  }
   if (auto nodes = runtime.recorded_outputs(id)) {
     reply(res, 200, {{"run_id", id}, {"nodes", json::parse(*nodes)}});
     return;
   }
-  auto options = parse_or_null(info->options);
   auto budget = storage::read_budget(storage::run_output_store_budget).budget;
   if (!options.is_object() || options.value("record_outputs", false) != true)
     refuse(res, 404, "run " + id + " does not record its outputs: submit it with options."

@@ -649,4 +649,48 @@ BOOST_AUTO_TEST_CASE(a_same_host_worker_uses_the_servers_raised_limit_for_a_shar
     srv.wait_final(id);
 }
 
+BOOST_AUTO_TEST_CASE(a_worker_runs_recorded_outputs_stay_there_and_are_read_while_it_is_connected) {
+  cdui::test::temp_home home;
+  run_process_guard guard{home};
+  server_process srv{home, fast_heartbeats};
+  auto agent = start_agent(home, "w1");
+  await_worker(srv, "w1", "online");
+  auto body = moons_on("w1", {"sim:0"});
+  body["options"]["record_outputs"] = true;
+  auto id = srv.submit_ok(body);
+  BOOST_TEST(srv.wait_final(id)["status"] == "succeeded");
+  BOOST_TEST(std::filesystem::exists(home.path() / "agents" / "w1" / "runs" / id / "outputs.json"));
+  auto res = srv.client().Get(("/api/runs/" + id + "/outputs").c_str());
+  BOOST_REQUIRE(res->status == 200);
+  auto remote = json::parse(res->body);
+  BOOST_TEST(remote["worker"] == "w1");
+  // The same graph recorded on this server describes the same nodes, ports and kinds.
+  auto local_body = moons_on("local", {"cpu"});
+  local_body["options"] = {{"record_outputs", true}, {"seed", 1}};
+  auto local_id = srv.submit_ok(local_body);
+  BOOST_TEST(srv.wait_final(local_id)["status"] == "succeeded");
+  auto local = json::parse(srv.client().Get(("/api/runs/" + local_id + "/outputs").c_str())->body);
+  BOOST_REQUIRE(local["nodes"].size() == remote["nodes"].size());
+  BOOST_TEST(!local["nodes"].empty());
+  for (const auto& [node, ports] : local["nodes"].items())
+    for (const auto& [port, described] : ports.items())
+      BOOST_TEST(remote["nodes"][node][port]["kind"] == described["kind"], node + "." + port);
+
+  // Away, the worker cannot be asked: 503, naming it.
+  agent->signal(SIGTERM);
+  BOOST_REQUIRE(agent->wait_for(30s).has_value());
+  await_worker(srv, "w1", "disconnected");
+  auto away = srv.client().Get(("/api/runs/" + id + "/outputs").c_str());
+  BOOST_TEST(away->status == 503);
+  BOOST_TEST(away->body.find("worker 'w1' is not connected") != std::string::npos, away->body);
+
+  // A one-shot agent exits with its run, and its outputs with it.
+  auto pool = endless_for({{"pool", "one-shot"}});
+  pool["options"]["record_outputs"] = true;
+  auto refused = srv.submit(pool);
+  BOOST_TEST(refused->status == 400);
+  BOOST_TEST(refused->body.find("a one-shot worker exits when its run ends") != std::string::npos,
+             refused->body);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

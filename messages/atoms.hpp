@@ -41,5 +41,6 @@ using enroll = caf::atom_constant<caf::atom("cd_enroll")>;
 using rekey = caf::atom_constant<caf::atom("cd_rekey")>;
 using remove = caf::atom_constant<caf::atom("cd_remove")>;
 using worker_gone = caf::atom_constant<caf::atom("cd_wgone")>;
+using outputs = caf::atom_constant<caf::atom("cd_outputs")>;
 
 } // namespace cdui::atoms

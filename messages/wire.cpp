@@ -79,13 +79,15 @@ const char* to_string(message_type t) {
   case message_type::stop_run: return "stop_run";
   case message_type::run_ack: return "run_ack";
   case message_type::resend: return "resend";
+  case message_type::outputs_request: return "outputs_request";
+  case message_type::outputs_reply: return "outputs_reply";
   }
   return "unknown";
 }
 
 bool is_known(std::uint16_t type) {
   return type >= static_cast<std::uint16_t>(message_type::hello)
-         && type <= static_cast<std::uint16_t>(message_type::resend);
+         && type <= static_cast<std::uint16_t>(message_type::outputs_reply);
 }
 
 const char* to_string(refusal r) {
@@ -185,5 +187,7 @@ CDUI_WIRE_PAYLOAD(run_done)
 CDUI_WIRE_PAYLOAD(stop_run)
 CDUI_WIRE_PAYLOAD(run_ack)
 CDUI_WIRE_PAYLOAD(run_cursor)
+CDUI_WIRE_PAYLOAD(outputs_request)
+CDUI_WIRE_PAYLOAD(outputs_reply)
 
 } // namespace cdui::wire

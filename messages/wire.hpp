@@ -31,6 +31,8 @@ enum class message_type : std::uint16_t {
   stop_run = 8,
   run_ack = 9,
   resend = 10,  // payload: run_cursor
+  outputs_request = 11,
+  outputs_reply = 12,
 };
 
 [[nodiscard]] const char* to_string(message_type t);

@@ -120,6 +120,25 @@ struct run_ack {
   CDUI_FIELDS(run_id)
 };
 
+/// Server -> agent: the outputs a record_outputs run it executed left on the worker (seed 001:
+/// they stay there, and the server reads them while the worker is connected).
+struct outputs_request {
+  std::string run_id;
+  CDUI_FIELDS(run_id)
+};
+
+/// Agent -> server: the run's recorded outputs, described node by node (JSON text, as
+/// GET /api/runs/{id}/outputs gives them), or why there are none.
+struct outputs_reply {
+  std::string run_id;
+  bool found = false;
+  std::string nodes_json;
+  std::string error;
+  /// Set by the server, not the agent: the worker could not be asked (away, or no answer).
+  bool unavailable = false;
+  CDUI_FIELDS(run_id, found, nodes_json, error, unavailable)
+};
+
 /// Server -> agent: stop a run between batches (cancelled, or interrupted when `interrupt`).
 struct stop_run {
   std::string run_id;

@@ -7,6 +7,7 @@
 
 #include "runtime/nodes/values.hpp"
 #include "runtime/tensor_bytes.hpp"
+#include "storage/home.hpp"
 
 namespace cdui::runtime {
 
@@ -111,6 +112,32 @@ std::string restore_weights(const value& fresh, const value& stored) {
   for (auto& item : target_buffers)
     item.value().copy_(*source_buffers.find(item.key()));
   return "";
+}
+
+namespace {
+
+class outputs_file_store : public run_stores {
+public:
+  explicit outputs_file_store(std::filesystem::path file) : file_(std::move(file)) {}
+  std::optional<cached_node> cached(const std::string&) override { return std::nullopt; }
+  void cache(const std::string&, cached_node, std::int64_t) override {}
+  std::optional<value> persisted_model(const std::string&) override { return std::nullopt; }
+  void persist_model(const std::string&, value, std::int64_t) override {}
+  void record(std::map<std::string, port_values> outputs, std::int64_t) override {
+    nlohmann::json nodes = nlohmann::json::object();
+    for (const auto& [node, values] : outputs)
+      nodes[node] = describe_values(values);
+    storage::write_file_atomic(file_, nodes.dump() + "\n");
+  }
+
+private:
+  std::filesystem::path file_;
+};
+
+} // namespace
+
+std::shared_ptr<run_stores> outputs_file(std::filesystem::path file) {
+  return std::make_shared<outputs_file_store>(std::move(file));
 }
 
 } // namespace cdui::runtime

@@ -1,9 +1,12 @@
 #pragma once
 
+#include <filesystem>
+#include <memory>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/run_stores.hpp"
 #include "runtime/value.hpp"
 
 namespace cdui::runtime {
@@ -20,5 +23,10 @@ namespace cdui::runtime {
 /// `fresh` (the model the node just built), parameter by parameter and buffer by buffer. Returns
 /// an empty string when it did, else why not (different layers or shapes), changing nothing.
 [[nodiscard]] std::string restore_weights(const value& fresh, const value& stored);
+
+/// The stores of a run in a process of its own (a worker run's `cdui exec`): none of the server's
+/// in-memory stores, and record() writes the outputs, described, to `file` as JSON
+/// {node: {port: {...}}} (the shape GET /api/runs/{id}/outputs gives), where the agent reads them.
+[[nodiscard]] std::shared_ptr<run_stores> outputs_file(std::filesystem::path file);
 
 } // namespace cdui::runtime
