@@ -201,9 +201,22 @@ int workers_command() {
     std::string devices;
     for (const auto& d : w["devices"]) {
       devices += (devices.empty() ? "" : ", ") + d["name"].get<std::string>();
-      if (d["slots"].is_object())  // runs holding its slot / its limit
+      if (d["slots"].is_object()) {  // runs holding its slot / its limit
         devices += " " + std::to_string(d["slots"]["taken"].get<int>()) + "/"
                    + std::to_string(d["slots"]["limit"].get<int>());
+        // seed 001: "Same physical card as ...", with the runs on the card and its limit.
+        for (const auto& g : d["slots"].value("shared", nlohmann::json::array()))
+          if (g["group"].get<std::string>().rfind("card:", 0) == 0) {
+            std::string with;
+            for (const auto& k : g["with"])
+              with += (with.empty() ? "" : ", ")
+                      + (k.get<std::string>().find('/') == std::string::npos
+                           ? k.get<std::string>() + " of this server"
+                           : k.get<std::string>());
+            devices += " (same card as " + with + ": " + std::to_string(g["running"].get<int>())
+                       + "/" + std::to_string(g["limit"].get<int>()) + ")";
+          }
+      }
     }
     char age[32];
     std::snprintf(age, sizeof age, "%.1f s", w["heartbeat_age_s"].get<double>());
@@ -213,6 +226,12 @@ int workers_command() {
     if (w["reason"].is_string())
       std::printf("%-16s  %s\n", "", w["reason"].get<std::string>().c_str());
   }
+  std::string away;
+  for (const auto& e : j.value("enrolled", nlohmann::json::array()))
+    if (e["connected"] != true)
+      away += (away.empty() ? "" : ", ") + e["name"].get<std::string>();
+  if (!away.empty())
+    std::printf("enrolled, not connected: %s\n", away.c_str());
   if (!j["refused_connections"].empty()) {
     std::printf("refused connections:\n");
     for (const auto& r : j["refused_connections"])

@@ -128,6 +128,7 @@ BOOST_AUTO_TEST_CASE(the_enrollment_command_starts_a_remote_agent_that_runs_a_ru
   BOOST_TEST(db.find(credential) == std::string::npos);
   BOOST_TEST(db.find("remote-1") != std::string::npos);
 
+  BOOST_TEST(workers_listing(home).find("enrolled, not connected: remote-1") != std::string::npos);
   background_agent_guard guard{agent_home, "remote-1"};
   BOOST_TEST(run_enrollment_command(agent_home, command) == 0);
   struct stat st {};

@@ -33,6 +33,14 @@ inline std::unique_ptr<cdui::test::process> start_agent(const cdui::test::temp_h
                                        {"CODEFYUI_SIM_DEVICES", sim}});
 }
 
+/// What `cdui workers` prints for the server of `home` (it must exit 0).
+inline std::string workers_listing(const cdui::test::temp_home& home) {
+  cdui::test::process listing{{CDUI_BINARY, "workers"}, {{"CODEFYUI_HOME", home.path().string()}}};
+  if (listing.wait_for(30s).value_or(-1) != 0)
+    throw std::runtime_error("cdui workers failed: " + listing.err());
+  return listing.out();
+}
+
 inline json worker(const server_process& srv, const std::string& name) {
   auto listing = srv.get_json("/api/workers");  // a named object: a range over a temporary's member dangles
   for (const auto& w : listing["workers"])

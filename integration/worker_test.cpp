@@ -29,11 +29,10 @@ BOOST_AUTO_TEST_CASE(an_agent_joins_with_its_devices_and_a_killed_one_goes_degra
   BOOST_TEST(srv.client().Get("/metrics")->body.find("cdui_workers{status=\"online\"} 1")
              != std::string::npos);
 
-  cdui::test::process listing{{CDUI_BINARY, "workers"}, {{"CODEFYUI_HOME", home.path().string()}}};
-  BOOST_REQUIRE(listing.wait_for(30s).value_or(-1) == 0);
-  BOOST_TEST(listing.out().find("w1") != std::string::npos, listing.out());
-  BOOST_TEST(listing.out().find("online") != std::string::npos, listing.out());
-  BOOST_TEST(listing.out().find("cpu 0/2, sim:0 0/1, sim:1 0/1") != std::string::npos, listing.out());
+  auto listing = workers_listing(home);
+  BOOST_TEST(listing.find("w1") != std::string::npos, listing);
+  BOOST_TEST(listing.find("online") != std::string::npos, listing);
+  BOOST_TEST(listing.find("cpu 0/2, sim:0 0/1, sim:1 0/1") != std::string::npos, listing);
 
   agent->signal(SIGKILL);
   agent->wait_for(10s);
@@ -604,6 +603,9 @@ BOOST_AUTO_TEST_CASE(the_same_card_offered_twice_never_runs_two_at_once) {
   auto remote = srv.submit_ok(endless_on_card("w1"));
   auto other_card = srv.submit_ok(endless_on_card("w1", "sim:1"));
   srv.await_status(other_card, "running");  // the worker's other card is free
+  auto listing = workers_listing(home);
+  BOOST_TEST(listing.find("sim:0 0/3 (same card as sim:0 of this server: 1/1), sim:1 1/1")
+             != std::string::npos, listing);
   std::this_thread::sleep_for(1s);
   auto waiting = srv.get_json("/api/runs/" + remote);
   BOOST_TEST(waiting["status"] == "queued", waiting.dump());
