@@ -120,7 +120,10 @@ std::string apply_options(const nlohmann::json& options, run_request& request) {
            "with it; run it on a worker that stays (or on this server)";
   if (!request.worker.empty() && request.lane == "interactive")
     return "option 'target.worker': an interactive run executes on this server (seed 001: the "
-           "canvas never goes to a worker); queue it to run on worker '" + request.worker + "'";
+           "canvas never goes to a worker); queue it to run "
+           + (request.worker == one_shot_pool ? std::string{"in the one-shot pool"}
+              : request.worker == any_worker  ? std::string{"on any worker"}
+                                              : "on worker '" + request.worker + "'");
   if (!request.session.empty() && request.lane != "interactive")
     return "option 'session' names the editor session of an interactive run; it needs "
            "option 'lane' \"interactive\"";

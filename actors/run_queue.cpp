@@ -204,13 +204,14 @@ std::variant<floating_run, std::string> floating_for(const run_request& req,
   std::vector<std::string> local;
   for (const auto& d : st.cfg.host.devices())
     local.push_back(d.name);
-  if (!f.pool && (f.kind.empty() || offers(local)))
+  if (!f.pool && offers(local))
     return f;
   std::string what = f.kind.empty() ? "an accelerator" : "a " + f.kind + " device";
   return f.pool ? "option 'target.pool': no one-shot worker offering " + what
                     + " has connected to this server since it started"
                 : "option 'target.worker' \"any\": neither this server nor a worker that has "
-                  "connected since it started offers " + what;
+                  "connected since it started offers " + what
+                    + (f.kind.empty() ? " (give option 'device' \"cpu\" for a CPU slot)" : "");
 }
 
 /// `resuming`: a run queued before a restart, whose worker may not have reconnected yet.

@@ -31,7 +31,9 @@ int main(int argc, char** argv) {
       return s.size() <= 64 ? std::string{} : std::string{"a name has 64 characters at most"};
     });
   run->add_option("--target", run_opts.target,
-                  "where the run executes: local (this server, the default) or a worker's name");
+                  "where the run executes: local (this server, the default), a worker's name, any "
+                  "(the first worker with a free slot, this server last) or pool:one-shot (a "
+                  "one-shot worker)");
   run->add_option("--devices", run_opts.devices,
                   "a device set, e.g. sim:0,sim:1 (a worker's own names with --target)")
     ->delimiter(',');

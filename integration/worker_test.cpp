@@ -695,4 +695,26 @@ BOOST_AUTO_TEST_CASE(a_worker_runs_recorded_outputs_stay_there_and_are_read_whil
              refused->body);
 }
 
+BOOST_AUTO_TEST_CASE(any_without_a_device_kind_is_refused_where_no_accelerator_is_offered) {
+  cdui::test::temp_home home;
+  server_process srv{home, {{"CODEFYUI_SIM_DEVICES", ""}}};  // this server offers its CPU only
+  auto body = endless_for({{"worker", "any"}});
+  body["options"].erase("device");
+  auto refused = srv.submit(body);
+  BOOST_TEST(refused->status == 400);
+  BOOST_TEST(json::parse(refused->body)["detail"].get<std::string>().find(
+               "offers an accelerator (give option 'device' \"cpu\" for a CPU slot)")
+               != std::string::npos, refused->body);
+  body["options"]["device"] = "cpu";
+  auto id = srv.submit_ok(body);
+  srv.await_status(id, "running");
+  BOOST_TEST(srv.get_json("/api/runs/" + id)["queue_key"] == "cpu");
+  srv.cancel(id);
+  srv.wait_final(id);
+  auto interactive = srv.submit({{"graph", body["graph"]},
+                                 {"options", {{"lane", "interactive"}, {"target", {{"pool", "one-shot"}}}}}});
+  BOOST_TEST(interactive->body.find("queue it to run in the one-shot pool") != std::string::npos,
+             interactive->body);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
