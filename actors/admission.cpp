@@ -1,6 +1,7 @@
 #include "actors/admission.hpp"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace cdui::actors {
 
@@ -88,6 +89,7 @@ bool admission::enqueue(const std::string& run_id, const std::vector<std::string
   if (keys.empty() || runs_.count(run_id) != 0)
     return false;
   auto& r = runs_[run_id];
+  r.seq = next_seq_++;
   for (const auto& key : keys) {
     if (std::find(r.keys.begin(), r.keys.end(), key) != r.keys.end())
       continue;  // a set that names a device twice holds it once
@@ -157,24 +159,41 @@ bool admission::can_start(const std::string& run_id) const {
 
 std::vector<std::string> admission::admit() {
   std::vector<std::string> admitted;
-  // Starting a run changes the fronts of its queues only; follow those until nothing moves.
+  // Starting a run changes the fronts of its queues only; follow those until nothing moves. The
+  // oldest front goes first: runs that wait for one card through two of its offerers (two keys of
+  // a group) start in submit order, whichever key they wait in.
   while (!dirty_.empty()) {
-    auto key = *dirty_.begin();
-    dirty_.erase(dirty_.begin());
-    auto& s = slots_[key];
-    while (!s.waiting.empty() && can_start(s.waiting.front())) {
-      auto id = s.waiting.front();
-      auto& r = runs_[id];
-      r.running = true;
-      for (const auto& k : r.keys) {
-        auto& other = slots_[k];
-        other.waiting.pop_front();
-        other.running.insert(id);
-        if (k != key)
-          dirty_.insert(k);
+    auto pick = dirty_.end();
+    std::uint64_t oldest = UINT64_MAX;
+    for (auto it = dirty_.begin(); it != dirty_.end();) {
+      const auto& waiting = slots_[*it].waiting;
+      if (waiting.empty()) {
+        it = dirty_.erase(it);
+        continue;
       }
-      admitted.push_back(std::move(id));
+      if (auto seq = runs_[waiting.front()].seq; seq < oldest) {
+        oldest = seq;
+        pick = it;
+      }
+      ++it;
     }
+    if (pick == dirty_.end())
+      break;
+    auto key = *pick;
+    dirty_.erase(pick);
+    auto& s = slots_[key];
+    if (!can_start(s.waiting.front()))
+      continue;
+    auto id = s.waiting.front();
+    auto& r = runs_[id];
+    r.running = true;
+    for (const auto& k : r.keys) {
+      auto& other = slots_[k];
+      other.waiting.pop_front();
+      other.running.insert(id);
+      dirty_.insert(k);  // its next run may start too
+    }
+    admitted.push_back(std::move(id));
   }
   return admitted;
 }

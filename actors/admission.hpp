@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <set>
@@ -95,6 +96,7 @@ private:
   struct run {
     std::vector<std::string> keys;
     bool running = false;
+    std::uint64_t seq = 0;  // submit order
   };
 
   slot& slot_of(const std::string& key);
@@ -108,6 +110,7 @@ private:
   std::map<std::string, slot> slots_;
   std::unordered_map<std::string, run> runs_;
   std::map<std::string, group> groups_;
+  std::uint64_t next_seq_ = 0;
   /// Keys whose front may have changed since the last admit().
   std::set<std::string> dirty_;
 };

@@ -594,6 +594,15 @@ std::optional<std::string> agent::run() {
         continue;
       if (!r->retry) {
         spdlog::error("agent '{}': the server refused it: {}", cfg_.name, r->reason);
+        // Refused at its hello (removed while away, say): no server follows the runs it still
+        // has, so they stop. A connection refused later (a newer agent took the name) leaves
+        // them to that agent.
+        if (!welcomed)
+          for (const auto& [id, run] : runs_)
+            if (!run.ended) {
+              spdlog::warn("agent '{}': run {} stops, since no server follows it", cfg_.name, id);
+              stop_run_process(stop_run{id, true});
+            }
         return r->reason;
       }
       spdlog::info("agent '{}': {}", cfg_.name, r->reason);

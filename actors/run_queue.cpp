@@ -624,7 +624,9 @@ void regroup(self_ptr self, const std::string& joined) {
     int limit = online != std::numeric_limits<int>::max() ? online : any;
     st.slots.set_group_limit(group, limit);
     for (const auto& o : offerers)
-      if (!joined.empty() && o.key.rfind(joined + "/", 0) == 0 && st.slots.limit(o.key) > limit)
+      if (st.slots.limit(o.key) <= limit)
+        st.lowered.erase(o.key);
+      else if (!joined.empty() && o.key.rfind(joined + "/", 0) == 0 && st.lowered.insert(o.key).second)
         spdlog::warn("{}: its limit of {} runs is lowered to {}: {} offers the same card ({}) with "
                      "that limit", o.key, st.slots.limit(o.key), limit, whose, uuid);
   }
@@ -802,12 +804,14 @@ caf::behavior run_queue(self_ptr self, run_queue_config cfg) {
       // An operator removed the worker: its slots close for good, the runs waiting for it fail,
       // and a new run may not name it until it joins again.
       auto& st = self->state;
-      auto w = st.workers.find(name);
-      if (w == st.workers.end())
-        return;
-      for (const auto& d : w->second.devices)
-        close_worker_slot(self, name + "/" + d, reason);
-      st.workers.erase(w);
+      // Its slots, whether it joined since the start or only has runs queued from before it.
+      std::vector<std::string> keys;
+      for (const auto& slot : st.slots.slots())
+        if (slot.key.rfind(name + "/", 0) == 0)
+          keys.push_back(slot.key);
+      for (const auto& key : keys)
+        close_worker_slot(self, key, reason);
+      st.workers.erase(name);
       regroup(self, "");
     },
     [=](atoms::drop, const std::string& session) {

@@ -69,6 +69,7 @@ struct run_queue_state {
   /// kept, like a tab's seed, so that its execution cache can serve the next run.
   std::map<std::string, std::uint64_t> session_seeds;
   std::map<std::string, known_worker> workers;     // every worker seen since the start, by name
+  std::set<std::string> lowered;                  // worker slots whose limit a shared card lowers
   std::deque<std::string> floating;               // runs for any worker, in submit order
   std::map<std::string, floating_run> floats;     // and what each needs
   caf::actor registry;                            // the worker registry, when the server has one

@@ -286,6 +286,7 @@ bool server::drain_worker(const std::string& name, bool draining) {
 
 std::string server::workers() {
   auto none = nlohmann::json{{"workers", nlohmann::json::array()},
+                             {"enrolled", nlohmann::json::array()},
                              {"refused_connections", nlohmann::json::array()},
                              {"server_version", version()},
                              {"node_types_digest", runtime::node_types_digest()}}

@@ -63,9 +63,11 @@ bool is_curve_key(const std::string& key) {
 }
 
 curve_keys load_or_create_curve_keys(const std::filesystem::path& file) {
-  std::ifstream in{file};
   curve_keys keys;
-  if (in && std::getline(in, keys.public_key) && std::getline(in, keys.secret_key)) {
+  if (std::filesystem::exists(file)) {
+    std::ifstream in{file};
+    std::getline(in, keys.public_key);
+    std::getline(in, keys.secret_key);
     if (is_curve_key(keys.public_key) && is_curve_key(keys.secret_key))
       return keys;
     throw std::runtime_error(file.string() + " does not hold a CURVE key pair (two lines of 40 Z85 "

@@ -4,7 +4,10 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <sstream>
+
+#include <unistd.h>
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -121,10 +124,16 @@ void post_run(cdui::server& runtime, const httplib::Request& req, httplib::Respo
 
 /// Whether `host` can go into a shell command as it is: a name or an address, nothing a shell
 /// would read (a Host header is whatever the client sent).
+/// IPv4 addresses and host names only: the agents' endpoint takes no IPv6.
 bool plain_host(const std::string& host) {
   return !host.empty() && host.size() <= 253 && host[0] != '-'
-         && host.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:[]")
+         && host.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-")
               == std::string::npos;
+}
+
+std::string this_hostname() {
+  char name[256] = {};
+  return ::gethostname(name, sizeof name - 1) == 0 && plain_host(name) ? name : "";
 }
 
 /// What a new credential comes with: the exact command that starts the worker on the other
@@ -140,9 +149,11 @@ json credential_json(cdui::server& runtime, const enrollment& e, const httplib::
   if (body.is_object() && body.contains("server_host"))
     host = body["server_host"].get<std::string>();  // checked by the caller
   else if (auto h = req.get_header_value("Host"); !h.empty())
-    host = h[0] == '[' ? h.substr(0, h.find(']') + 1) : h.substr(0, h.find(':'));
+    host = h.substr(0, h.find(':'));
   if (!plain_host(host) || host == "0.0.0.0")
     host = bound_host;
+  if (host == "0.0.0.0")  // listening everywhere, reached by no usable name: this machine's
+    host = this_hostname().empty() ? host : this_hostname();
   auto server = "tcp://" + host + ":" + port;
   auto key = runtime.zmq_public_key();
   auto file = e.name + ".credential";
@@ -171,30 +182,42 @@ bool refused_enrollment(httplib::Response& res, const enrollment& e) {
   return true;
 }
 
-void post_enroll(cdui::server& runtime, const httplib::Request& req, httplib::Response& res) {
-  auto body = json::parse(req.body, nullptr, false);
+/// The body of an enroll (`name` required) or a rekey (no `name`): a JSON object with at most
+/// `server_host` besides. Empty for a rekey is an empty object. nullopt (400 sent) when it is bad.
+std::optional<json> enrollment_body(const httplib::Request& req, httplib::Response& res,
+                                    bool needs_name) {
+  auto body = req.body.empty() && !needs_name ? json::object() : json::parse(req.body, nullptr, false);
   if (!body.is_object()) {
-    refuse(res, 400, "the body must be a JSON object {\"name\": \"...\"}");
-    return;
+    refuse(res, 400, needs_name ? "the body must be a JSON object {\"name\": \"...\"}"
+                                : "the body must be empty or a JSON object {\"server_host\": \"...\"}");
+    return std::nullopt;
   }
-  if (!body.contains("name") || !body["name"].is_string()) {
+  if (needs_name && (!body.contains("name") || !body["name"].is_string())) {
     refuse(res, 400, "field 'name': the worker's name is required, as a string");
-    return;
+    return std::nullopt;
   }
   for (const auto& [key, value] : body.items())
-    if (key != "name" && key != "server_host") {
-      refuse(res, 400, "field '" + key + "' is not known (known: name, server_host)");
-      return;
+    if ((key != "name" || !needs_name) && key != "server_host") {
+      refuse(res, 400, "field '" + key + "' is not known (known: "
+                         + (needs_name ? "name, server_host" : "server_host") + ")");
+      return std::nullopt;
     }
   if (body.contains("server_host")
       && (!body["server_host"].is_string() || !plain_host(body["server_host"].get<std::string>()))) {
-    refuse(res, 400, "field 'server_host': a host name or an address the other machine reaches "
-                     "this server by (letters, digits, '.', '-', ':', '[', ']')");
-    return;
+    refuse(res, 400, "field 'server_host': a host name or an IPv4 address the other machine reaches "
+                     "this server by (letters, digits, '.', '-')");
+    return std::nullopt;
   }
-  auto e = runtime.enroll_worker(body["name"].get<std::string>());
+  return body;
+}
+
+void post_enroll(cdui::server& runtime, const httplib::Request& req, httplib::Response& res) {
+  auto body = enrollment_body(req, res, true);
+  if (!body)
+    return;
+  auto e = runtime.enroll_worker((*body)["name"].get<std::string>());
   if (!refused_enrollment(res, e))
-    reply(res, 200, credential_json(runtime, e, req, body));
+    reply(res, 200, credential_json(runtime, e, req, *body));
 }
 
 void get_runs(cdui::server& runtime, const httplib::Request& req, httplib::Response& res) {
@@ -488,9 +511,12 @@ void mount_http_api(httplib::Server& http, cdui::server& runtime, std::string to
             [&rt, token](const httplib::Request& req, httplib::Response& res) {
               if (!authorized(req, res, token))
                 return;
+              auto body = enrollment_body(req, res, false);
+              if (!body)
+                return;
               auto e = rt.rekey_worker(req.matches[1]);
               if (!refused_enrollment(res, e))
-                reply(res, 200, credential_json(rt, e, req, json(nullptr)));
+                reply(res, 200, credential_json(rt, e, req, *body));
             });
   http.Delete(R"(/api/workers/([^/]+))",
               [&rt, token](const httplib::Request& req, httplib::Response& res) {

@@ -77,8 +77,8 @@ int main(int argc, char** argv) {
   start->add_option("--port", start_opts.port, "the HTTP port (default 8765; 0: any free port)")
     ->check(CLI::Range(0, 65535));
   start->add_option("--zmq-port", start_opts.zmq_port,
-                    "the port agents connect to, on 127.0.0.1 (default: the HTTP port + 1; with "
-                    "--port 0, any free port)")
+                    "the port agents connect to, on --host (default: the HTTP port + 1; with "
+                    "--port 0, any free port); encrypted (CURVE) unless --host is loopback")
     ->check(CLI::Range(-1, 65535));
   start->add_flag("--foreground", start_opts.foreground, "stay attached; log to the terminal too");
   start->add_option("--sim-devices", sim_devices,

@@ -7,7 +7,9 @@
 #include <fstream>
 #include <thread>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -50,6 +52,25 @@ std::string already_running(const std::filesystem::path& home) {
            + std::to_string(address->pid) + ", " + address->http_url() + ")";
   return "the home " + home.string() + " is in use by embedded `cdui run` processes; start the "
          "server when they have ended";
+}
+
+/// The address ZeroMQ binds for `host`: an IPv4 address as it is, a name resolved to its first
+/// IPv4 address (ZeroMQ binds addresses and interfaces, not host names).
+std::string zmq_bind_host(const std::string& host) {
+  if (host == "localhost")
+    return "127.0.0.1";
+  in_addr address{};
+  if (::inet_pton(AF_INET, host.c_str(), &address) == 1)
+    return host;
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0 || found == nullptr)
+    return host;  // the bind fails and its error names the host
+  char text[INET_ADDRSTRLEN] = {};
+  ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr, text, sizeof text);
+  ::freeaddrinfo(found);
+  return text;
 }
 
 bool is_loopback(const std::string& host) {
@@ -124,9 +145,9 @@ int serve(const start_options& options) {
     // Agents connect where HTTP listens; beyond loopback the wire is encrypted (CURVE), so that a
     // worker's runs and credential never cross a network in the clear.
     int zmq_port = options.zmq_port >= 0 ? options.zmq_port : (port == 0 || options.port == 0 ? 0 : port + 1);
-    cfg.zmq_endpoint = "tcp://" + (options.host == "localhost" ? std::string{"127.0.0.1"} : options.host)
-                       + ":" + std::to_string(zmq_port);
-    cfg.zmq_curve = zmq_curve(options.host);
+    auto zmq_host = zmq_bind_host(options.host);
+    cfg.zmq_endpoint = "tcp://" + zmq_host + ":" + std::to_string(zmq_port);
+    cfg.zmq_curve = zmq_curve(zmq_host);
     runtime = std::make_unique<cdui::server>(cfg);
   } catch (const std::invalid_argument& e) {
     spdlog::error("cannot start: {}", e.what());  // a bad setting, e.g. CODEFYUI_SIM_DEVICES

@@ -165,8 +165,11 @@ BOOST_AUTO_TEST_CASE(a_rekey_ends_the_old_credential_and_remove_fails_the_worker
   BOOST_TEST(stranger->err().find("no worker named 'stranger' is enrolled") != std::string::npos,
              stranger->err());
 
-  auto rekeyed = post(srv, "/api/workers/remote-2/rekey", json::object());
+  BOOST_TEST(post(srv, "/api/workers/remote-2/rekey", {{"name", "x"}})->status == 400);
+  auto rekeyed = post(srv, "/api/workers/remote-2/rekey", {{"server_host", "gpu.lab"}});
   BOOST_REQUIRE(rekeyed->status == 200);
+  auto port = zmq.substr(zmq.rfind(':') + 1);
+  BOOST_TEST(json::parse(rekeyed->body)["server"] == "tcp://gpu.lab:" + port);
   auto second = json::parse(rekeyed->body)["credential"].get<std::string>();
   BOOST_TEST(second != first);
   BOOST_TEST(post(srv, "/api/workers/nobody/rekey", json::object())->status == 404);
@@ -214,6 +217,54 @@ BOOST_AUTO_TEST_CASE(a_rekey_ends_the_old_credential_and_remove_fails_the_worker
              revoked->err());
 }
 
+BOOST_AUTO_TEST_CASE(removing_an_away_worker_fails_its_runs_and_its_agent_stops_them_on_return) {
+  temp_home home;
+  temp_home agent_home;
+  run_process_guard guard{agent_home};
+  auto srv = std::make_unique<server_process>(home, fast_heartbeats);
+  auto zmq = zmq_endpoint(home);
+  auto credential = enroll(*srv, "w-away")["credential"].get<std::string>();
+  auto agent = remote_agent(agent_home, "w-away", zmq, credential);
+  await_worker(*srv, "w-away", "online");
+  auto running = srv->submit_ok(long_run_on("w-away"));
+  srv->await_status(running, "running");
+  auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (run_processes(agent_home).empty() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(50ms);
+  BOOST_REQUIRE(!run_processes(agent_home).empty());
+  agent->signal(SIGKILL);  // its run's process goes on, in a session of its own
+  agent->wait_for(10s);
+  await_worker(*srv, "w-away", "disconnected");
+  auto waiting = srv->submit_ok(long_run_on("w-away"));  // it connected since the start: it waits
+  BOOST_REQUIRE(srv->client().Delete("/api/workers/w-away", srv->auth())->status == 200);
+  for (const auto& id : {running, waiting})
+    BOOST_TEST(srv->wait_final(id, 30s)["error"] == "worker 'w-away' was removed by an operator");
+  // Back with its run still going: refused, and the run it kept stops.
+  auto back = remote_agent(agent_home, "w-away", zmq, credential);
+  BOOST_REQUIRE(back->wait_for(30s).has_value());
+  BOOST_TEST(back->err().find("no worker named 'w-away' is enrolled") != std::string::npos, back->err());
+  deadline = std::chrono::steady_clock::now() + 30s;
+  while (!run_processes(agent_home).empty() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(50ms);
+  BOOST_TEST(run_processes(agent_home).empty());
+
+  // A worker that has not come back since a restart: the runs queued for it before fail too.
+  credential = enroll(*srv, "w-late")["credential"].get<std::string>();
+  agent = remote_agent(agent_home, "w-late", zmq, credential);
+  await_worker(*srv, "w-late", "online");
+  BOOST_REQUIRE(post(*srv, "/api/workers/w-late/drain", json::object())->status == 200);
+  auto queued = srv->submit_ok(long_run_on("w-late"));
+  agent->signal(SIGTERM);
+  agent->wait_for(30s);
+  srv->proc().signal(SIGKILL);
+  srv->proc().wait_for(10s);
+  srv = std::make_unique<server_process>(home, fast_heartbeats);
+  BOOST_TEST(srv->get_json("/api/runs/" + queued)["status"] == "queued");
+  BOOST_TEST(srv->get_json("/api/workers")["enrolled"][0]["name"] == "w-late");  // from cdui.db
+  BOOST_REQUIRE(srv->client().Delete("/api/workers/w-late", srv->auth())->status == 200);
+  BOOST_TEST(srv->wait_final(queued, 30s)["error"] == "worker 'w-late' was removed by an operator");
+}
+
 BOOST_AUTO_TEST_CASE(with_curve_only_a_peer_that_knows_the_servers_key_is_heard) {
   temp_home home;
   temp_home agent_home;
@@ -242,6 +293,17 @@ BOOST_AUTO_TEST_CASE(with_curve_only_a_peer_that_knows_the_servers_key_is_heard)
     BOOST_TEST((answer->first == cdui::wire::message_type::welcome));
     BOOST_TEST(worker(srv, "plain").is_null());
   }
+  // A damaged key file stops the start, naming it, rather than changing the key under the agents.
+  auto keys = file_bytes(home.path() / "server.curve");
+  std::ofstream{home.path() / "server.curve"} << keys.substr(0, 40) << "\n";
+  try {
+    server_process broken{home, env};
+    BOOST_ERROR("a server started with a damaged server.curve");
+  } catch (const std::runtime_error& e) {
+    BOOST_TEST(std::string{e.what()}.find("server.curve does not hold a CURVE key pair")
+               != std::string::npos, e.what());
+  }
+  std::ofstream{home.path() / "server.curve"} << keys;
   // The key pair outlives a restart, so enrollment commands stay valid.
   server_process srv{home, env};
   std::ifstream in{home.path() / "server.json"};

@@ -176,4 +176,28 @@ BOOST_AUTO_TEST_CASE(a_one_shot_workers_devices_admit_a_single_run_between_them)
   BOOST_TEST((view[1].groups == ids{"one-shot:once"}));
 }
 
+BOOST_AUTO_TEST_CASE(runs_waiting_for_one_card_through_two_offerers_start_in_submit_order) {
+  admission a;
+  a.set_groups("sim:0", {"card:A"});
+  a.set_groups("w1/sim:0", {"card:A"});
+  a.set_group_limit("card:A", 1);
+  a.enqueue("holder", {"sim:0"});
+  BOOST_TEST((a.admit() == ids{"holder"}));
+  // "sim:0" sorts before "w1/sim:0", but the run through the worker waited longer.
+  a.enqueue("older", {"w1/sim:0"});
+  a.enqueue("newer", {"sim:0"});
+  a.enqueue("newest", {"w1/sim:0"});
+  BOOST_TEST(a.admit().empty());
+  ids order;
+  for (auto running = std::string{"holder"}; !running.empty();) {
+    a.release(running);
+    auto next = a.admit();
+    BOOST_REQUIRE(next.size() <= 1u);
+    running = next.empty() ? "" : next.front();
+    if (!running.empty())
+      order.push_back(running);
+  }
+  BOOST_TEST((order == ids{"older", "newer", "newest"}));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
