@@ -273,4 +273,66 @@ int cancel_command(const std::string& run_id) {
   return exit_ok;
 }
 
+int worker_action_command(worker_action action, const std::string& name,
+                          const std::string& server_host) {
+  auto home = storage::default_home();
+  auto server = find_server(home);
+  if (!server) {
+    std::fprintf(stderr, "cdui: no cdui server is running on %s\n", home.c_str());
+    return exit_run_failed;
+  }
+  json body = json::object();
+  if (!server_host.empty())
+    body["server_host"] = server_host;
+  auto client = http_client(*server);
+  auto res = [&]() -> httplib::Result {
+    switch (action) {
+    case worker_action::enroll:
+      body["name"] = name;
+      return client.Post("/api/workers/enroll", auth(*server), body.dump(), "application/json");
+    case worker_action::rekey:
+      return client.Post(("/api/workers/" + name + "/rekey").c_str(), auth(*server), body.dump(),
+                         "application/json");
+    case worker_action::remove:
+      return client.Delete(("/api/workers/" + name).c_str(), auth(*server));
+    case worker_action::drain:
+    case worker_action::undrain:
+      break;
+    }
+    auto verb = action == worker_action::drain ? "/drain" : "/undrain";
+    return client.Post(("/api/workers/" + name + verb).c_str(), auth(*server), "", "application/json");
+  }();
+  if (!res) {
+    std::fprintf(stderr, "cdui: %s\n", no_answer(*server, res).c_str());
+    return exit_run_failed;
+  }
+  if (res->status != 200) {
+    std::fprintf(stderr, "cdui: %s\n", detail_of(*res).c_str());
+    return res->status == 400 ? exit_usage : exit_run_failed;
+  }
+  auto j = json::parse(res->body, nullptr, false);
+  switch (action) {
+  case worker_action::enroll:
+  case worker_action::rekey:
+    std::printf("worker '%s' %s; on its machine, run (the credential is shown this once, the server "
+                "keeps only its hash):\n\n  %s\n",
+                name.c_str(), action == worker_action::enroll ? "enrolled" : "re-keyed (its old credential no longer joins)",
+                j["command"].get<std::string>().c_str());
+    if (j["warning"].is_string())
+      std::fprintf(stderr, "\ncdui: warning: %s\n", j["warning"].get<std::string>().c_str());
+    break;
+  case worker_action::remove:
+    std::printf("worker '%s' removed: its credential is revoked, it is disconnected, and its runs "
+                "(running and queued) failed\n", name.c_str());
+    break;
+  case worker_action::drain:
+    std::printf("worker '%s' drains: it takes no new runs; its running runs finish\n", name.c_str());
+    break;
+  case worker_action::undrain:
+    std::printf("worker '%s' takes runs again\n", name.c_str());
+    break;
+  }
+  return exit_ok;
+}
+
 } // namespace cdui::apps

@@ -36,4 +36,13 @@ struct runs_options {
 /// `cdui cancel ID`: asks the server to cancel a run.
 [[nodiscard]] int cancel_command(const std::string& run_id);
 
+/// What an operator does to a worker from the command line.
+enum class worker_action { enroll, rekey, remove, drain, undrain };
+
+/// `cdui workers enroll|rekey|remove|drain|undrain NAME`: the worker endpoints of the HTTP API.
+/// enroll and rekey print the command to run on the worker's machine (`server_host`: the host it
+/// names, default: the one this command reached the server by).
+[[nodiscard]] int worker_action_command(worker_action action, const std::string& name,
+                                        const std::string& server_host);
+
 } // namespace cdui::apps

@@ -2,6 +2,9 @@
 // commands (runs, cancel).
 #include <cstdio>
 #include <cstdlib>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -126,6 +129,23 @@ int main(int argc, char** argv) {
   agent_stop->add_option("--timeout", agent_stop_timeout, "seconds to wait (default 60)")
     ->check(CLI::PositiveNumber);
   auto* workers = app.add_subcommand("workers", "the server's workers, their devices and status");
+  std::string worker_name;
+  std::string server_host;
+  std::vector<std::pair<CLI::App*, worker_action>> worker_actions;
+  for (auto [verb, action, help] :
+       {std::tuple{"enroll", worker_action::enroll, "enroll a worker on another machine: prints the command to run there"},
+        std::tuple{"rekey", worker_action::rekey, "give an enrolled worker a new credential: prints the new command"},
+        std::tuple{"remove", worker_action::remove, "revoke a worker, disconnect it and fail its runs"},
+        std::tuple{"drain", worker_action::drain, "no new runs on a worker; its running runs finish"},
+        std::tuple{"undrain", worker_action::undrain, "a drained worker takes runs again"}}) {
+    auto* sub = workers->add_subcommand(verb, help);
+    sub->add_option("name", worker_name, "the worker's name")->required();
+    if (action == worker_action::enroll || action == worker_action::rekey)
+      sub->add_option("--server-host", server_host,
+                      "the host the worker's machine reaches this server by (default: the one this "
+                      "command used)");
+    worker_actions.emplace_back(sub, action);
+  }
 
   std::filesystem::path exec_dir;
   auto* exec = app.add_subcommand("exec", "execute one run an agent prepared (the agent starts it)");
@@ -166,6 +186,9 @@ int main(int argc, char** argv) {
     return runs_command(runs_opts);
   if (*cancel)
     return cancel_command(cancel_id);
+  for (const auto& [sub, action] : worker_actions)
+    if (*sub)
+      return worker_action_command(action, worker_name, server_host);
   if (*agent_start)
     return agent_start_command(agent_opts);
   if (*agent_stop)

@@ -265,6 +265,55 @@ BOOST_AUTO_TEST_CASE(removing_an_away_worker_fails_its_runs_and_its_agent_stops_
   BOOST_TEST(srv->wait_final(queued, 30s)["error"] == "worker 'w-late' was removed by an operator");
 }
 
+/// `cdui ARGS...` on `home`: exit code, stdout, stderr.
+std::tuple<int, std::string, std::string> cdui_on(const temp_home& home, std::vector<std::string> args) {
+  args.insert(args.begin(), CDUI_BINARY);
+  process p{args, {{"CODEFYUI_HOME", home.path().string()}}};
+  auto code = p.wait_for(60s).value_or(-1);
+  return {code, p.out(), p.err()};
+}
+
+BOOST_AUTO_TEST_CASE(cdui_workers_enrolls_rekeys_drains_and_removes_a_worker) {
+  temp_home home;
+  temp_home agent_home;
+  run_process_guard guard{agent_home};
+  server_process srv{home, fast_heartbeats};
+  auto [code, out, err] = cdui_on(home, {"workers", "enroll", "gpu-x", "--server-host", "gpu.lab"});
+  BOOST_TEST(code == 0, err);
+  BOOST_TEST(out.find("worker 'gpu-x' enrolled") != std::string::npos, out);
+  auto zmq = zmq_endpoint(home);
+  BOOST_TEST(out.find("cdui agent start --name gpu-x --server tcp://gpu.lab:" + zmq.substr(zmq.rfind(':') + 1))
+             != std::string::npos, out);
+  BOOST_TEST(err.find("warning: this server takes agents on") != std::string::npos, err);
+  std::tie(code, out, err) = cdui_on(home, {"workers", "enroll", "gpu-x"});
+  BOOST_TEST(code == 1);
+  BOOST_TEST(err.find("enrolled already") != std::string::npos, err);
+  std::tie(code, out, err) = cdui_on(home, {"workers", "enroll", "../x"});
+  BOOST_TEST(code == 2);
+
+  std::tie(code, out, err) = cdui_on(home, {"workers", "rekey", "gpu-x"});
+  BOOST_TEST(code == 0, err);
+  auto start = out.find("cdui-wk-");
+  BOOST_REQUIRE(start != std::string::npos);
+  auto agent = remote_agent(agent_home, "gpu-x", zmq, out.substr(start, 8 + 64));
+  await_worker(srv, "gpu-x", "online");
+
+  std::tie(code, out, err) = cdui_on(home, {"workers", "drain", "gpu-x"});
+  BOOST_TEST(code == 0, err);
+  await_worker(srv, "gpu-x", "draining");
+  std::tie(code, out, err) = cdui_on(home, {"workers", "undrain", "gpu-x"});
+  BOOST_TEST(code == 0, err);
+  await_worker(srv, "gpu-x", "online");
+
+  std::tie(code, out, err) = cdui_on(home, {"workers", "remove", "gpu-x"});
+  BOOST_TEST(code == 0, err);
+  BOOST_TEST(out.find("worker 'gpu-x' removed") != std::string::npos, out);
+  BOOST_REQUIRE(agent->wait_for(30s).has_value());
+  std::tie(code, out, err) = cdui_on(home, {"workers", "remove", "gpu-x"});
+  BOOST_TEST(code == 1);
+  BOOST_TEST(err.find("no worker named 'gpu-x'") != std::string::npos, err);
+}
+
 BOOST_AUTO_TEST_CASE(with_curve_only_a_peer_that_knows_the_servers_key_is_heard) {
   temp_home home;
   temp_home agent_home;
