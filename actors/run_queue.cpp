@@ -182,6 +182,7 @@ std::variant<floating_run, std::string> floating_for(const run_request& req,
                                                      bool resuming) {
   floating_run f;
   f.pool = req.worker == one_shot_pool;
+  f.keeps_outputs = req.record_outputs;
   std::string device = req.device;
   if (device.empty())
     for (const auto& node : g.g.nodes)
@@ -345,7 +346,7 @@ void place(self_ptr self) {
     std::string worker;
     std::string device;
     for (const auto& [name, w] : st.workers) {
-      if (!w.open || (f.pool && !w.one_shot))
+      if (!w.open || (f.pool && !w.one_shot) || (f.keeps_outputs && w.one_shot))
         continue;
       for (const auto& d : w.devices)
         if (matches(f, d) && st.slots.idle(name + "/" + d)) {

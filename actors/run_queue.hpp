@@ -56,6 +56,7 @@ struct known_worker {
 struct floating_run {
   std::string kind;  // cpu, cuda, sim, ...; empty: the first accelerator of any kind
   bool pool = false;  // the one-shot pool: one-shot workers only, never this server
+  bool keeps_outputs = false;  // record_outputs: never a one-shot worker, which exits with them
 };
 
 struct run_queue_state {

@@ -184,7 +184,7 @@ void zmq_bridge::receive_one() {
   case wire::message_type::outputs_reply: ok = forward<outputs_reply>(inbox_, identity, payload); break;
   default:
     refuse(identity, wire::refusal::unknown_type,
-           std::string{"a "} + wire::to_string(type) + ", which only the server sends");
+           std::string{"a message of type "} + wire::to_string(type) + ", which only the server sends");
     return;
   }
   if (!ok) {

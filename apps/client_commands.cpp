@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/run_options.hpp"
+#include "actors/worker_table.hpp"
 #include "apps/http_api.hpp"
 #include "apps/interrupt.hpp"
 #include "apps/progress_printer.hpp"
@@ -275,6 +276,11 @@ int cancel_command(const std::string& run_id) {
 
 int worker_action_command(worker_action action, const std::string& name,
                           const std::string& server_host) {
+  if (!actors::is_valid_worker_name(name)) {
+    std::fprintf(stderr, "cdui: '%s' is not a worker name (%s)\n", name.c_str(),
+                 actors::worker_name_rule);
+    return exit_usage;
+  }
   auto home = storage::default_home();
   auto server = find_server(home);
   if (!server) {
