@@ -143,10 +143,24 @@ struct server::impl {
 
   template <class T, class... Ts>
   std::optional<T> ask_actor(const caf::actor& who, bool throw_errors, Ts&&... xs) {
+    return ask_within<T>(who, caf::duration{caf::infinite}, throw_errors, std::forward<Ts>(xs)...);
+  }
+
+  /// The worker registry answers within its own time limits (an agent asked for outputs: 10 s);
+  /// a caller never waits on it for longer than this.
+  template <class T, class... Ts>
+  std::optional<T> ask_registry(bool throw_errors, Ts&&... xs) {
+    return ask_within<T>(registry, caf::duration{std::chrono::seconds(30)}, throw_errors,
+                         std::forward<Ts>(xs)...);
+  }
+
+  template <class T, class... Ts>
+  std::optional<T> ask_within(const caf::actor& who, caf::duration timeout, bool throw_errors,
+                              Ts&&... xs) {
     caf::scoped_actor self{system};
     std::optional<T> answer;
     std::string error;
-    self->request(who, caf::infinite, std::forward<Ts>(xs)...)
+    self->request(who, timeout, std::forward<Ts>(xs)...)
       .receive([&](T& x) { answer = std::move(x); },
                [&](caf::error& e) {
                  // Our refusals carry their sentence as the error's context; say just that.
@@ -241,7 +255,7 @@ std::string server::status() {
       impl_->ask_actor<std::string>(store, false, atoms::status::value).value_or("null")));
   if (impl_->registry)
     children.push_back(nlohmann::json::parse(
-      impl_->ask_actor<std::string>(impl_->registry, false, atoms::status::value).value_or("null")));
+      impl_->ask_registry<std::string>(false, atoms::status::value).value_or("null")));
   nlohmann::json root{{"kind", "server"}, {"home", impl_->home.string()}, {"children", children}};
   return root.dump();
 }
@@ -263,24 +277,24 @@ enrollment no_registry(const std::string& name) {
 enrollment server::enroll_worker(const std::string& name) {
   if (!impl_->registry)
     return no_registry(name);
-  return impl_->ask_actor<enrollment>(impl_->registry, true, atoms::enroll::value, name).value();
+  return impl_->ask_registry<enrollment>(true, atoms::enroll::value, name).value();
 }
 
 enrollment server::rekey_worker(const std::string& name) {
   if (!impl_->registry)
     return no_registry(name);
-  return impl_->ask_actor<enrollment>(impl_->registry, true, atoms::rekey::value, name).value();
+  return impl_->ask_registry<enrollment>(true, atoms::rekey::value, name).value();
 }
 
 enrollment server::remove_worker(const std::string& name) {
   if (!impl_->registry)
     return no_registry(name);
-  return impl_->ask_actor<enrollment>(impl_->registry, true, atoms::remove::value, name).value();
+  return impl_->ask_registry<enrollment>(true, atoms::remove::value, name).value();
 }
 
 bool server::drain_worker(const std::string& name, bool draining) {
   return impl_->registry
-         && impl_->ask_actor<bool>(impl_->registry, false, atoms::drain::value, name, draining)
+         && impl_->ask_registry<bool>(false, atoms::drain::value, name, draining)
               .value_or(false);
 }
 
@@ -294,7 +308,7 @@ std::string server::workers() {
   if (!impl_->registry)
     return none;
   auto listing = nlohmann::json::parse(
-    impl_->ask_actor<std::string>(impl_->registry, false, atoms::workers::value).value_or(none));
+    impl_->ask_registry<std::string>(false, atoms::workers::value).value_or(none));
   // Each device's slots, from the run queue, whose keys are "<worker>/<device>".
   auto queue = nlohmann::json::parse(impl_->ask<std::string>(false, atoms::status::value).value_or("{}"));
   std::map<std::string, nlohmann::json> slots;
@@ -342,7 +356,7 @@ std::optional<std::string> server::recorded_outputs(const std::string& run_id) {
 outputs_reply server::worker_outputs(const std::string& run_id, const std::string& worker) {
   if (!impl_->registry)
     return {run_id, false, "", "this server takes no workers", true};
-  return impl_->ask_actor<outputs_reply>(impl_->registry, false, atoms::outputs::value, run_id, worker)
+  return impl_->ask_registry<outputs_reply>(false, atoms::outputs::value, run_id, worker)
     .value_or(outputs_reply{run_id, false, "", "the worker registry did not answer", true});
 }
 
