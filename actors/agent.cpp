@@ -41,6 +41,8 @@ using steady = std::chrono::steady_clock;
 /// still being made is dropped), and how often it re-reads server.json.
 constexpr auto hello_interval = std::chrono::milliseconds(250);
 constexpr auto endpoint_check_interval = std::chrono::seconds(2);
+/// How long an agent hears nothing from a server before it says what to check.
+constexpr auto silence_hint_after = std::chrono::seconds(20);
 /// The heartbeat interval until the server's welcome says another one (seed 001: every 10 s).
 constexpr auto default_heartbeat = std::chrono::seconds(10);
 
@@ -489,6 +491,8 @@ std::optional<std::string> agent::run() {
   server_contact connected_to;
   // This process's own CURVE keys, for a server that encrypts its wire.
   auto own_keys = actors::make_curve_keys();
+  auto connected_at = steady::now();
+  bool hinted = false;
   bool welcomed = false;
   auto heartbeat_every = std::chrono::duration_cast<std::chrono::milliseconds>(default_heartbeat);
   auto last_hello = steady::time_point{};
@@ -517,6 +521,8 @@ std::optional<std::string> agent::run() {
         connected_to = *contact;
         welcomed = false;
         last_hello = {};
+        connected_at = now;
+        hinted = false;
         spdlog::info("agent '{}': connecting to {}{}", cfg_.name, connected_to.endpoint,
                      connected_to.public_key.empty() ? "" : " (CURVE)");
       }
@@ -528,6 +534,15 @@ std::optional<std::string> agent::run() {
     if (!welcomed && now - last_hello >= hello_interval) {
       send(*socket, wire::message_type::hello, make_hello());
       last_hello = now;
+    }
+    // A server that encrypts its wire gives a peer with no key, or the wrong one, no answer at
+    // all: say what to check, once per connection.
+    if (!welcomed && !hinted && now - connected_at >= silence_hint_after) {
+      hinted = true;
+      spdlog::warn("agent '{}': no answer from {} after {} s: is a cdui server listening there? One "
+                   "that listens beyond loopback encrypts its wire, and a peer without its public "
+                   "key (--server-key, in the enrollment command) or with another key is not heard",
+                   cfg_.name, connected_to.endpoint, silence_hint_after.count());
     }
     if (welcomed && now - last_heartbeat >= heartbeat_every) {
       offers_.front() = cpu_offer();  // the host's memory now; a sim card reports its size

@@ -358,6 +358,9 @@ BOOST_AUTO_TEST_CASE(with_curve_only_a_peer_that_knows_the_servers_key_is_heard)
   std::ifstream in{home.path() / "server.json"};
   BOOST_TEST(json::parse(in)["zmq_public_key"] == key);
 
+  // An agent that does not know the key gets no answer; after 20 s it says what to check.
+  temp_home keyless_home;
+  auto keyless = remote_agent(keyless_home, "keyless", zmq_endpoint(home), "cdui-wk-unheard");
   auto e = enroll(srv, "remote-c");
   BOOST_TEST(e["server_public_key"] == key);
   BOOST_TEST(e["command"].get<std::string>().find("--server-key '" + key + "'") != std::string::npos);
@@ -371,6 +374,14 @@ BOOST_AUTO_TEST_CASE(with_curve_only_a_peer_that_knows_the_servers_key_is_heard)
   auto id = srv.submit_ok(moons_on("remote-c", {"sim:0"}));
   auto run = srv.wait_final(id);
   BOOST_TEST(run["status"] == "succeeded", run.dump());
+  auto deadline = std::chrono::steady_clock::now() + 40s;
+  while (keyless->err().find("no answer from") == std::string::npos
+         && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(100ms);
+  BOOST_TEST(keyless->err().find("a peer without its public key (--server-key") != std::string::npos,
+             keyless->err());
+  BOOST_TEST(worker(srv, "keyless").is_null());
+  BOOST_TEST(srv.get_json("/api/workers")["refused_connections"].empty());  // never heard at all
 }
 
 BOOST_AUTO_TEST_SUITE_END()
