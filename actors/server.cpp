@@ -108,6 +108,9 @@ struct server::impl {
       bridge = std::make_shared<actors::zmq_bridge>(c.zmq_endpoint, curve.secret_key);
     }
     store = std::make_shared<storage::run_store>(home / "cdui.db");
+    // Before any actor exists: a bad device spec throws here, and an actor system with actors
+    // left in it would wait for them forever on the way out.
+    auto queue_config = make_queue_config(c, home, store);
     stores.execution_cache =
       system.spawn(actors::cache_store, budget_from_env(storage::execution_cache_budget), true);
     stores.run_outputs =
@@ -123,7 +126,6 @@ struct server::impl {
                               seconds_setting("CODEFYUI_WORKER_RESUME_GRACE_S",
                                               actors::default_resume_grace_s, 0, 86400));
     }
-    auto queue_config = make_queue_config(c, home, store);
     queue_config.stores = stores;
     queue_config.registry = registry;
     queue = system.spawn(actors::run_queue, std::move(queue_config));

@@ -365,7 +365,9 @@ caf::behavior worker_registry(self_ptr self, worker_table::config cfg,
       auto& st = self->state;
       const auto* w = st.table->by_name(worker);
       st.runs[a.run_id] = remote_run{run, worker, 0, 0, std::nullopt, 0};
-      if (w == nullptr || !w->accepts_runs()) {
+      // Late or drained since the run was admitted, it is still connected: the run goes to it (a
+      // drain lets admitted runs finish; a worker that is really gone ends it after the grace).
+      if (w == nullptr || w->status == worker_status::disconnected) {
         // Admitted while the worker was there, and it went between: the run never reached it.
         end_run(self, a.run_id, run_status::failed,
                 "worker '" + worker + "' went away before the run could be sent to it");

@@ -36,6 +36,7 @@ daemon_start start_daemon(const std::vector<std::string>& args,
     int status = 0;
     if (::waitpid(child, &status, WNOHANG) == child) {
       started.result = daemon_start::outcome::exited;
+      started.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
       return started;
     }
     if (ready(child)) {

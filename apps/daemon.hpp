@@ -13,6 +13,8 @@ namespace cdui::apps {
 struct daemon_start {
   enum class outcome { ready, exited, timed_out } result = outcome::exited;
   pid_t pid = -1;
+  /// When it exited: its exit code (-1 when a signal ended it).
+  int exit_code = -1;
 };
 
 /// Starts this executable with `args` (e.g. {"start", "--foreground"}) as a daemon: its own

@@ -187,6 +187,10 @@ int start_in_background(const start_options& options) {
     std::fprintf(stderr, "cdui: %s\n", already_running(home).c_str());
     return exit_run_failed;
   }
+  std::error_code size_error;
+  auto log_size = std::filesystem::file_size(home / "server.log", size_error);
+  if (size_error)
+    log_size = 0;
   auto started = start_daemon(
     {"start", "--foreground", "--host", options.host, "--port", std::to_string(options.port),
      "--zmq-port", std::to_string(options.zmq_port)},
@@ -207,8 +211,17 @@ int start_in_background(const start_options& options) {
     return exit_ok;
   }
   if (started.result == daemon_start::outcome::exited) {
-    std::fprintf(stderr, "cdui: the server did not start; see %s\n", (home / "server.log").c_str());
-    return exit_run_failed;
+    // Its reason is the last error it logged; a bad setting exits 2, as in the foreground.
+    std::ifstream log{home / "server.log"};
+    log.seekg(static_cast<std::streamoff>(log_size));  // what this start logged, not an earlier one
+    std::string line;
+    std::string reason;
+    while (std::getline(log, line))
+      if (line.find("[error]") != std::string::npos)
+        reason = line.substr(line.find("[error]") + 8);
+    std::fprintf(stderr, "cdui: the server did not start%s%s; see %s\n", reason.empty() ? "" : ": ",
+                 reason.c_str(), (home / "server.log").c_str());
+    return started.exit_code == exit_usage ? exit_usage : exit_run_failed;
   }
   std::fprintf(stderr, "cdui: the server (pid %d) did not answer within %lld s; see %s\n", child,
                static_cast<long long>(start_timeout.count()), (home / "server.log").c_str());

@@ -318,6 +318,16 @@ BOOST_AUTO_TEST_CASE(start_status_and_stop_from_the_command_line) {
   BOOST_TEST(status2 == 1);
   BOOST_TEST(out5.find("no cdui server is running") != std::string::npos, out5);
   BOOST_TEST(!std::filesystem::exists(home.path() / "server.json"));
+
+  // A bad setting: the server says why and exits 2, in the foreground and in the background
+  // alike, at once (it used to wait forever for the actors it had started).
+  env["CODEFYUI_SIM_DEVICES"] = "2x8GiB,lots";
+  for (auto args : {std::vector<std::string>{"start", "--port", "0", "--foreground"},
+                    std::vector<std::string>{"start", "--port", "0"}}) {
+    auto [code, out6, err6] = cli(args);
+    BOOST_TEST(code == 2, err6);
+    BOOST_TEST(err6.find("sim devices entry 'lots'") != std::string::npos, err6);
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
