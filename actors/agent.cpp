@@ -21,6 +21,7 @@
 
 #include "actors/worker_table.hpp"
 #include "actors/zmq_bridge.hpp"
+#include "devices/device.hpp"
 #include "devices/host_inventory.hpp"
 #include "messages/digest.hpp"
 #include "messages/version.hpp"
@@ -47,10 +48,8 @@ constexpr auto silence_hint_after = std::chrono::seconds(20);
 constexpr auto default_heartbeat = std::chrono::seconds(10);
 
 std::string hostname() {
-  char buf[256] = {};
-  if (::gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0')
-    return "worker";
-  return buf;
+  auto name = devices::host_name();
+  return name.empty() ? "worker" : name;
 }
 
 device_offer cpu_offer() {
@@ -59,10 +58,6 @@ device_offer cpu_offer() {
   auto unit = static_cast<std::int64_t>(info.mem_unit);
   return {"cpu", "cpu", "cpu-" + hostname(), static_cast<std::int64_t>(info.totalram) * unit,
           static_cast<std::int64_t>(info.freeram + info.bufferram) * unit};
-}
-
-std::string kind_of(const std::string& name) {
-  return name.substr(0, name.find(':'));
 }
 
 /// Where the agent connects: the endpoint and, for an encrypted wire, the server's public key.
@@ -198,7 +193,7 @@ agent::agent(config cfg) : cfg_(std::move(cfg)) {
     if (!cfg_.devices.empty()
         && std::find(cfg_.devices.begin(), cfg_.devices.end(), d.name) == cfg_.devices.end())
       continue;
-    offers_.push_back({d.name, kind_of(d.name), d.uuid, d.total_bytes, d.total_bytes});
+    offers_.push_back({d.name, devices::kind_of(d.name), d.uuid, d.total_bytes, d.total_bytes});
   }
 }
 
@@ -222,7 +217,7 @@ std::optional<std::string> agent::start_run(const assign_run& a) {
                               [&](const auto& o) { return o.name == name; });
     if (offer == offers_.end())
       return "this worker does not offer " + name;
-    auto kind = kind_of(name);
+    auto kind = devices::kind_of(name);
     auto in_run = kind == "cpu" ? std::string{"cpu"} : kind + ":" + std::to_string(next_index[kind]++);
     visible.push_back(in_run);
     aliases[in_run] = name;

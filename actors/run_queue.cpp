@@ -12,6 +12,7 @@
 
 #include "actors/run_actor.hpp"
 #include "actors/run_options.hpp"
+#include "devices/device.hpp"
 #include "messages/atoms.hpp"
 #include "messages/run_outcome.hpp"
 #include "messages/worker.hpp"
@@ -108,6 +109,12 @@ worker_devices(const run_request& req, const runtime::validated_graph& g,
            + (known.empty() ? std::string{" (none has)"} : " (known: " + known + ")");
   }
   const auto& offered = w->second.devices;
+  auto offered_list = [&] {
+    std::string list;
+    for (const auto& o : offered)
+      list += (list.empty() ? "" : ", ") + o;
+    return list;
+  };
   std::vector<std::string> wanted = req.devices;
   std::string field = "option 'target.devices'";
   if (wanted.empty() && !req.device.empty()) {
@@ -122,33 +129,24 @@ worker_devices(const run_request& req, const runtime::validated_graph& g,
     for (const auto& node : g.g.nodes)
       if (node.was_given("device")) {
         auto d = node.params["device"].get<std::string>();
-        kind = d == "auto" ? "" : d.substr(0, d.find(':'));
+        kind = d == "auto" ? "" : devices::kind_of(d);
         field = "node '" + node.id + "' (" + node.type + "), param 'device'";
         break;
       }
     auto first = std::find_if(offered.begin(), offered.end(), [&](const std::string& d) {
-      return kind.empty() ? d != "cpu" : d.substr(0, d.find(':')) == kind;
+      return kind.empty() ? d != "cpu" : devices::kind_of(d) == kind;
     });
     if (first == offered.end() && kind.empty())
       first = std::find(offered.begin(), offered.end(), "cpu");
-    if (first == offered.end()) {
-      std::string list;
-      for (const auto& o : offered)
-        list += (list.empty() ? "" : ", ") + o;
+    if (first == offered.end())
       return field + ": worker '" + req.worker + "' offers no " + kind + " device (it offers "
-             + list + ")";
-    }
+             + offered_list() + ")";
     wanted = {*first};
   }
-  for (const auto& d : wanted) {
-    if (std::find(offered.begin(), offered.end(), d) == offered.end()) {
-      std::string list;
-      for (const auto& o : offered)
-        list += (list.empty() ? "" : ", ") + o;
-      return field + ": worker '" + req.worker + "' does not offer " + d + " (it offers " + list
-             + ")";
-    }
-  }
+  for (const auto& d : wanted)
+    if (std::find(offered.begin(), offered.end(), d) == offered.end())
+      return field + ": worker '" + req.worker + "' does not offer " + d + " (it offers "
+             + offered_list() + ")";
   return wanted;
 }
 
@@ -169,8 +167,11 @@ std::string queue_key_of(const prepared_run& p) {
   return p.keys.front();
 }
 
-std::string kind_of(const std::string& device) {
-  return device.substr(0, device.find(':'));
+using devices::kind_of;
+
+/// Whether a floating run may take `device`: one of its kind, or any accelerator when it names none.
+bool fits(const floating_run& f, const std::string& device) {
+  return f.kind.empty() ? kind_of(device) != "cpu" : kind_of(device) == f.kind;
 }
 
 /// The device kind a run for any worker asks for: its option's, else a node's, else none (the
@@ -192,9 +193,7 @@ std::variant<floating_run, std::string> floating_for(const run_request& req,
       }
   f.kind = device.empty() || device == "auto" ? "" : kind_of(device);
   auto offers = [&](const std::vector<std::string>& devices) {
-    return std::any_of(devices.begin(), devices.end(), [&](const std::string& d) {
-      return f.kind.empty() ? kind_of(d) != "cpu" : kind_of(d) == f.kind;
-    });
+    return std::any_of(devices.begin(), devices.end(), [&](const std::string& d) { return fits(f, d); });
   };
   // After a restart no worker has reconnected yet: the run waits for them as it did before.
   if (resuming)
@@ -338,9 +337,6 @@ void launch(self_ptr self, prepared_run p, const run_request& req) {
 /// free when it would start a run at once, so a floating run never jumps a device's queue.
 void place(self_ptr self) {
   auto& st = self->state;
-  auto matches = [](const floating_run& f, const std::string& device) {
-    return f.kind.empty() ? kind_of(device) != "cpu" : kind_of(device) == f.kind;
-  };
   for (auto i = st.floating.begin(); i != st.floating.end();) {
     const auto& f = st.floats.at(*i);
     std::string worker;
@@ -349,7 +345,7 @@ void place(self_ptr self) {
       if (!w.open || (f.pool && !w.one_shot) || (f.keeps_outputs && w.one_shot))
         continue;
       for (const auto& d : w.devices)
-        if (matches(f, d) && st.slots.idle(name + "/" + d)) {
+        if (fits(f, d) && st.slots.idle(name + "/" + d)) {
           worker = name;
           device = d;
           break;
@@ -359,7 +355,7 @@ void place(self_ptr self) {
     }
     if (device.empty() && !f.pool)
       for (const auto& d : st.cfg.host.devices())
-        if (matches(f, d.name) && st.slots.idle(d.name)) {
+        if (fits(f, d.name) && st.slots.idle(d.name)) {
           device = d.name;
           break;
         }
@@ -566,7 +562,7 @@ nlohmann::json queue_status(self_ptr self) {
 }
 
 bool is_card(const std::string& device, const std::string& uuid) {
-  return !uuid.empty() && device.substr(0, device.find(':')) != "cpu";
+  return !uuid.empty() && kind_of(device) != "cpu";
 }
 
 /// This server's device that is the card `uuid`, if it offers that card itself.

@@ -156,6 +156,14 @@ struct server::impl {
                          std::forward<Ts>(xs)...);
   }
 
+  /// An enroll, rekey or remove, asked of the registry.
+  template <class Atom>
+  enrollment ask_enrollment(Atom verb, const std::string& name) {
+    if (!registry)
+      return {name, "", "this server takes no workers (it has no ZeroMQ endpoint)", "unknown"};
+    return ask_registry<enrollment>(true, verb, name).value();
+  }
+
   template <class T, class... Ts>
   std::optional<T> ask_within(const caf::actor& who, caf::duration timeout, bool throw_errors,
                               Ts&&... xs) {
@@ -270,28 +278,16 @@ std::string server::zmq_public_key() const {
   return impl_->curve.public_key;
 }
 
-namespace {
-enrollment no_registry(const std::string& name) {
-  return {name, "", "this server takes no workers (it has no ZeroMQ endpoint)", "unknown"};
-}
-} // namespace
-
 enrollment server::enroll_worker(const std::string& name) {
-  if (!impl_->registry)
-    return no_registry(name);
-  return impl_->ask_registry<enrollment>(true, atoms::enroll::value, name).value();
+  return impl_->ask_enrollment(atoms::enroll::value, name);
 }
 
 enrollment server::rekey_worker(const std::string& name) {
-  if (!impl_->registry)
-    return no_registry(name);
-  return impl_->ask_registry<enrollment>(true, atoms::rekey::value, name).value();
+  return impl_->ask_enrollment(atoms::rekey::value, name);
 }
 
 enrollment server::remove_worker(const std::string& name) {
-  if (!impl_->registry)
-    return no_registry(name);
-  return impl_->ask_registry<enrollment>(true, atoms::remove::value, name).value();
+  return impl_->ask_enrollment(atoms::remove::value, name);
 }
 
 bool server::drain_worker(const std::string& name, bool draining) {

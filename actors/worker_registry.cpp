@@ -214,12 +214,7 @@ enrollment give_credential(self_ptr self, const std::string& name, bool rekey) {
   e.credential = storage::new_credential();
   auto hash = storage::credential_hash(e.credential);
   auto now = now_ms();
-  storage::enrolled_worker record{name, hash, now, 0};
-  if (rekey)
-    for (const auto& w : st.store->enrolled_workers())
-      if (w.name == name)
-        record = {name, hash, w.enrolled_ms, now};
-  st.store->put_worker(record);
+  st.store->put_worker({name, hash, now, rekey ? now : 0});  // a re-key keeps enrolled_ms
   st.table->enroll(name, hash);
   spdlog::info("worker '{}' {}", name, rekey ? "re-keyed: its old credential no longer joins" : "enrolled");
   return e;

@@ -7,13 +7,13 @@
 #include <optional>
 #include <sstream>
 
-#include <unistd.h>
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
 #include "actors/run_options.hpp"
 #include "actors/server.hpp"
+#include "devices/device.hpp"
 #include "storage/credentials.hpp"
 #include "storage/lru_store.hpp"
 
@@ -131,11 +131,6 @@ bool plain_host(const std::string& host) {
               == std::string::npos;
 }
 
-std::string this_hostname() {
-  char name[256] = {};
-  return ::gethostname(name, sizeof name - 1) == 0 && plain_host(name) ? name : "";
-}
-
 /// What a new credential comes with: the exact command that starts the worker on the other
 /// machine. The host in it is `server_host` when the body gives one, else the host the request
 /// was addressed to, else the host the agents' endpoint is bound to.
@@ -153,7 +148,8 @@ json credential_json(cdui::server& runtime, const enrollment& e, const httplib::
   if (!plain_host(host) || host == "0.0.0.0")
     host = bound_host;
   if (host == "0.0.0.0")  // listening everywhere, reached by no usable name: this machine's
-    host = this_hostname().empty() ? host : this_hostname();
+    if (auto name = devices::host_name(); plain_host(name))
+      host = name;
   auto server = "tcp://" + host + ":" + port;
   auto key = runtime.zmq_public_key();
   auto file = e.name + ".credential";

@@ -3,6 +3,8 @@
 #include <array>
 #include <charconv>
 
+#include <unistd.h>
+
 namespace cdui::devices {
 
 namespace {
@@ -94,6 +96,15 @@ resolved_device resolve_device(const device_spec& spec, const host_devices& host
       return {"cpu", std::nullopt};
   }
   return {"cpu", std::nullopt};
+}
+
+std::string kind_of(std::string_view device) {
+  return std::string{device.substr(0, device.find(':'))};
+}
+
+std::string host_name() {
+  char name[256] = {};
+  return ::gethostname(name, sizeof name - 1) == 0 ? name : "";
 }
 
 } // namespace cdui::devices

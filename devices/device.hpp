@@ -30,6 +30,12 @@ struct device_parse_error {
 /// it is still an unambiguous request for that kind of device.
 [[nodiscard]] std::variant<device_spec, device_parse_error> parse_device(std::string_view text);
 
+/// The kind part of a device name, as written: "sim" of "sim:1", "cpu" of "cpu".
+[[nodiscard]] std::string kind_of(std::string_view device);
+
+/// This machine's host name; empty when it has none.
+[[nodiscard]] std::string host_name();
+
 /// What this host offers, as far as device resolution is concerned.
 struct host_devices {
   int cuda_count = 0;

@@ -1,4 +1,5 @@
 #include "devices/sim_devices.hpp"
+#include "devices/device.hpp"
 
 #include <unistd.h>
 
@@ -59,10 +60,8 @@ namespace {
 
 /// "<hostname>-<pid>": what makes a card of this process unlike any other's.
 std::string this_process() {
-  char host[256] = {};
-  if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0')
-    std::snprintf(host, sizeof host, "host");
-  return std::string{host} + "-" + std::to_string(::getpid());
+  auto host = host_name();
+  return (host.empty() ? "host" : host) + "-" + std::to_string(::getpid());
 }
 
 } // namespace

@@ -357,8 +357,10 @@ bool run_store::erase(const std::string& run_id) {
 
 void run_store::put_worker(const enrolled_worker& w) {
   std::lock_guard lock{mutex_};
-  statement s{db_, "INSERT OR REPLACE INTO workers (name, credential_hash, enrolled_ms, rekeyed_ms) "
-                   "VALUES (?, ?, ?, ?)"};
+  // A re-key keeps the worker's enrolled_ms.
+  statement s{db_, "INSERT INTO workers (name, credential_hash, enrolled_ms, rekeyed_ms) "
+                   "VALUES (?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET "
+                   "credential_hash = excluded.credential_hash, rekeyed_ms = excluded.rekeyed_ms"};
   s.bind(1, w.name).bind(2, w.credential_hash).bind(3, w.enrolled_ms).bind(4, w.rekeyed_ms);
   s.step();
 }

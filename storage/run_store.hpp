@@ -114,7 +114,8 @@ public:
   /// Deletes the run and everything recorded about it; false when there was no such run.
   bool erase(const std::string& run_id);
 
-  /// Enrolls a worker, or replaces its credential hash (re-key).
+  /// Enrolls a worker, or replaces its credential hash and rekeyed_ms (re-key), keeping the
+  /// enrolled_ms it has.
   void put_worker(const enrolled_worker& worker);
   /// Revokes a worker's enrollment; false when it had none.
   bool remove_worker(const std::string& name);

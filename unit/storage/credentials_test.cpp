@@ -49,7 +49,7 @@ BOOST_AUTO_TEST_CASE(enrolled_workers_survive_the_store_and_a_rekey_replaces_the
     run_store store{home.path() / "cdui.db"};
     store.put_worker({"gpu-box", credential_hash(credential), 100, 0});
     store.put_worker({"lab-2", credential_hash("other"), 200, 0});
-    store.put_worker({"gpu-box", credential_hash("re-keyed"), 100, 300});  // re-key replaces
+    store.put_worker({"gpu-box", credential_hash("re-keyed"), 999, 300});  // re-key: enrolled_ms stays
   }
   run_store store{home.path() / "cdui.db"};
   auto workers = store.enrolled_workers();
