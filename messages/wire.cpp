@@ -9,6 +9,7 @@
 #include <cereal/types/string.hpp>
 #include <cereal/types/vector.hpp>
 
+#include "messages/text.hpp"
 #include "messages/worker.hpp"
 
 namespace cdui::wire {
@@ -63,6 +64,18 @@ CEREAL_LOAD_FUNCTION_NAME(PortableBinaryInputArchive& ar, std::vector<T, A>& v) 
   }
 }
 
+/// Every string on the wire is text: one that is not UTF-8 makes the frame malformed, so nothing
+/// past the bridge ever holds bytes a JSON writer or a log line would choke on. A non-template,
+/// so it is chosen over cereal's string loader.
+inline void CEREAL_LOAD_FUNCTION_NAME(PortableBinaryInputArchive& ar, std::string& s) {
+  size_type size = 0;
+  ar(make_size_tag(size));
+  s.resize(static_cast<std::size_t>(size));
+  ar(binary_data(s.data(), s.size()));
+  if (!cdui::text::is_utf8(s))
+    throw Exception("a string that is not UTF-8");
+}
+
 } // namespace cereal
 
 namespace cdui::wire {
@@ -112,24 +125,33 @@ std::string write(Ts&... xs) {
   return out.str();
 }
 
-/// Reads the whole frame into xs; false when it does not decode or leaves bytes over.
+/// Reads the whole frame into xs; false (with the reason in `why`) when it does not decode or
+/// leaves bytes over.
 template <class... Ts>
-bool read(std::string_view frame, Ts&... xs) {
-  if (frame.size() > max_frame_bytes)
+bool read(std::string_view frame, std::string* why, Ts&... xs) {
+  auto fail = [&](std::string reason) {
+    if (why != nullptr)
+      *why = std::move(reason);
     return false;
+  };
+  if (frame.size() > max_frame_bytes)
+    return fail("a frame over " + std::to_string(max_frame_bytes) + " bytes");
   view_buffer buffer{frame};
   std::istream in{&buffer};
   current_input = &buffer;
-  bool ok = true;
+  std::string error;
   try {
     cereal::PortableBinaryInputArchive archive{in};
     archive(xs...);
-    ok = buffer.left() == 0;
-  } catch (const std::exception&) {
-    ok = false;
+    if (buffer.left() != 0)
+      error = std::to_string(buffer.left()) + " bytes left over";
+  } catch (const std::exception& e) {
+    error = e.what();
+    if (error.empty())
+      error = "it does not decode";
   }
   current_input = nullptr;
-  return ok;
+  return error.empty() || fail(std::move(error));
 }
 
 } // namespace
@@ -148,7 +170,7 @@ std::variant<envelope, refusal> decode_envelope(std::string_view frame) {
   std::uint16_t version = 0;
   std::uint16_t type = 0;
   envelope e;
-  if (!read(frame, version, type, e.correlation, e.sender))
+  if (!read(frame, nullptr, version, type, e.correlation, e.sender))
     return refusal::malformed;
   if (version != protocol_version)
     return refusal::wrong_version;
@@ -166,16 +188,16 @@ std::string encode(const T& payload) {
 }
 
 template <class T>
-std::optional<T> decode(std::string_view frame) {
+std::optional<T> decode(std::string_view frame, std::string* why) {
   T x;
-  if (!read(frame, x))
+  if (!read(frame, why, x))
     return std::nullopt;
   return x;
 }
 
 #define CDUI_WIRE_PAYLOAD(T)                                                                      \
   template std::string encode<T>(const T&);                                                       \
-  template std::optional<T> decode<T>(std::string_view);
+  template std::optional<T> decode<T>(std::string_view, std::string*);
 
 CDUI_WIRE_PAYLOAD(hello)
 CDUI_WIRE_PAYLOAD(welcome)

@@ -63,8 +63,10 @@ enum class refusal {
 template <class T>
 [[nodiscard]] std::string encode(const T& payload);
 
-/// The payload, or nullopt when the frame is not a T (or is over max_frame_bytes).
+/// The payload, or nullopt when the frame is not a T: it does not decode, leaves bytes over, is
+/// over max_frame_bytes, or holds a string that is not UTF-8 (every string on the wire is text).
+/// `why`, when given, gets the reason in a few words.
 template <class T>
-[[nodiscard]] std::optional<T> decode(std::string_view frame);
+[[nodiscard]] std::optional<T> decode(std::string_view frame, std::string* why = nullptr);
 
 } // namespace cdui::wire

@@ -150,4 +150,25 @@ BOOST_AUTO_TEST_CASE(ten_thousand_random_frames_decode_to_nothing_or_something_v
   BOOST_TEST(decoded < 10'000);  // nearly all refused; none crashed
 }
 
+BOOST_AUTO_TEST_CASE(a_string_that_is_not_utf8_makes_the_frame_malformed_with_the_reason) {
+  auto h = sample_hello();
+  h.name = "gpu\xff" "box";
+  std::string why;
+  BOOST_TEST(!wire::decode<hello>(wire::encode(h), &why).has_value());
+  BOOST_TEST(why == "a string that is not UTF-8");
+  // Deep inside the struct too: a device's name.
+  h = sample_hello();
+  h.devices[1].uuid = "\xc0\xaf";  // an overlong '/'
+  BOOST_TEST(!wire::decode<hello>(wire::encode(h)).has_value());
+  // Well-formed multi-byte text passes.
+  h = sample_hello();
+  h.name = "gpu-\xc3\xa9t\xc3\xa9";  // gpu-été
+  BOOST_TEST(wire::decode<hello>(wire::encode(h))->name == h.name);
+  // A frame cut short says so.
+  auto frame = wire::encode(sample_hello());
+  frame.resize(frame.size() / 2);
+  BOOST_TEST(!wire::decode<hello>(frame, &why).has_value());
+  BOOST_TEST(!why.empty());
+}
+
 BOOST_AUTO_TEST_SUITE_END()
