@@ -91,6 +91,7 @@ bool zmq_curve(const std::string& host) {
 }
 
 int serve(const start_options& options) {
+  ::umask(077);  // what the server creates (server.log, cdui.db, runs, checkpoints) is this user's alone
   auto home = storage::default_home();
   auto lock = storage::home_lock::try_lock(home, storage::home_lock::mode::exclusive);
   if (!lock) {

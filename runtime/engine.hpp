@@ -24,6 +24,10 @@ struct run_context {
   std::string run_id;
   /// Where the run's files go (checkpoints/ inside it); relative paths of saver nodes resolve here.
   std::filesystem::path run_dir;
+  /// The home the run belongs to ($CODEFYUI_HOME): nodes never read or write its own files
+  /// (runtime/file_access.hpp). Empty: found from run_dir when that is <home>/runs/<id> or
+  /// <home>/agents/<name>/runs/<id>.
+  std::filesystem::path home;
   /// The run's device; a node whose device param the graph leaves out uses it. Empty: cpu.
   std::string device;
   /// The device whose slot the run holds (its queue key), reported in execution_start; empty: the

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "messages/json_text.hpp"
 #include "storage/home.hpp"
 
 namespace cdui::storage {
@@ -25,7 +26,7 @@ void run_directory::append(const run_event& event) {
                       {"time_ms", event.time_ms},
                       {"type", event.type},
                       {"data", nlohmann::json::parse(event.data, nullptr, false)}};
-  events_ << line.dump() << '\n';
+  events_ << json_text(line) << '\n';
   events_.flush();
   log_ << log_line(event) << '\n';
   log_.flush();

@@ -2,8 +2,13 @@
 
 #include <stdexcept>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>
+
+#include "storage/home.hpp"
 
 namespace cdui::storage {
 
@@ -134,6 +139,47 @@ private:
   bool done_ = false;
 };
 
+/// Every column each table must have: what this build reads and writes. A store that lacks one
+/// is not a cdui store of this version.
+constexpr const char* required_columns[] = {
+  "SELECT seq, id, name, graph, options, status, error, queue_key, created_ms, started_ms, "
+  "finished_ms, final_metrics FROM runs LIMIT 0",
+  "SELECT run_id, cursor, time_ms, type, data FROM events LIMIT 0",
+  "SELECT run_id, node, name, step, value, time_ms FROM metrics LIMIT 0",
+  "SELECT run_id, path, bytes FROM artifacts LIMIT 0",
+  "SELECT name, credential_hash, enrolled_ms, rekeyed_ms FROM workers LIMIT 0",
+};
+
+/// SQLite's codes for a file that is not a database in working order.
+bool is_damage(int code) {
+  auto primary = code & 0xff;
+  return primary == SQLITE_NOTADB || primary == SQLITE_CORRUPT;
+}
+
+/// The first problem PRAGMA quick_check finds, empty when it answers ok. quick_check rather than
+/// integrity_check: it reads every page too, but skips comparing each index with its table
+/// (measured on 6000 runs of 400 events, 278 MiB: 400 ms against 510 ms).
+std::string quick_check(sqlite3* db) {
+  statement s{db, "PRAGMA quick_check"};
+  if (!s.step())
+    return "PRAGMA quick_check gave no answer";
+  auto first = s.text(0);
+  return first == "ok" ? "" : first;
+}
+
+/// A new store is created 0600 here, so SQLite gives its -wal and -shm files that mode too (it
+/// copies the database's); an existing one of this user is narrowed to 0600.
+void make_store_private(const std::filesystem::path& file) {
+  int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd >= 0) {
+    // A file that did not exist: nobody holds SQLite locks on it that this close could drop.
+    ::close(fd);
+    return;
+  }
+  for (const char* suffix : {"", "-wal", "-shm"})
+    make_private(file.string() + suffix);
+}
+
 constexpr const char* run_columns =
   "id, name, status, queue_key, error, created_ms, started_ms, finished_ms, final_metrics, "
   "options, graph";
@@ -156,7 +202,8 @@ stored_run read_run(const statement& s) {
 
 } // namespace
 
-run_store::run_store(const std::filesystem::path& file) {
+run_store::run_store(const std::filesystem::path& file, check depth) {
+  make_store_private(file);
   if (sqlite3_open(file.c_str(), &db_) != SQLITE_OK) {
     std::string why = db_ ? sqlite3_errmsg(db_) : "out of memory";
     sqlite3_close(db_);
@@ -169,9 +216,21 @@ run_store::run_store(const std::filesystem::path& file) {
     // last commits.
     exec(db_, "PRAGMA synchronous=NORMAL");
     exec(db_, "PRAGMA foreign_keys=ON");
+    // Checked before the schema is applied: nothing is written into a damaged file.
+    if (auto problem = depth == check::whole ? quick_check(db_) : ""; !problem.empty())
+      throw damaged_store(problem);
     exec(db_, schema);
+    for (const char* columns : required_columns)
+      statement{db_, columns};
   } catch (const std::exception& e) {
+    bool damaged = dynamic_cast<const damaged_store*>(&e) != nullptr
+                   || is_damage(sqlite3_errcode(db_)) || sqlite3_errcode(db_) == SQLITE_ERROR;
     sqlite3_close(db_);
+    if (damaged)
+      throw damaged_store("the run store " + file.string() + " is damaged or is not a cdui store ("
+                          + e.what() + "), so cdui does not start on it: move it away (with its "
+                          "-wal and -shm files, e.g. mv " + file.string() + " " + file.string()
+                          + ".damaged) to start with an empty store, or put back a copy of it");
     throw std::runtime_error("cannot open the run store " + file.string() + ": " + e.what());
   }
 }

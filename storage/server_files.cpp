@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "messages/json_text.hpp"
 #include "storage/credentials.hpp"
 #include "storage/home.hpp"
 
@@ -36,7 +37,7 @@ void write_server_json(const std::filesystem::path& home, const server_address& 
     j["zmq"] = a.zmq;
   if (!a.zmq_public_key.empty())
     j["zmq_public_key"] = a.zmq_public_key;
-  write_file_atomic(server_json_path(home), j.dump(2) + "\n");
+  write_private_file(server_json_path(home), json_text(j, 2) + "\n");
 }
 
 std::optional<server_address> read_server_json(const std::filesystem::path& home) {
@@ -72,11 +73,12 @@ std::optional<std::string> read_token(const std::filesystem::path& home) {
 }
 
 std::optional<home_lock> home_lock::try_lock(const std::filesystem::path& home, mode m) {
+  prepare_home(home);
   return try_lock_file(home / "server.lock", m);
 }
 
 std::optional<home_lock> home_lock::try_lock_file(const std::filesystem::path& file, mode m) {
-  std::filesystem::create_directories(file.parent_path());
+  create_private_folders(file.parent_path());
   int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0)
     throw std::runtime_error("cannot open " + file.string());
@@ -91,7 +93,7 @@ bool home_lock::server_running(const std::filesystem::path& home) {
   if (!std::filesystem::exists(home / "server.lock") || !std::filesystem::exists(server_json_path(home)))
     return false;
   // A server holds the lock exclusively: a shared lock fails exactly while one runs.
-  return !try_lock(home, mode::shared).has_value();
+  return !try_lock_file(home / "server.lock", mode::shared).has_value();
 }
 
 home_lock::home_lock(home_lock&& other) noexcept : fd_(other.fd_) {

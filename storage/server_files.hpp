@@ -23,7 +23,7 @@ struct server_address {
 [[nodiscard]] std::filesystem::path server_json_path(const std::filesystem::path& home);
 [[nodiscard]] std::filesystem::path token_path(const std::filesystem::path& home);
 
-/// Writes server.json atomically (temp name, then rename).
+/// Writes server.json atomically (temp name, then rename), mode 0600.
 void write_server_json(const std::filesystem::path& home, const server_address& address);
 /// nullopt when the file is missing or unreadable.
 [[nodiscard]] std::optional<server_address> read_server_json(const std::filesystem::path& home);
@@ -39,9 +39,11 @@ std::string create_token(const std::filesystem::path& home);
 class home_lock {
 public:
   enum class mode { exclusive, shared };
-  /// nullopt when another process holds a conflicting lock.
+  /// nullopt when another process holds a conflicting lock. Prepares the home first (creates
+  /// it 0700, its own files 0600: prepare_home in storage/home.hpp).
   [[nodiscard]] static std::optional<home_lock> try_lock(const std::filesystem::path& home, mode m);
-  /// The same lock on any file (an agent's agent.lock), created if missing.
+  /// The same lock on any file (an agent's agent.lock), created if missing, with the missing
+  /// folders above it (0700).
   [[nodiscard]] static std::optional<home_lock> try_lock_file(const std::filesystem::path& file,
                                                               mode m);
   /// Whether a server holds the home's lock now (a probe that takes and drops a shared lock).

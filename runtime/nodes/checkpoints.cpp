@@ -1,29 +1,28 @@
-// ModelSaver, CheckpointSaver and CheckpointLoader: torch archives written to a temp name and renamed.
-#include <fstream>
+// ModelSaver, CheckpointSaver and CheckpointLoader: torch archives written to a temp name and renamed,
+// where runtime/file_access.hpp allows.
+#include <cstring>
 #include <sstream>
 
 #include <torch/torch.h>
 
+#include "messages/text.hpp"
+#include "runtime/file_access.hpp"
 #include "runtime/node_call.hpp"
 #include "runtime/nodes/builtin.hpp"
 #include "runtime/nodes/values.hpp"
-#include "storage/home.hpp"
 
 namespace cdui::runtime::nodes {
 
 namespace {
 
-/// A relative path names a file in the run's checkpoints/ folder.
-std::filesystem::path resolve_path(node_call& call) {
-  std::filesystem::path p = call.string_param("path");
-  return p.is_absolute() ? p : call.run().run_dir / "checkpoints" / p;
-}
-
-void write_archive(torch::serialize::OutputArchive& archive, const std::filesystem::path& path) {
+/// Writes the archive where param 'path' says, if the rules allow it; the path written.
+std::string write_archive(node_call& call, torch::serialize::OutputArchive& archive) {
   std::ostringstream out;
   archive.save_to(out);
-  std::filesystem::create_directories(path.parent_path());
-  storage::write_file_atomic(path, out.str());
+  auto written = file_access::for_run(call.run()).write("path", call.string_param("path"), out.str());
+  if (!written.allowed())
+    throw node_error(written.refusal);
+  return text::to_utf8(written.shown.string());
 }
 
 at::Tensor bytes_tensor(const std::string& bytes) {
@@ -74,17 +73,14 @@ void check_same_architecture(torch::nn::Module& module, torch::serialize::InputA
 
 port_values run_model_saver(node_call& call) {
   auto model = call.input<model_value>("model");
-  auto path = resolve_path(call);
   torch::serialize::OutputArchive archive;
   model->module->save(archive);
-  write_archive(archive, path);
-  call.final_metrics = {{"path", path.string()}};
+  call.final_metrics = {{"path", write_archive(call, archive)}};
   return {};
 }
 
 port_values run_checkpoint_saver(node_call& call) {
   auto model = call.input<model_value>("model");
-  auto path = resolve_path(call);
   torch::serialize::OutputArchive archive, model_archive;
   model->module->save(model_archive);
   archive.write("model", model_archive);
@@ -104,30 +100,31 @@ port_values run_checkpoint_saver(node_call& call) {
                     torch::tensor(scaler->growth_tracker, torch::kInt64));
     }
   }
-  write_archive(archive, path);
-  call.final_metrics = {{"path", path.string()}, {"epoch", epoch}};
+  call.final_metrics = {{"path", write_archive(call, archive)}, {"epoch", epoch}};
   return {};
 }
 
 port_values run_checkpoint_loader(node_call& call) {
   auto model = call.input<model_value>("model");
-  auto path = resolve_path(call);
-  if (!std::filesystem::exists(path))
-    throw node_error("param 'path': no checkpoint at " + path.string());
+  auto file = file_access::for_run(call.run()).open(file_use::checkpoint, "path",
+                                                    call.string_param("path"));
+  if (!file.is_open())
+    throw node_error(file.refusal());
+  auto path = file.quoted();
   torch::serialize::InputArchive archive, model_archive;
   try {
-    archive.load_from(path.string());
+    archive.load_from(file.stream());
     if (!archive.try_read("model", model_archive))
-      throw node_error(path.string() + " is not a CheckpointSaver checkpoint (it has no model)");
+      throw node_error(path + " is not a CheckpointSaver checkpoint (it has no model)");
     try {
       check_same_architecture(*model->module, model_archive, "");
     } catch (const node_error& e) {
-      throw node_error("cannot load " + path.string() + " into this model: " + e.what());
+      throw node_error("cannot load " + path + " into this model: " + e.what());
     }
     model->module->load(model_archive);
   } catch (const c10::Error& e) {
-    throw node_error("cannot load " + path.string() + " into this model: "
-                     + std::string{e.what_without_backtrace()}.substr(0, 300));
+    throw node_error("cannot load " + path + " into this model: "
+                     + text::to_utf8(std::string{e.what_without_backtrace()}.substr(0, 300)));
   }
   auto state = std::make_shared<optimizer_state_value>();
   at::Tensor optimizer_bytes, epoch;
@@ -142,7 +139,8 @@ port_values run_checkpoint_loader(node_call& call) {
   at::Tensor scale, tracker;
   if (archive.try_read("grad_scaler_scale", scale) && archive.try_read("grad_scaler_growth_tracker", tracker))
     *scaler = {true, scale.item<double>(), tracker.item<std::int64_t>()};
-  call.final_metrics = {{"path", path.string()}, {"epoch", state->epoch}};
+  call.final_metrics = {{"path", text::to_utf8(file.decision().shown.string())},
+                        {"epoch", state->epoch}};
   if (scaler->enabled)
     call.final_metrics["loss_scale"] = scaler->scale;
   return {{"model", make_value(std::move(model))},
@@ -150,9 +148,21 @@ port_values run_checkpoint_loader(node_call& call) {
           {"grad_scaler_state", make_value(std::move(scaler))}};
 }
 
+/// What validation can refuse before the run: an empty path, or a relative one that climbs out of
+/// the run's checkpoints/ folder. Where the rest may lie depends on the machine that runs it.
+node_check path_check(file_use use) {
+  return [use](const graph_node& node) -> std::vector<graph_error> {
+    auto refusal = refusal_by_text(use, "path", node.params["path"].get<std::string>());
+    if (refusal.empty())
+      return {};
+    return {{node.id, "path", "node '" + node.id + "' (" + node.type + "): " + refusal}};
+  };
+}
+
 param_spec path_param(const char* fallback) {
   return {"path", param_kind::string, fallback, -INFINITY, INFINITY, {},
-          "the file; a relative path is inside the run's checkpoints/ folder"};
+          "the file; a relative path is inside the run's checkpoints/ folder, an absolute one must be "
+          "under a folder of CODEFYUI_OUTPUT_ROOTS"};
 }
 
 } // namespace
@@ -163,6 +173,7 @@ void register_checkpoint_nodes(node_registry& registry) {
   saver.help = "Saves the model's weights.";
   saver.params = {path_param("model.pt")};
   saver.inputs = {{"model", port_type::model, true, ""}};
+  saver.check = path_check(file_use::output);
   saver.run = run_model_saver;
   registry.add(std::move(saver));
 
@@ -174,6 +185,7 @@ void register_checkpoint_nodes(node_registry& registry) {
                  {"optimizer_state", port_type::optimizer_state, false, "from TrainingLoop"},
                  {"grad_scaler_state", port_type::grad_scaler_state, false,
                   "from TrainingLoop: the loss scale, for fp16 runs"}};
+  ckpt.check = path_check(file_use::output);
   ckpt.run = run_checkpoint_saver;
   registry.add(std::move(ckpt));
 
@@ -186,6 +198,7 @@ void register_checkpoint_nodes(node_registry& registry) {
   loader.outputs = {{"model", port_type::model, true, ""},
                     {"optimizer_state", port_type::optimizer_state, true, "for TrainingLoop"},
                     {"grad_scaler_state", port_type::grad_scaler_state, true, "for TrainingLoop"}};
+  loader.check = path_check(file_use::checkpoint);
   loader.run = run_checkpoint_loader;
   registry.add(std::move(loader));
 }

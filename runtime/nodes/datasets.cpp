@@ -3,7 +3,6 @@
 #include <cctype>
 #include <cmath>
 #include <optional>
-#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -11,6 +10,9 @@
 #include <torch/torch.h>
 #include <zlib.h>
 
+#include "messages/json_text.hpp"
+#include "messages/text.hpp"
+#include "runtime/file_access.hpp"
 #include "runtime/node_call.hpp"
 #include "runtime/nodes/builtin.hpp"
 #include "runtime/nodes/values.hpp"
@@ -25,18 +27,32 @@ constexpr const char* fashion_mnist_root = "/usr/share/datasets/fashion-mnist";
 constexpr double fashion_mnist_mean = 0.2860;
 constexpr double fashion_mnist_std = 0.3530;
 
-std::string read_gzip(const std::string& path) {
-  gzFile file = gzopen(path.c_str(), "rb");
-  if (file == nullptr)
-    throw node_error("cannot open " + path
-                     + " (is Debian's dataset-fashion-mnist package installed?)");
+/// A message's text for a cell, a label or a column name of a data file: any bytes, shown safely.
+std::string shown(const std::string& data) {
+  return text::quoted(data, 80);
+}
+
+/// A data file the rules allow this run to read, opened; refused with a node_error otherwise.
+input_file open_data(node_call& call, const std::string& param, const std::string& path,
+                     const std::string& hint = "") {
+  auto file = file_access::for_run(call.run()).open(file_use::data, param, path);
+  if (!file.is_open())
+    throw node_error(file.refusal() + hint);
+  return file;
+}
+
+std::string read_gzip(input_file file) {
+  auto path = file.quoted();
+  gzFile gz = gzdopen(file.release(), "rb");
+  if (gz == nullptr)
+    throw node_error("cannot read " + path);
   std::string bytes;
   char buf[1 << 16];
   int n = 0;
-  while ((n = gzread(file, buf, sizeof buf)) > 0)
+  while ((n = gzread(gz, buf, sizeof buf)) > 0)
     bytes.append(buf, static_cast<std::size_t>(n));
   bool failed = n < 0;
-  gzclose(file);
+  gzclose(gz);
   if (failed)
     throw node_error("cannot decompress " + path);
   return bytes;
@@ -48,8 +64,9 @@ std::uint32_t big_endian_u32(const std::string& bytes, std::size_t offset) {
 }
 
 /// Parses an IDX file (magic 0x00000800 | rank, big-endian dims, then uint8 data) into a tensor.
-at::Tensor read_idx(const std::string& path, std::int64_t limit) {
-  auto bytes = read_gzip(path);
+at::Tensor read_idx(input_file file, std::int64_t limit) {
+  auto path = file.quoted();
+  auto bytes = read_gzip(std::move(file));
   if (bytes.size() < 4 || bytes[0] != 0 || bytes[1] != 0 || bytes[2] != 0x08)
     throw node_error(path + " is not an IDX file of unsigned bytes");
   auto rank = static_cast<std::size_t>(static_cast<unsigned char>(bytes[3]));
@@ -73,8 +90,12 @@ dataset_value fashion_mnist(node_call& call) {
   auto root = call.string_param("root");
   auto prefix = call.string_param("split") == "test" ? "t10k" : "train";
   auto limit = call.int_param("limit");
-  auto images = read_idx(root + "/" + prefix + "-images-idx3-ubyte.gz", limit);
-  auto labels = read_idx(root + "/" + prefix + "-labels-idx1-ubyte.gz", limit);
+  std::string hint = root == fashion_mnist_root
+                       ? " (is Debian's dataset-fashion-mnist package installed?)" : "";
+  auto images = read_idx(open_data(call, "root", root + "/" + prefix + "-images-idx3-ubyte.gz", hint),
+                         limit);
+  auto labels = read_idx(open_data(call, "root", root + "/" + prefix + "-labels-idx1-ubyte.gz", hint),
+                         limit);
   dataset_value d;
   d.name = "fashion_mnist";
   d.inputs = ((images.to(torch::kFloat32) / 255.0 - fashion_mnist_mean) / fashion_mnist_std)
@@ -211,8 +232,9 @@ std::pair<std::vector<std::int64_t>, std::int64_t> class_ids(const std::vector<s
     for (std::size_t i = 0; i < labels.size(); ++i) {
       auto found = index.find(labels[i]);
       if (found == index.end())
-        throw node_error(path + " line " + std::to_string(rows[i]) + ": the label '" + labels[i]
-                         + "' is not in param 'classes' (" + declared.dump() + ")");
+        throw node_error(path + " line " + std::to_string(rows[i]) + ": the label "
+                         + shown(labels[i]) + " is not in param 'classes' ("
+                         + json_text(declared) + ")");
       ids.push_back(found->second);
     }
     return {ids, static_cast<std::int64_t>(declared.size())};
@@ -237,20 +259,22 @@ std::pair<std::vector<std::int64_t>, std::int64_t> class_ids(const std::vector<s
 }
 
 dataset_value csv(node_call& call) {
-  auto path = call.string_param("path");
-  std::ifstream in{path};
-  if (!in)
-    throw node_error("param 'path': cannot open " + path);
+  auto file = open_data(call, "path", call.string_param("path"));
+  auto path = "CSV " + file.quoted();
+  auto& in = file.stream();
   std::string line;
   if (!std::getline(in, line))
     throw node_error("param 'path': " + path + " is empty");
   auto header = split_csv_line(line);
+  if (header.size() < 2)
+    throw node_error(path + " has no feature columns: it needs at least one feature column besides "
+                     "the label column " + shown(header.empty() ? "" : header[0]));
   auto label_name = call.string_param("label_column");
   std::size_t label = header.size() - 1;
   if (!label_name.empty()) {
     auto it = std::find(header.begin(), header.end(), label_name);
     if (it == header.end())
-      throw node_error("param 'label_column': " + path + " has no column '" + label_name + "'");
+      throw node_error("param 'label_column': " + path + " has no column " + shown(label_name));
     label = static_cast<std::size_t>(it - header.begin());
   }
   bool classify = call.string_param("task") == "classification";
@@ -274,8 +298,8 @@ dataset_value csv(node_call& call) {
       }
       auto value = parse_number(cells[c]);
       if (!value)
-        throw node_error(path + " line " + std::to_string(row) + ", column '" + header[c]
-                         + "': '" + cells[c] + "' is not a number");
+        throw node_error(path + " line " + std::to_string(row) + ", column " + shown(header[c])
+                         + ": " + shown(cells[c]) + " is not a number");
       features.push_back(*value);
     }
   }
@@ -297,8 +321,8 @@ dataset_value csv(node_call& call) {
     for (std::size_t i = 0; i < labels.size(); ++i) {
       auto value = parse_number(labels[i]);
       if (!value)
-        throw node_error(path + " line " + std::to_string(label_rows[i]) + ": the label '"
-                         + labels[i] + "' is not a number (task is regression)");
+        throw node_error(path + " line " + std::to_string(label_rows[i]) + ": the label "
+                         + shown(labels[i]) + " is not a number (task is regression)");
       values.push_back(*value);
     }
     d.targets = torch::tensor(values).reshape({n, 1});
@@ -325,9 +349,18 @@ port_values run_dataset(node_call& call) {
 
 std::vector<graph_error> check_dataset(const graph_node& node) {
   std::vector<graph_error> errors;
+  auto refuse_path = [&](const std::string& param) {
+    auto refusal = refusal_by_text(file_use::data, param, node.params[param].get<std::string>());
+    if (!refusal.empty())
+      errors.push_back({node.id, param, "node '" + node.id + "' (Dataset): " + refusal});
+  };
   if (node.params["name"] == "csv" && node.params["path"].get<std::string>().empty())
     errors.push_back({node.id, "path",
                       "node '" + node.id + "' (Dataset): param 'path' is required when name is csv"});
+  else if (node.params["name"] == "csv")
+    refuse_path("path");
+  if (node.params["name"] == "fashion_mnist")
+    refuse_path("root");
   const auto& classes = node.params["classes"];
   std::set<std::string> seen;
   for (const auto& c : classes)
@@ -360,7 +393,9 @@ void register_dataset_nodes(node_registry& registry) {
     {"n_features", param_kind::integer, 2, 1, 100'000, {}, "blobs, regression: features"},
     {"n_classes", param_kind::integer, 3, 2, 10'000, {}, "blobs: classes"},
     {"cluster_std", param_kind::number, 1.0, 0, INFINITY, {}, "blobs: spread of each class"},
-    {"path", param_kind::string, "", -INFINITY, INFINITY, {}, "csv: the file (header row first)"},
+    {"path", param_kind::string, "", -INFINITY, INFINITY, {},
+     "csv: the file (header row first); a relative path is looked up under each folder of "
+     "CODEFYUI_DATA_ROOTS, then /usr/share/datasets"},
     {"label_column", param_kind::string, "", -INFINITY, INFINITY, {},
      "csv: the label's column name (empty: the last column)"},
     {"task", param_kind::choice, "classification", -INFINITY, INFINITY,

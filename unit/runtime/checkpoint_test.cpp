@@ -8,6 +8,7 @@
 
 #include "unit/runtime/run_helpers.hpp"
 #include "unit/runtime/saved_weights.hpp"
+#include "unit/test_graphs.hpp"
 #include "unit/test_home.hpp"
 
 using cdui::run_status;
@@ -21,6 +22,7 @@ using cdui::test::require_succeeded;
 using cdui::test::run_graph;
 using cdui::test::same_weights;
 using nlohmann::json;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -78,6 +80,31 @@ json load_only(const std::filesystem::path& checkpoint, const json& layers) {
   add_edge(doc, "model.model", "resume.model");
   return doc;
 }
+
+/// A short moons run (test_graphs.hpp) whose trained model goes to a `type` saver "save" at `path`.
+json saved_to(const std::string& type, const std::string& path) {
+  json doc = cdui::test::moons_graph_json(1, 2);
+  add_node(doc, "save", type, {{"path", path}});
+  add_edge(doc, "loop.model", "save.model");
+  return doc;
+}
+
+/// A home laid out as the server lays it out, with a store and a token, and the folder of run r1.
+struct home_with_a_run {
+  cdui::test::temp_home tmp;
+  fs::path home = tmp.path();
+  fs::path run_dir = home / "runs" / "r1";
+
+  home_with_a_run() {
+    fs::create_directories(run_dir / "checkpoints");
+    std::ofstream{home / "cdui.db"} << "the store";
+    std::ofstream{home / "session.token"} << "secret\n";
+  }
+  [[nodiscard]] std::string read(const std::string& name) const {
+    std::ifstream in{home / name};
+    return {std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
+  }
+};
 
 json moons_layers() { return cdui::test::moons_graph()["nodes"][4]["params"]["layers"]; }
 
@@ -228,6 +255,85 @@ BOOST_AUTO_TEST_CASE(resuming_with_another_optimizer_says_so) {
   const auto& error = run.outcome.error;
   BOOST_TEST(error.find("optimizer") != std::string::npos, error);
   BOOST_TEST(error.find("INTERNAL ASSERT") == std::string::npos, error);
+}
+
+// Issue 10: a saver's path of ../../../cdui.db replaced the run store with a checkpoint.
+BOOST_AUTO_TEST_CASE(a_saver_path_that_climbs_out_of_checkpoints_is_refused_before_the_run) {
+  for (const auto* type : {"ModelSaver", "CheckpointSaver"}) {
+    auto result = cdui::runtime::validate_graph(saved_to(type, "../../../cdui.db"));
+    BOOST_TEST_REQUIRE(std::holds_alternative<std::vector<cdui::runtime::graph_error>>(result));
+    auto errors = std::get<std::vector<cdui::runtime::graph_error>>(result);
+    BOOST_TEST_REQUIRE(errors.size() == 1u);
+    BOOST_TEST(errors[0].node == "save");
+    BOOST_TEST(errors[0].field == "path");
+    BOOST_TEST(errors[0].message.find(std::string{"node 'save' ("} + type + "): param 'path' "
+                                      "'../../../cdui.db' leaves the run's checkpoints/ folder")
+                 == 0u, errors[0].message);
+  }
+  auto loader = cdui::runtime::validate_graph(load_only("../other/ck.pt", moons_layers()));
+  BOOST_TEST(std::holds_alternative<std::vector<cdui::runtime::graph_error>>(loader));
+}
+
+BOOST_AUTO_TEST_CASE(a_saver_never_writes_the_home_s_files_and_the_run_fails_saying_why) {
+  home_with_a_run h;
+  for (const auto* type : {"ModelSaver", "CheckpointSaver"})
+    for (const auto* name : {"cdui.db", "session.token"}) {
+      auto target = (h.home / name).string();
+      cdui::test::scoped_env roots{"CODEFYUI_OUTPUT_ROOTS", h.home.parent_path().string()};
+      auto run = run_graph(saved_to(type, target), h.run_dir);
+      BOOST_TEST_REQUIRE((run.outcome.status == run_status::failed));
+      BOOST_TEST(run.outcome.error.rfind(std::string{"Node "} + type + " (save) failed: param 'path' '"
+                                           + target + "' is inside cdui's home", 0) == 0u,
+                 run.outcome.error);
+    }
+  // Through a link in checkpoints/ that leads to the home.
+  fs::create_directory_symlink(h.home, h.run_dir / "checkpoints" / "up");
+  auto run = run_graph(saved_to("ModelSaver", "up/cdui.db"), h.run_dir);
+  BOOST_TEST_REQUIRE((run.outcome.status == run_status::failed));
+  BOOST_TEST(run.outcome.error.find("inside cdui's home") != std::string::npos, run.outcome.error);
+  BOOST_TEST(h.read("cdui.db") == "the store");
+  BOOST_TEST(h.read("session.token") == "secret\n");
+  // Nothing was left beside them either (no temporary file).
+  std::size_t files = 0;
+  for (const auto& entry : fs::directory_iterator{h.home})
+    files += entry.is_regular_file() ? 1 : 0;
+  BOOST_TEST(files == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(an_absolute_saver_path_needs_an_output_root) {
+  home_with_a_run h;
+  cdui::test::temp_home exports;
+  auto target = (exports.path() / "models" / "m.pt").string();
+  auto refused = run_graph(saved_to("ModelSaver", target), h.run_dir);
+  BOOST_TEST_REQUIRE((refused.outcome.status == run_status::failed));
+  BOOST_TEST(refused.outcome.error.find("CODEFYUI_OUTPUT_ROOTS") != std::string::npos,
+             refused.outcome.error);
+  BOOST_TEST(!fs::exists(target));
+
+  cdui::test::scoped_env roots{"CODEFYUI_OUTPUT_ROOTS", "/nowhere:" + exports.path().string()};
+  auto written = run_graph(saved_to("ModelSaver", target), h.run_dir);
+  require_succeeded(written);
+  BOOST_TEST(written.metrics["save"]["path"] == target);
+  BOOST_TEST(!load_weights(target).empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_loader_reads_another_run_s_checkpoint_but_not_the_home_s_files) {
+  home_with_a_run h;
+  auto earlier = h.home / "runs" / "r0";
+  require_succeeded(run_graph(train_and_checkpoint(1), earlier, {""}));
+  auto ckpt = earlier / "checkpoints" / "ckpt.pt";
+  // No data root at all: another run's checkpoints/ folder is readable in its home.
+  auto loaded = run_graph(load_only(ckpt, moons_layers()), h.run_dir, {""});
+  require_succeeded(loaded);
+  BOOST_TEST(loaded.metrics["resume"]["path"] == ckpt.string());
+
+  auto token = h.home / "session.token";
+  expect_load_failure(run_graph(load_only(token, moons_layers()), h.run_dir, {h.home.string()}),
+                      token, "inside cdui's home");
+  auto graph = earlier / "graph.json";
+  std::ofstream{graph} << "{}";
+  expect_load_failure(run_graph(load_only(graph, moons_layers()), h.run_dir, {h.home.string()}),
+                      graph, "inside cdui's home");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -7,7 +7,11 @@
 #include <boost/test/unit_test.hpp>
 #include <nlohmann/json.hpp>
 
+#include <sys/stat.h>
+
+#include "messages/text.hpp"
 #include "unit/runtime/run_helpers.hpp"
+#include "unit/test_graphs.hpp"
 #include "unit/test_home.hpp"
 
 using cdui::run_status;
@@ -748,6 +752,97 @@ BOOST_AUTO_TEST_CASE(a_model_for_other_data_is_refused_by_the_loop) {
               edges.end());
   auto run = run_graph(doc, home.path());
   expect_node_failure(run, "TrainingLoop", "loop", {"another shape"});
+}
+
+// Files a Dataset reads (runtime/file_access.hpp)
+
+namespace {
+
+/// A csv classifier (test_graphs.hpp) over `path`: Linear(features -> classes), one epoch.
+json csv_graph(const std::string& path, int classes, json extra = json::object()) {
+  json data = {{"name", "csv"}, {"path", path}};
+  data.update(extra);
+  return cdui::test::training_graph_json(data, {{"batch_size", 4}},
+                                         {{{"type", "Linear"}, {"out_features", classes}}},
+                                         {{"name", "sgd"}, {"lr", 0.1}}, {{"epochs", 1}});
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_fifo_as_a_dataset_path_is_refused_at_once) {
+  cdui::test::temp_home home;
+  auto fifo = home.path() / "pipe.csv";
+  BOOST_TEST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // No writer ever opens it: a reader that waited for one would hold the run for good.
+  expect_node_failure(run_graph(csv_graph(fifo.string(), 2), home.path()), "Dataset", "data",
+                      {"param 'path'", fifo.string(), "a FIFO", "regular files only"});
+}
+
+BOOST_AUTO_TEST_CASE(a_device_as_a_dataset_path_is_refused) {
+  cdui::test::temp_home home;
+  cdui::test::run_options options;
+  options.data_roots = "/dev";  // even where an operator let runs read there
+  expect_node_failure(run_graph(csv_graph("/dev/zero", 2), home.path(), options), "Dataset", "data",
+                      {"'/dev/zero'", "a character device"});
+  expect_node_failure(run_graph(csv_graph("zero", 2), home.path(), options), "Dataset", "data",
+                      {"'/dev/zero'", "a character device"});
+}
+
+BOOST_AUTO_TEST_CASE(a_dataset_outside_the_data_roots_is_refused_naming_the_variable) {
+  cdui::test::temp_home home, data;
+  write_file(data.path() / "iris.csv", "a,label\n1,x\n2,y\n");
+  cdui::test::run_options none;
+  none.data_roots = "";
+  auto path = (data.path() / "iris.csv").string();
+  expect_node_failure(run_graph(csv_graph(path, 2), home.path(), none), "Dataset", "data",
+                      {"param 'path'", path, "under no data root", "CODEFYUI_DATA_ROOTS"});
+  // Named relative to a data root instead.
+  cdui::test::run_options rooted;
+  rooted.data_roots = data.path().string();
+  require_succeeded(run_graph(csv_graph("iris.csv", 2), home.path(), rooted));
+}
+
+BOOST_AUTO_TEST_CASE(a_dataset_path_that_climbs_out_of_the_data_roots_fails_validation) {
+  auto result = cdui::runtime::validate_graph(csv_graph("../etc/passwd", 2));
+  BOOST_TEST_REQUIRE(std::holds_alternative<std::vector<cdui::runtime::graph_error>>(result));
+  auto errors = std::get<std::vector<cdui::runtime::graph_error>>(result);
+  BOOST_TEST_REQUIRE(errors.size() == 1u);
+  BOOST_TEST(errors[0].message == "node 'data' (Dataset): param 'path' '../etc/passwd' leaves the "
+                                  "data roots: a relative path must stay inside it");
+}
+
+BOOST_AUTO_TEST_CASE(a_one_column_csv_says_it_has_no_feature_columns) {
+  cdui::test::temp_home home;
+  auto path = home.path() / "labels.csv";
+  write_file(path, "label\ncat\ndog\n");
+  expect_node_failure(run_graph(csv_graph(path.string(), 2), home.path()), "Dataset", "data",
+                      {"CSV '" + path.string() + "' has no feature columns",
+                       "at least one feature column besides the label column 'label'"});
+}
+
+// Issue 10: a label that is not UTF-8 aborted the server (the event holding it could not be
+// written as JSON) and interrupted every run beside it.
+BOOST_AUTO_TEST_CASE(labels_that_are_not_utf8_are_data_and_messages_show_them_replaced) {
+  cdui::test::temp_home home;
+  auto path = home.path() / "latin1.csv";
+  // "caf\xe9" and "na\xefve" in Latin-1: two classes, told apart byte for byte.
+  write_file(path, "x,label\n0,caf\xe9\n1,na\xefve\n0,caf\xe9\n1,na\xefve\n");
+  auto trained = run_graph(csv_graph(path.string(), 2), home.path());
+  require_succeeded(trained);
+  BOOST_TEST(trained.metrics["data"]["samples"] == 4);
+
+  auto refused = run_graph(csv_graph(path.string(), 2, {{"classes", {"cafe", "naive"}}}), home.path());
+  expect_node_failure(refused, "Dataset", "data",
+                      {"line 2", "the label 'caf\xEF\xBF\xBD' is not in param 'classes'"});
+  BOOST_TEST(cdui::text::is_utf8(refused.outcome.error));
+  for (const auto& e : refused.events)
+    BOOST_TEST(cdui::text::is_utf8(e.data.dump(-1, ' ', false, json::error_handler_t::strict)));
+
+  write_file(path, "x\xff,label\n1\xfe,a\n");
+  auto cell = run_graph(csv_graph(path.string(), 2), home.path());
+  expect_node_failure(cell, "Dataset", "data",
+                      {"column 'x\xEF\xBF\xBD'", "'1\xEF\xBF\xBD' is not a number"});
+  BOOST_TEST(cdui::text::is_utf8(cell.outcome.error));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

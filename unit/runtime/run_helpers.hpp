@@ -7,7 +7,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -78,7 +80,32 @@ inline runtime::validated_graph require_valid(const nlohmann::json& doc) {
   return std::get<runtime::validated_graph>(std::move(result));
 }
 
+/// Sets an environment variable until it goes out of scope, then puts back what was there.
+class scoped_env {
+public:
+  scoped_env(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name))
+      old_ = old;
+    ::setenv(name, value.c_str(), 1);
+  }
+  ~scoped_env() {
+    if (old_)
+      ::setenv(name_, old_->c_str(), 1);
+    else
+      ::unsetenv(name_);
+  }
+  scoped_env(const scoped_env&) = delete;
+  scoped_env& operator=(const scoped_env&) = delete;
+
+private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
 struct run_options {
+  /// CODEFYUI_DATA_ROOTS while the run executes: the tests' CSV files and checkpoints of earlier
+  /// runs lie in temporary folders (runtime/file_access.hpp reads only under data roots).
+  std::string data_roots = std::filesystem::temp_directory_path().string();
   std::uint64_t seed = 1;
   int num_threads = 1;
   /// Sees every event as it is emitted; may raise the run's stop flag.
@@ -89,6 +116,7 @@ struct run_options {
 inline recorded_run run_graph(const nlohmann::json& doc, const std::filesystem::path& run_dir,
                               run_options options = {}) {
   auto graph = require_valid(doc);
+  scoped_env roots{"CODEFYUI_DATA_ROOTS", options.data_roots};
   auto stop = std::make_shared<std::atomic<bool>>(false);
   recorded_run run;
   runtime::run_context ctx;

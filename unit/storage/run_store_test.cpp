@@ -1,5 +1,9 @@
 #include <boost/test/unit_test.hpp>
 
+#include <fstream>
+
+#include <sqlite3.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -7,6 +11,7 @@
 #include "unit/test_home.hpp"
 
 using cdui::run_status;
+using cdui::storage::damaged_store;
 using cdui::storage::run_store;
 using cdui::storage::stored_run;
 
@@ -22,6 +27,34 @@ stored_run make_run(const std::string& id, run_status status = run_status::queue
   r.info.options = R"({"device":"sim:0"})";
   r.graph_json = R"({"nodes":[]})";
   return r;
+}
+
+unsigned mode_of(const std::filesystem::path& p) {
+  struct stat st {};
+  BOOST_TEST_REQUIRE(::stat(p.c_str(), &st) == 0, p);
+  return st.st_mode & 07777;
+}
+
+/// Opening `file` throws damaged_store, whose text names the file and says to move it away.
+void expect_damaged(const std::filesystem::path& file, run_store::check depth = run_store::check::whole) {
+  try {
+    run_store store{file, depth};
+    BOOST_FAIL("the store opened");
+  } catch (const damaged_store& e) {
+    std::string text = e.what();
+    BOOST_TEST(text.find("the run store " + file.string() + " is damaged") == 0u, text);
+    BOOST_TEST(text.find("move it away") != std::string::npos, text);
+  }
+}
+
+/// A store with `n` runs, closed (SQLite folds the WAL back into the file at the last close).
+void fill(const std::filesystem::path& file, int n) {
+  run_store store{file};
+  for (int i = 0; i < n; ++i) {
+    auto r = make_run("r" + std::to_string(i));
+    r.graph_json = std::string(2000, 'g');
+    store.insert(r);
+  }
 }
 
 cdui::run_event event(std::uint64_t cursor, const std::string& type, const std::string& data) {
@@ -151,6 +184,79 @@ BOOST_AUTO_TEST_CASE(a_commit_is_on_disk_when_the_writer_is_killed) {
   run_store store{file};
   BOOST_TEST(store.find("k1").has_value());
   BOOST_TEST(store.last_cursor("k1") == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_new_store_and_its_wal_are_only_the_owner_s) {
+  cdui::test::temp_home home;
+  auto file = home.path() / "cdui.db";
+  ::umask(022);  // what a shell usually has
+  run_store store{file};
+  store.insert(make_run("a1"));
+  BOOST_TEST(mode_of(file) == 0600u);
+  BOOST_TEST(mode_of(home.path() / "cdui.db-wal") == 0600u);
+  BOOST_TEST(mode_of(home.path() / "cdui.db-shm") == 0600u);
+}
+
+BOOST_AUTO_TEST_CASE(an_existing_store_readable_by_others_is_narrowed) {
+  cdui::test::temp_home home;
+  auto file = home.path() / "cdui.db";
+  fill(file, 1);
+  ::chmod(file.c_str(), 0644);
+  run_store store{file};
+  BOOST_TEST(mode_of(file) == 0600u);
+  BOOST_TEST(store.find("r0").has_value());
+}
+
+// Issue 10: a ModelSaver wrote a checkpoint over cdui.db.
+BOOST_AUTO_TEST_CASE(a_store_overwritten_with_other_bytes_is_damaged) {
+  cdui::test::temp_home home;
+  auto file = home.path() / "cdui.db";
+  fill(file, 3);
+  std::ofstream{file, std::ios::binary | std::ios::trunc} << "PK\x03\x04 a torch archive, not a database";
+  expect_damaged(file);
+  expect_damaged(file, run_store::check::tables);
+  // Nothing was written into it.
+  std::ifstream in{file, std::ios::binary};
+  std::string first;
+  std::getline(in, first);
+  BOOST_TEST(first.rfind("PK", 0) == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_store_with_a_damaged_page_is_found_by_the_whole_check) {
+  cdui::test::temp_home home;
+  auto file = home.path() / "cdui.db";
+  fill(file, 200);
+  auto size = std::filesystem::file_size(file);
+  BOOST_TEST_REQUIRE(size > 20 * 4096u);
+  {
+    std::fstream f{file, std::ios::binary | std::ios::in | std::ios::out};
+    f.seekp(4096 * 2);  // page 3: past the header and the schema
+    f << std::string(4096 * 4, '\x5a');
+  }
+  expect_damaged(file);
+}
+
+BOOST_AUTO_TEST_CASE(another_program_s_database_is_not_a_cdui_store) {
+  cdui::test::temp_home home;
+  auto file = home.path() / "cdui.db";
+  sqlite3* db = nullptr;
+  BOOST_TEST_REQUIRE(sqlite3_open(file.c_str(), &db) == SQLITE_OK);
+  BOOST_TEST_REQUIRE(sqlite3_exec(db, "CREATE TABLE runs (id TEXT, who TEXT)", nullptr, nullptr,
+                                  nullptr) == SQLITE_OK);
+  sqlite3_close(db);
+  expect_damaged(file);
+}
+
+BOOST_AUTO_TEST_CASE(a_store_that_cannot_be_opened_is_not_called_damaged) {
+  cdui::test::temp_home home;
+  try {
+    run_store store{home.path() / "no-such-folder" / "cdui.db"};
+    BOOST_FAIL("the store opened");
+  } catch (const damaged_store& e) {
+    BOOST_FAIL(std::string{"called damaged: "} + e.what());
+  } catch (const std::runtime_error& e) {
+    BOOST_TEST(std::string{e.what()}.find("cannot open the run store") == 0u, e.what());
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
