@@ -24,6 +24,7 @@
 #include "devices/device.hpp"
 #include "devices/host_inventory.hpp"
 #include "messages/digest.hpp"
+#include "messages/json_text.hpp"
 #include "messages/version.hpp"
 #include "messages/wire.hpp"
 #include "runtime/node_keys.hpp"
@@ -137,7 +138,7 @@ std::optional<run_outcome> read_outcome(const std::filesystem::path& dir) {
   run_outcome o;
   o.status = parse_run_status(j["status"].get<std::string>()).value_or(run_status::failed);
   o.error = j.value("error", std::string{});
-  o.final_metrics = j["final_metrics"].is_object() ? j["final_metrics"].dump() : "{}";
+  o.final_metrics = j["final_metrics"].is_object() ? json_text(j["final_metrics"]) : "{}";
   return o;
 }
 
@@ -238,7 +239,7 @@ std::optional<std::string> agent::start_run(const assign_run& a) {
                        {"visible_devices", visible},
                        {"device_aliases", aliases},
                        {"options", nlohmann::json::parse(a.options_json, nullptr, false)}};
-    storage::write_file_atomic(dir / "run.json", run.dump(2) + "\n");
+    storage::write_file_atomic(dir / "run.json", json_text(run, 2) + "\n");
   } catch (const std::exception& e) {
     return std::string{"cannot prepare the run's folder on the worker: "} + e.what();
   }
@@ -301,7 +302,7 @@ std::vector<run_event> agent::new_events(running_run& r) {
       continue;  // the server has it (after a rewind to its cursor)
     r.sent_cursor = cursor;
     events.push_back({cursor, j.value("time_ms", std::int64_t{0}), j["type"].get<std::string>(),
-                      j["data"].dump()});
+                      json_text(j["data"])});
   }
   return events;
 }

@@ -3,7 +3,9 @@
 #include <caf/all.hpp>
 #include <nlohmann/json.hpp>
 
+#include "actors/guarded.hpp"
 #include "messages/atoms.hpp"
+#include "messages/json_text.hpp"
 
 namespace cdui::actors {
 
@@ -45,7 +47,8 @@ nlohmann::json health(const cache_store_state& st) {
 caf::behavior cache_store(self_ptr self, storage::store_budget budget, bool per_instance) {
   self->state.budget = budget;
   self->state.per_instance = per_instance;
-  return {
+  return guarded_behavior(
+    "cache store",
     [=](atoms::put, const std::string& name, const std::string& key, stored_item& item,
         std::int64_t bytes) {
       auto& st = self->state;
@@ -67,7 +70,7 @@ caf::behavior cache_store(self_ptr self, storage::store_budget budget, bool per_
       return i != self->state.instances.end() && i->second.erase(key);
     },
     [=](atoms::drop, const std::string& name) { return self->state.instances.erase(name) > 0; },
-    [=](atoms::health) { return health(self->state).dump(); },
+    [=](atoms::health) { return json_text(health(self->state)); },
     [=](atoms::status) {
       const auto& st = self->state;
       auto state = health(st);
@@ -79,9 +82,9 @@ caf::behavior cache_store(self_ptr self, storage::store_budget budget, bool per_
                        {"name", st.budget.name},
                        {"mailbox", self->mailbox().size()},
                        {"state", state}};
-      return j.dump();
-    },
-  };
+      return json_text(j);
+    }
+  );
 }
 
 } // namespace cdui::actors

@@ -5,15 +5,19 @@
 #include <caf/all.hpp>
 #include <nlohmann/json.hpp>
 
+#include "actors/guarded.hpp"
 #include "messages/atoms.hpp"
-#include "messages/worker.hpp"
+#include "messages/json_text.hpp"
 #include "messages/run_outcome.hpp"
+#include "messages/worker.hpp"
 
 namespace cdui::actors {
 
 namespace {
 
 using self_ptr = caf::stateful_actor<run_state>*;
+
+std::atomic<int> abandoned{0};
 
 std::int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -114,9 +118,9 @@ void finish(self_ptr self, const run_outcome& outcome) {
   if (!st.setup.worker.empty() && st.setup.info.status == run_status::running && !st.ended_event) {
     if (outcome.status == run_status::failed)
       append(self, "execution_error",
-             nlohmann::json{{"kind", "error"}, {"error", outcome.error}}.dump());
+             json_text(nlohmann::json{{"kind", "error"}, {"error", outcome.error}}));
     else
-      append(self, "execution_stopped", nlohmann::json{{"reason", outcome.error}}.dump());
+      append(self, "execution_stopped", json_text(nlohmann::json{{"reason", outcome.error}}));
   }
   st.setup.info.status = outcome.status;
   st.setup.info.error = outcome.error;
@@ -167,27 +171,81 @@ void start(self_ptr self) {
     bool was_empty = false;
     {
       std::lock_guard lock{buffer->mutex};
+      if (buffer->closed)
+        return;
+      if (type == "node_status" && data.value("status", "") == "running")
+        buffer->current_node = "node '" + data.value("node", "") + "' (" + data.value("type", "") + ")";
       was_empty = buffer->pending.empty();
-      buffer->pending.emplace_back(type, data.dump());
+      buffer->pending.emplace_back(type, json_text(data));
     }
     if (was_empty)
       caf::anon_send(me, atoms::flush::value);
   };
-  st.executor = std::thread([me, graph = st.setup.graph, ctx = std::move(ctx)] {
+  st.executor = std::thread([me, graph = st.setup.graph, ctx = std::move(ctx), buffer = st.buffer] {
     auto outcome = runtime::execute(*graph, ctx);
+    {
+      std::lock_guard lock{buffer->mutex};
+      if (buffer->closed)
+        --abandoned;
+    }
     caf::anon_send(me, atoms::finished::value, outcome);
   });
   wake_waiters(self);
 }
 
+/// After a cancel or an interrupt: a local run that has not ended by its stop deadline is ended
+/// then.
+void arm_stop_deadline(self_ptr self) {
+  auto& st = self->state;
+  if (st.setup.worker.empty() && st.setup.info.status == run_status::running)
+    self->delayed_send(self, std::chrono::milliseconds(st.setup.stop_deadline_ms),
+                       atoms::deadline::value);
+}
+
+/// The run did not reach a stop check in time (a read that blocks, a batch that takes minutes):
+/// it ends interrupted now and frees its slot; its thread is abandoned, and what it emits from here
+/// on is dropped.
+void miss_stop_deadline(self_ptr self) {
+  auto& st = self->state;
+  if (is_final(st.setup.info.status) || !st.executor.joinable())
+    return;
+  std::string where;
+  {
+    std::lock_guard lock{st.buffer->mutex};
+    where = st.buffer->current_node;
+  }
+  flush(self);
+  {
+    std::lock_guard lock{st.buffer->mutex};
+    st.buffer->closed = true;
+    ++abandoned;  // under the lock the thread takes when it ends, so the count is exact
+  }
+  auto seconds = std::to_string(st.setup.stop_deadline_ms / 1000.0);
+  seconds.erase(seconds.find_last_not_of('0') + 1);
+  if (seconds.back() == '.')
+    seconds.pop_back();
+  auto reason = "the run did not stop within " + seconds + " s of its "
+                + (st.interrupt->load() ? "server's stop" : "cancel")
+                + (where.empty() ? std::string{} : "; " + where + " was executing")
+                + " and never reached a stop check (CODEFYUI_STOP_DEADLINE_S); it was ended "
+                  "without it";
+  append(self, "execution_stopped", json_text(nlohmann::json{{"reason", reason}}));
+  st.executor.detach();
+  finish(self, run_outcome{run_status::interrupted, reason, "{}"});
+}
+
 /// Ends a run that never started.
 void end_unstarted(self_ptr self, run_status status, const std::string& reason) {
   nlohmann::json data{{"reason", reason}};
-  append(self, "execution_stopped", data.dump());
+  append(self, "execution_stopped", json_text(data));
   finish(self, run_outcome{status, status == run_status::cancelled ? "" : reason, "{}"});
 }
 
 } // namespace
+
+int abandoned_executors() {
+  return abandoned.load();
+}
 
 run_state::~run_state() {
   // The executor posts its outcome before it returns, so by the time the actor is gone it has ended
@@ -211,7 +269,8 @@ caf::behavior run_actor(self_ptr self, run_setup setup, caf::actor queue) {
   self->state.setup = std::move(setup);
   self->state.queue = std::move(queue);
   self->state.last_cursor = self->state.setup.store->last_cursor(self->state.setup.info.id);
-  return {
+  return guarded_behavior(
+    "run",
     [=](atoms::place, const std::string& worker, const std::vector<std::string>& devices,
         const std::string& key, int num_threads) {
       // A run for any worker: now it has a place (a worker's device, or one of this server's).
@@ -247,7 +306,11 @@ caf::behavior run_actor(self_ptr self, run_setup setup, caf::actor queue) {
       flush(self);
       wake_waiters(self);
     },
-    [=](atoms::finished, const run_outcome& outcome) { finish(self, outcome); },
+    [=](atoms::finished, const run_outcome& outcome) {
+      if (!is_final(self->state.setup.info.status))
+        finish(self, outcome);
+    },
+    [=](atoms::deadline) { miss_stop_deadline(self); },
     [=](atoms::cancel, bool dequeued) {
       // The queue took the run out of its queue: it never starts.
       auto& st = self->state;
@@ -258,6 +321,7 @@ caf::behavior run_actor(self_ptr self, run_setup setup, caf::actor queue) {
         end_unstarted(self, run_status::cancelled, "cancelled before it started");
       else if (!st.setup.worker.empty() && st.setup.info.status == run_status::running)
         self->send(st.setup.registry, atoms::stop::value, st.setup.info.id, false);
+      arm_stop_deadline(self);
       return true;
     },
     [=](atoms::stop, const std::string& reason) {
@@ -273,6 +337,7 @@ caf::behavior run_actor(self_ptr self, run_setup setup, caf::actor queue) {
       st.stop->store(true);
       if (!st.setup.worker.empty() && st.setup.info.status == run_status::running)
         self->send(st.setup.registry, atoms::stop::value, st.setup.info.id, true);
+      arm_stop_deadline(self);
       return true;
     },
     [=](atoms::info) { return self->state.setup.info; },
@@ -312,10 +377,10 @@ caf::behavior run_actor(self_ptr self, run_setup setup, caf::actor queue) {
                          {"device", st.setup.info.queue_key},
                          {"events", st.last_cursor},
                          {"long_polls", st.waiters.size()}}}};
-      return j.dump();
+      return json_text(j);
     },
-    [=](atoms::quit) { self->quit(); },
-  };
+    [=](atoms::quit) { self->quit(); }
+  );
 }
 
 } // namespace cdui::actors

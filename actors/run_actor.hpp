@@ -13,6 +13,7 @@
 #include <caf/response_promise.hpp>
 #include <caf/stateful_actor.hpp>
 
+#include "actors/deadlines.hpp"
 #include "actors/store_client.hpp"
 #include "messages/run_event.hpp"
 #include "messages/run_request.hpp"
@@ -21,6 +22,10 @@
 #include "storage/run_store.hpp"
 
 namespace cdui::actors {
+
+/// Executor threads of runs that missed their stop deadline and still execute, in this process.
+/// A process that exits with any must not run static destructors under them (std::_Exit).
+[[nodiscard]] int abandoned_executors();
 
 /// Everything a run actor starts with.
 struct run_setup {
@@ -40,6 +45,9 @@ struct run_setup {
   std::string worker;
   std::vector<std::string> worker_devices;
   caf::actor registry;
+  /// A local run that has not reached a stop check this long after a cancel or an interrupt ends
+  /// interrupted without it, its slot freed; its thread is left to finish alone (abandoned).
+  std::int64_t stop_deadline_ms = default_stop_deadline_ms;
 };
 
 /// Someone waiting for events after `cursor`.
@@ -55,6 +63,10 @@ struct event_waiter {
 struct event_buffer {
   std::mutex mutex;
   std::vector<std::pair<std::string, std::string>> pending;  // type, data
+  /// The node executing now, as "node 'id' (Type)", for the reason of a missed stop deadline.
+  std::string current_node;
+  /// Set when the run was ended without its thread: what the thread emits after is dropped.
+  bool closed = false;
 };
 
 struct run_state {

@@ -3,6 +3,8 @@
 #include <limits>
 
 #include "devices/device.hpp"
+#include "messages/json_text.hpp"
+#include "messages/text.hpp"
 
 namespace cdui::actors {
 
@@ -17,13 +19,19 @@ std::string check_device(const std::string& field, const nlohmann::json& value) 
   auto parsed = devices::parse_device(value.get<std::string>());
   if (auto* err = std::get_if<devices::device_parse_error>(&parsed))
     return field + ": " + err->message;
+  // A node's device with a bad index falls back to its kind (seed 000); the run's own device picks
+  // the queue it waits in, so it must name one exactly.
+  if (std::get<devices::device_spec>(parsed).malformed)
+    return field + ": " + text::quoted(value.get<std::string>())
+           + " has no valid index (expected cpu, auto, cuda, cuda:N, mps, mps:N, sim or sim:N, N "
+             "a number from 0)";
   return "";
 }
 
 std::string read_bool(const nlohmann::json& options, const char* key, bool& out) {
   const auto& value = options[key];
   if (!value.is_boolean())
-    return std::string{"option '"} + key + "': must be true or false, not " + value.dump();
+    return std::string{"option '"} + key + "': must be true or false, not " + json_text(value);
   out = value.get<bool>();
   return "";
 }
@@ -75,7 +83,7 @@ std::string apply_options(const nlohmann::json& options, run_request& request) {
       constexpr auto max_seed = std::numeric_limits<std::uint32_t>::max();
       if (!value.is_number_integer() || (value.is_number_unsigned() ? value.get<std::uint64_t>() > max_seed
                                                                     : value.get<std::int64_t>() < 0))
-        err = "option 'seed': must be an integer from 0 to 4294967295, not " + value.dump();
+        err = "option 'seed': must be an integer from 0 to 4294967295, not " + json_text(value);
       else {
         request.has_seed = true;
         request.seed = value.get<std::uint64_t>();
@@ -88,7 +96,7 @@ std::string apply_options(const nlohmann::json& options, run_request& request) {
       err = read_bool(options, "weights_persistent", request.weights_persistent);
     } else if (key == "lane") {
       if (value != "queued" && value != "interactive")
-        err = "option 'lane': must be \"queued\" or \"interactive\", not " + value.dump();
+        err = "option 'lane': must be \"queued\" or \"interactive\", not " + json_text(value);
       else
         request.lane = value.get<std::string>();
     } else if (key == "session") {
@@ -144,15 +152,16 @@ std::variant<run_request, submission_error> parse_submission(const nlohmann::jso
   if (!graph.contains("nodes") || (graph["nodes"].is_array() && graph["nodes"].empty()))
     return submission_error{false, "field 'graph': the graph is empty (it has no nodes)"};
   run_request request;
-  request.graph_json = graph.dump();
+  request.graph_json = json_text(graph);
   if (body.contains("name")) {
     const auto& name = body["name"];
     if (!name.is_string())
       return submission_error{false, "field 'name' must be a string"};
     request.name = name.get<std::string>();
-    if (request.name.size() > max_run_name_length)
-      return submission_error{false, "field 'name' is " + std::to_string(request.name.size())
-                                       + " characters long; the most is 64"};
+    if (auto length = text::characters(request.name); length > max_run_name_length)
+      return submission_error{false, "field 'name' is " + std::to_string(length)
+                                       + " characters long; the most is "
+                                       + std::to_string(max_run_name_length)};
   }
   if (body.contains("options"))
     if (auto err = apply_options(body["options"], request); !err.empty())

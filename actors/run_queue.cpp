@@ -10,10 +10,12 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/guarded.hpp"
 #include "actors/run_actor.hpp"
 #include "actors/run_options.hpp"
 #include "devices/device.hpp"
 #include "messages/atoms.hpp"
+#include "messages/json_text.hpp"
 #include "messages/run_outcome.hpp"
 #include "messages/worker.hpp"
 #include "runtime/validate.hpp"
@@ -21,6 +23,10 @@
 namespace cdui::actors {
 
 namespace {
+
+/// For a request whose answer only confirms: a run actor that has ended meanwhile is no error, and
+/// an unhandled error would end the queue (CAF's default for a request without an error handler).
+const auto ignore_error = [](caf::error&) {};
 
 using self_ptr = caf::stateful_actor<run_queue_state>*;
 
@@ -294,6 +300,7 @@ std::variant<prepared_run, submit_result> prepare(self_ptr self, const run_reque
   ctx.weights_persistent = req.weights_persistent;
   ctx.record_outputs = req.record_outputs;
   p.setup.store = st.cfg.store;
+  p.setup.stop_deadline_ms = st.cfg.stop_deadline_ms;
   p.setup.stores = st.cfg.stores;
   p.setup.session = req.session;
   p.setup.graph_json = req.graph_json;
@@ -313,7 +320,7 @@ void launch(self_ptr self, prepared_run p, const run_request& req) {
   auto run = self->spawn(run_actor, std::move(p.setup), caf::actor_cast<caf::actor>(self));
   if (p.warning) {
     nlohmann::json data{{"kind", "device_fallback"}, {"message", *p.warning}};
-    self->send(run, atoms::append::value, std::string{"run_warning"}, data.dump());
+    self->send(run, atoms::append::value, std::string{"run_warning"}, json_text(data));
   }
   st.runs.emplace(id, run);
   if (req.lane == "interactive") {
@@ -416,7 +423,7 @@ submit_result submit(self_ptr self, run_request& req) {
   info.name = req.name;
   info.queue_key = queue_key_of(p);
   info.created_ms = now_ms();
-  info.options = options_json(req).dump();
+  info.options = json_text(options_json(req));
   try {
     p.setup.dir = std::make_shared<storage::run_directory>(st.cfg.home, info.id, req.graph_json);
     // Recorded before it is acknowledged: a crash after this line loses nothing.
@@ -461,7 +468,7 @@ void resume(self_ptr self) {
     }
     auto end = [&](run_status status, const std::string& reason) {
       nlohmann::json data{{"reason", reason}};
-      append_stored_event(*st.cfg.store, dir.get(), info.id, "execution_stopped", data.dump());
+      append_stored_event(*st.cfg.store, dir.get(), info.id, "execution_stopped", json_text(data));
       info.status = status;
       info.error = reason;
       info.finished_ms = now_ms();
@@ -667,16 +674,26 @@ caf::behavior run_queue(self_ptr self, run_queue_config cfg) {
     auto i = self->state.runs.find(id);
     return i == self->state.runs.end() ? caf::actor{} : i->second;
   };
-  return {
+  return guarded_behavior(
+    "run queue",
     [=](atoms::submit, run_request& req) { return submit(self, req); },
     [=](atoms::info, const std::string& id) -> caf::result<run_info> {
       if (auto run = active(id)) {
         auto rp = self->make_response_promise<run_info>();
-        self->request(run, caf::infinite, atoms::info::value).then([=](run_info& info) mutable {
-          if (info.status == run_status::queued)
-            info.queue_position = position_of(self->state, id);
-          rp.deliver(std::move(info));
-        });
+        self->request(run, request_deadline, atoms::info::value)
+          .then(
+            [=](run_info& info) mutable {
+              if (info.status == run_status::queued)
+                info.queue_position = position_of(self->state, id);
+              rp.deliver(std::move(info));
+            },
+            [=](caf::error& e) mutable {
+              // The run's actor did not answer: what the store has is the next best thing.
+              if (auto stored = self->state.cfg.store->find(id))
+                rp.deliver(stored->info);
+              else
+                rp.deliver(std::move(e));
+            });
         return rp;
       }
       if (auto stored = self->state.cfg.store->find(id))
@@ -822,9 +839,11 @@ caf::behavior run_queue(self_ptr self, run_queue_config cfg) {
         if (st.remote.count(id))
           continue;  // it goes on on its worker; the next server adopts it
         if (st.started.count(id))
-          self->request(run, caf::infinite, atoms::interrupt::value).then([](bool) {});
+          self->request(run, request_deadline, atoms::interrupt::value)
+            .then([](bool) {}, ignore_error);
         else if (!st.cfg.resume && st.slots.remove(id))
-          self->request(run, caf::infinite, atoms::cancel::value, true).then([](bool) {});
+          self->request(run, request_deadline, atoms::cancel::value, true)
+            .then([](bool) {}, ignore_error);
       }
       auto rp = self->make_response_promise<bool>();
       st.drained.push_back(rp);
@@ -854,8 +873,8 @@ caf::behavior run_queue(self_ptr self, run_queue_config cfg) {
             });
       }
       return rp;
-    },
-  };
+    }
+  );
 }
 
 } // namespace cdui::actors

@@ -14,6 +14,7 @@
 #include <caf/stateful_actor.hpp>
 
 #include "actors/admission.hpp"
+#include "actors/deadlines.hpp"
 #include "actors/store_client.hpp"
 #include "devices/host_inventory.hpp"
 #include "storage/run_store.hpp"
@@ -40,6 +41,9 @@ struct run_queue_config {
   /// runs left running end interrupted, and a shutdown leaves queued runs for the next start.
   /// Off (the embedded runtime): the store's old runs are left alone and a shutdown cancels.
   bool resume = false;
+  /// How long a local run has, after a cancel or the server's stop, to reach a stop check before
+  /// it is ended interrupted without it (CODEFYUI_STOP_DEADLINE_S).
+  std::int64_t stop_deadline_ms = default_stop_deadline_ms;
 };
 
 /// A worker as the queue knows it: the devices it offers (its own names) and whether its slots

@@ -15,6 +15,7 @@
 #include "actors/worker_registry.hpp"
 #include "devices/host_inventory.hpp"
 #include "messages/atoms.hpp"
+#include "messages/json_text.hpp"
 #include "messages/version.hpp"
 #include "runtime/node_keys.hpp"
 #include "runtime/stored_values.hpp"
@@ -23,6 +24,7 @@
 namespace cdui {
 
 namespace {
+
 
 caf::actor_system_config make_config(int threads) {
   caf::actor_system_config cfg;
@@ -90,6 +92,8 @@ actors::run_queue_config make_queue_config(const server::config& c,
   }
   q.interactive_limit = interactive_limit();
   q.resume = c.resume;
+  q.stop_deadline_ms = seconds_setting("CODEFYUI_STOP_DEADLINE_S",
+                                       actors::default_stop_deadline_ms / 1000.0, 0.05, 3600);
   return q;
 }
 
@@ -111,6 +115,7 @@ struct server::impl {
     // Before any actor exists: a bad device spec throws here, and an actor system with actors
     // left in it would wait for them forever on the way out.
     auto queue_config = make_queue_config(c, home, store);
+    stop_deadline = std::chrono::milliseconds(queue_config.stop_deadline_ms);
     stores.execution_cache =
       system.spawn(actors::cache_store, budget_from_env(storage::execution_cache_budget), true);
     stores.run_outputs =
@@ -143,17 +148,19 @@ struct server::impl {
     return ask_actor<T>(queue, throw_errors, std::forward<Ts>(xs)...);
   }
 
+  /// Every request has a deadline: an actor that cannot answer (busy for good, or gone) costs
+  /// its caller this long at most, never a thread forever.
   template <class T, class... Ts>
   std::optional<T> ask_actor(const caf::actor& who, bool throw_errors, Ts&&... xs) {
-    return ask_within<T>(who, caf::duration{caf::infinite}, throw_errors, std::forward<Ts>(xs)...);
+    return ask_within<T>(who, caf::duration{actors::request_deadline}, throw_errors,
+                         std::forward<Ts>(xs)...);
   }
 
   /// The worker registry answers within its own time limits (an agent asked for outputs: 10 s);
   /// a caller never waits on it for longer than this.
   template <class T, class... Ts>
   std::optional<T> ask_registry(bool throw_errors, Ts&&... xs) {
-    return ask_within<T>(registry, caf::duration{std::chrono::seconds(30)}, throw_errors,
-                         std::forward<Ts>(xs)...);
+    return ask_actor<T>(registry, throw_errors, std::forward<Ts>(xs)...);
   }
 
   /// An enroll, rekey or remove, asked of the registry.
@@ -192,6 +199,7 @@ struct server::impl {
   actors::curve_keys curve;  // empty unless the wire is encrypted
   std::shared_ptr<actors::zmq_bridge> bridge;
   caf::actor registry;
+  std::chrono::milliseconds stop_deadline{actors::default_stop_deadline_ms};
   std::once_flag stopped;
 };
 
@@ -232,7 +240,8 @@ storage::run_page server::runs(const std::string& status, std::size_t limit, std
 event_batch server::events(const std::string& run_id, std::uint64_t cursor,
                            std::chrono::milliseconds wait) {
   auto ms = static_cast<std::uint32_t>(std::max<std::int64_t>(0, wait.count()));
-  return *impl_->ask<event_batch>(true, atoms::events::value, run_id, cursor, ms);
+  return *impl_->ask_within<event_batch>(impl_->queue, caf::duration{wait + actors::request_deadline}, true,
+                                         atoms::events::value, run_id, cursor, ms);
 }
 
 std::optional<std::vector<storage::metric_point>> server::metrics(const std::string& run_id,
@@ -243,7 +252,10 @@ std::optional<std::vector<storage::metric_point>> server::metrics(const std::str
 }
 
 run_info server::wait(const std::string& run_id) {
-  return *impl_->ask<run_info>(true, atoms::wait::value, run_id);
+  // Waits as long as the run takes: the caller asked for its end (its stop is bounded by the stop
+  // deadline once it is cancelled).
+  return *impl_->ask_within<run_info>(impl_->queue, caf::duration{caf::infinite}, true,
+                                      atoms::wait::value, run_id);
 }
 
 bool server::cancel(const std::string& run_id) {
@@ -267,7 +279,7 @@ std::string server::status() {
     children.push_back(nlohmann::json::parse(
       impl_->ask_registry<std::string>(false, atoms::status::value).value_or("null")));
   nlohmann::json root{{"kind", "server"}, {"home", impl_->home.string()}, {"children", children}};
-  return root.dump();
+  return json_text(root);
 }
 
 std::string server::zmq_endpoint() const {
@@ -297,12 +309,11 @@ bool server::drain_worker(const std::string& name, bool draining) {
 }
 
 std::string server::workers() {
-  auto none = nlohmann::json{{"workers", nlohmann::json::array()},
-                             {"enrolled", nlohmann::json::array()},
-                             {"refused_connections", nlohmann::json::array()},
-                             {"server_version", version()},
-                             {"node_types_digest", runtime::node_types_digest()}}
-                .dump();
+  auto none = json_text(nlohmann::json{{"workers", nlohmann::json::array()},
+                                       {"enrolled", nlohmann::json::array()},
+                                       {"refused_connections", nlohmann::json::array()},
+                                       {"server_version", version()},
+                                       {"node_types_digest", runtime::node_types_digest()}});
   if (!impl_->registry)
     return none;
   auto listing = nlohmann::json::parse(
@@ -321,7 +332,7 @@ std::string server::workers() {
       auto s = slots.find(w["name"].get<std::string>() + "/" + d["name"].get<std::string>());
       d["slots"] = s != slots.end() ? s->second : nlohmann::json(nullptr);
     }
-  return listing.dump();
+  return json_text(listing);
 }
 
 std::string server::health() {
@@ -333,7 +344,7 @@ std::string server::health() {
   add(storage::execution_cache_budget, impl_->stores.execution_cache);
   add(storage::run_output_store_budget, impl_->stores.run_outputs);
   add(storage::node_state_store_budget, impl_->stores.node_state);
-  return nlohmann::json{{"status", "ok"}, {"caches", caches}}.dump();
+  return json_text(nlohmann::json{{"status", "ok"}, {"caches", caches}});
 }
 
 std::optional<std::string> server::recorded_outputs(const std::string& run_id) {
@@ -348,7 +359,7 @@ std::optional<std::string> server::recorded_outputs(const std::string& run_id) {
   nlohmann::json nodes = nlohmann::json::object();
   for (const auto& [node, values] : *outputs)
     nodes[node] = runtime::describe_values(values);
-  return nodes.dump();
+  return json_text(nodes);
 }
 
 outputs_reply server::worker_outputs(const std::string& run_id, const std::string& worker) {
@@ -367,7 +378,12 @@ bool server::close_session(const std::string& session) {
 }
 
 void server::shutdown() {
-  std::call_once(impl_->stopped, [this] { (void)impl_->ask<bool>(false, atoms::shutdown::value); });
+  // Running runs are interrupted; one that misses its stop deadline is ended without its thread.
+  std::call_once(impl_->stopped, [this] {
+    (void)impl_->ask_within<bool>(impl_->queue,
+                                  caf::duration{impl_->stop_deadline + actors::request_deadline}, false,
+                                  atoms::shutdown::value);
+  });
 }
 
 const std::filesystem::path& server::home() const {

@@ -9,8 +9,12 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/guarded.hpp"
+#include "actors/log_limit.hpp"
 #include "messages/atoms.hpp"
+#include "messages/json_text.hpp"
 #include "messages/run_outcome.hpp"
+#include "messages/text.hpp"
 #include "storage/credentials.hpp"
 
 namespace cdui::actors {
@@ -149,7 +153,10 @@ void on_hello(self_ptr self, const std::string& identity, const hello& h) {
   auto& table = *self->state.table;
   auto verdict = table.hello(identity, h, now_ms());
   if (!verdict.accepted) {
-    spdlog::warn("refused agent '{}' (cdui {}): {}", h.name, h.version, verdict.reason);
+    auto n = ++self->state.refused_hellos;
+    if (worth_logging(n))
+      spdlog::warn("refused agent {} (cdui {}; {} refused so far): {}", text::quoted(h.name),
+                   text::quoted(h.version), n, verdict.reason);
     reply(self, identity, wire::message_type::refused, refused{verdict.reason, false});
     return;
   }
@@ -194,7 +201,7 @@ enrollment give_credential(self_ptr self, const std::string& name, bool rekey) {
   auto& st = self->state;
   enrollment e{name, "", "", ""};
   if (!is_valid_worker_name(name)) {
-    e.error = "field 'name': '" + name + "' is not a worker name (" + worker_name_rule + ")";
+    e.error = "field 'name': " + text::quoted(name) + " is not a worker name (" + worker_name_rule + ")";
     e.refusal = "invalid";
     return e;
   }
@@ -264,7 +271,8 @@ caf::behavior worker_registry(self_ptr self, worker_table::config cfg,
   self->state.store = std::move(store);
   self->state.resume_grace_ms = resume_grace_ms;
   self->delayed_send(self, tick_interval(*self->state.table), atoms::tick::value);
-  return {
+  return guarded_behavior(
+    "worker registry",
     [=](atoms::wire_in, const std::string& identity, const hello& h) { on_hello(self, identity, h); },
     [=](atoms::wire_in, const std::string& identity, const heartbeat& h) {
       auto& table = *self->state.table;
@@ -448,7 +456,7 @@ caf::behavior worker_registry(self_ptr self, worker_table::config cfg,
     [=](atoms::enroll, const std::string& name) { return give_credential(self, name, false); },
     [=](atoms::rekey, const std::string& name) { return give_credential(self, name, true); },
     [=](atoms::remove, const std::string& name) { return remove_worker(self, name); },
-    [=](atoms::workers) { return workers_json(*self->state.table).dump(); },
+    [=](atoms::workers) { return json_text(workers_json(*self->state.table)); },
     [=](atoms::status) {
       auto workers = workers_json(*self->state.table);
       nlohmann::json children = nlohmann::json::array({bridge_json(*self->state.bridge)});
@@ -461,9 +469,9 @@ caf::behavior worker_registry(self_ptr self, worker_table::config cfg,
                          {"refused_connections", workers["refused_connections"].size()},
                          {"heartbeat_ms", self->state.table->settings().heartbeat_ms}}},
                        {"children", children}};
-      return j.dump();
-    },
-  };
+      return json_text(j);
+    }
+  );
 }
 
 } // namespace cdui::actors

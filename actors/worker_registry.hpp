@@ -49,6 +49,7 @@ struct worker_registry_state {
   std::int64_t resume_grace_ms = static_cast<std::int64_t>(default_resume_grace_s * 1000);
   std::map<std::string, remote_run> runs;  // by run id
   std::map<std::string, std::vector<pending_outputs>> outputs_waiting;  // by run id
+  std::uint64_t refused_hellos = 0;  // for the log's rate limit
   static inline const char* name = "worker_registry";
 };
 

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "messages/text.hpp"
 #include "storage/credentials.hpp"
 
 namespace cdui::actors {
@@ -50,7 +51,7 @@ worker_table::verdict worker_table::hello(const std::string& identity, const cdu
     return refuse(h, "the agent runs cdui " + h.version + " and this server runs cdui "
                        + cfg_.version + "; install the same version on both", now_ms);
   if (!is_valid_worker_name(h.name))
-    return refuse(h, "the name '" + h.name + "' is not a worker name (" + worker_name_rule + ")",
+    return refuse(h, "the name " + text::quoted(h.name) + " is not a worker name (" + worker_name_rule + ")",
                   now_ms);
   bool by_token = !cfg_.token.empty() && storage::same_secret(h.credential, cfg_.token);
   auto enrolled = cfg_.enrolled.find(h.name);

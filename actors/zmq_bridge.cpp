@@ -9,6 +9,7 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include "actors/log_limit.hpp"
 #include "messages/atoms.hpp"
 #include "messages/worker.hpp"
 #include "storage/credentials.hpp"
@@ -23,8 +24,6 @@ constexpr std::int64_t socket_max_message_bytes = 4 * static_cast<std::int64_t>(
 
 /// The first refusals of each kind are logged one by one, then every thousandth: a stream of
 /// garbage must not flood the log.
-constexpr std::uint64_t refusals_logged_in_full = 10;
-constexpr std::uint64_t refusal_log_every = 1000;
 
 /// Printable form of a routing id (ZeroMQ's are 5 binary bytes unless the peer sets one).
 std::string printable(const std::string& identity) {
@@ -37,10 +36,12 @@ std::string printable(const std::string& identity) {
   return out;
 }
 
-/// Decodes the payload as T and hands it to the inbox; false when it does not decode.
+/// Decodes the payload as T and hands it to the inbox; false (the reason in `why`) when it does
+/// not decode.
 template <class T>
-bool forward(const caf::actor& inbox, const std::string& identity, std::string_view payload) {
-  auto x = wire::decode<T>(payload);
+bool forward(const caf::actor& inbox, const std::string& identity, std::string_view payload,
+             std::string& why) {
+  auto x = wire::decode<T>(payload, &why);
   if (!x)
     return false;
   caf::anon_send(inbox, atoms::wire_in::value, identity, std::move(*x));
@@ -146,7 +147,7 @@ bridge_stats zmq_bridge::stats() const {
 
 void zmq_bridge::refuse(const std::string& identity, wire::refusal why, const std::string& detail) {
   auto n = ++refused_[static_cast<std::size_t>(why)];
-  if (n <= refusals_logged_in_full || n % refusal_log_every == 0)
+  if (worth_logging(n))
     spdlog::warn("zmq bridge: refused a message from peer {} ({}, {} so far): {}",
                  printable(identity), wire::to_string(why), n, detail);
 }
@@ -176,20 +177,27 @@ void zmq_bridge::receive_one() {
   auto type = std::get<wire::envelope>(envelope).type;
   auto payload = parts[2].to_string_view();
   bool ok = false;
+  std::string why;
   switch (type) {
-  case wire::message_type::hello: ok = forward<hello>(inbox_, identity, payload); break;
-  case wire::message_type::heartbeat: ok = forward<heartbeat>(inbox_, identity, payload); break;
-  case wire::message_type::run_update: ok = forward<run_update>(inbox_, identity, payload); break;
-  case wire::message_type::run_done: ok = forward<run_done>(inbox_, identity, payload); break;
-  case wire::message_type::outputs_reply: ok = forward<outputs_reply>(inbox_, identity, payload); break;
+  case wire::message_type::hello: ok = forward<hello>(inbox_, identity, payload, why); break;
+  case wire::message_type::heartbeat: ok = forward<heartbeat>(inbox_, identity, payload, why); break;
+  case wire::message_type::run_update: ok = forward<run_update>(inbox_, identity, payload, why); break;
+  case wire::message_type::run_done: ok = forward<run_done>(inbox_, identity, payload, why); break;
+  case wire::message_type::outputs_reply:
+    ok = forward<outputs_reply>(inbox_, identity, payload, why);
+    break;
   default:
     refuse(identity, wire::refusal::unknown_type,
            std::string{"a message of type "} + wire::to_string(type) + ", which only the server sends");
     return;
   }
   if (!ok) {
-    refuse(identity, wire::refusal::malformed,
-           std::string{"a payload that is not a "} + wire::to_string(type));
+    auto detail = std::string{"a payload that is not a "} + wire::to_string(type) + " (" + why + ")";
+    refuse(identity, wire::refusal::malformed, detail);
+    // A peer that is not yet a worker hears why its hello was not read; the registry never sees it.
+    if (type == wire::message_type::hello)
+      send(identity, wire::message_type::refused,
+           wire::encode(refused{"the server could not read this hello: " + detail}));
     return;
   }
   if (impl_->peers.insert(identity).second)

@@ -18,6 +18,7 @@
 #include "apps/client_commands.hpp"
 #include "apps/daemon.hpp"
 #include "apps/run_command.hpp"
+#include "messages/json_text.hpp"
 #include "storage/home.hpp"
 #include "storage/server_files.hpp"
 
@@ -73,7 +74,7 @@ int run_agent(cdui::agent& a, const std::filesystem::path& home) {
   }
   log_to(dir / "agent.log");
   storage::write_file_atomic(dir / "agent.json",
-                             nlohmann::json{{"name", a.name()}, {"pid", ::getpid()}}.dump() + "\n");
+                             json_text(nlohmann::json{{"name", a.name()}, {"pid", ::getpid()}}) + "\n");
   running_agent = &a;
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);

@@ -11,6 +11,7 @@
 
 #include "apps/run_command.hpp"
 #include "devices/host_inventory.hpp"
+#include "messages/json_text.hpp"
 #include "runtime/engine.hpp"
 #include "runtime/stored_values.hpp"
 #include "storage/home.hpp"
@@ -48,7 +49,7 @@ std::int64_t now_ms() {
 void write_outcome(const std::filesystem::path& run_dir, const run_outcome& o) {
   nlohmann::json j{{"status", to_string(o.status)}, {"error", o.error},
                    {"final_metrics", nlohmann::json::parse(o.final_metrics, nullptr, false)}};
-  storage::write_file_atomic(run_dir / "outcome.json", j.dump() + "\n");
+  storage::write_file_atomic(run_dir / "outcome.json", json_text(j) + "\n");
 }
 
 } // namespace
@@ -72,7 +73,7 @@ int exec_command(const std::filesystem::path& run_dir) {
   storage::run_directory dir{run_dir.parent_path().parent_path(), id, graph_text};
   std::uint64_t cursor = 0;
   auto emit = [&](const std::string& type, const nlohmann::json& data) {
-    dir.append({++cursor, now_ms(), type, data.dump()});
+    dir.append({++cursor, now_ms(), type, json_text(data)});
   };
   auto checked = runtime::validate_graph(graph_text);
   if (auto* errors = std::get_if<std::vector<runtime::graph_error>>(&checked)) {

@@ -1,6 +1,12 @@
 #include "apps/interrupt.hpp"
 
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
+
+#include <spdlog/spdlog.h>
+
+#include "actors/run_actor.hpp"
 
 namespace cdui::apps {
 
@@ -25,6 +31,17 @@ void catch_interrupts() {
 
 bool interrupted() {
   return got_signal != 0;
+}
+
+int exit_code_unless_runs_abandoned(int code) {
+  if (actors::abandoned_executors() == 0)
+    return code;
+  spdlog::warn("{} run thread(s) missed their stop deadline and still execute; exiting without "
+               "waiting for them", actors::abandoned_executors());
+  spdlog::shutdown();
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::_Exit(code);
 }
 
 } // namespace cdui::apps

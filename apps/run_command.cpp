@@ -141,8 +141,9 @@ int embedded_run(run_request request, const run_command_options& options) {
   printer.close_line();
   auto final_state = srv.wait(id);
   print_run_end(final_state);
+  owned.reset();
   if (cancelled_by)
-    return interrupted() ? exit_interrupted : exit_run_failed;
+    return exit_code_unless_runs_abandoned(interrupted() ? exit_interrupted : exit_run_failed);
   return final_state.status == run_status::succeeded ? exit_ok : exit_run_failed;
 }
 

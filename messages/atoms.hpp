@@ -42,5 +42,6 @@ using rekey = caf::atom_constant<caf::atom("cd_rekey")>;
 using remove = caf::atom_constant<caf::atom("cd_remove")>;
 using worker_gone = caf::atom_constant<caf::atom("cd_wgone")>;
 using outputs = caf::atom_constant<caf::atom("cd_outputs")>;
+using deadline = caf::atom_constant<caf::atom("cd_dline")>;
 
 } // namespace cdui::atoms

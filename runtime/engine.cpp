@@ -11,6 +11,7 @@
 #include <c10/util/Exception.h>
 
 #include "devices/memory.hpp"
+#include "messages/json_text.hpp"
 #include "runtime/node_call.hpp"
 #include "runtime/node_keys.hpp"
 #include "runtime/stored_values.hpp"
@@ -200,8 +201,17 @@ run_outcome execute(const validated_graph& graph, const run_context& ctx) {
       if (persisting)
         restore_persisted_model(node, outputs[node.id], ctx, call.final_metrics);
     } catch (const std::exception& e) {
+      // A node that fails once the run was asked to stop (a read cut short, say) ends it
+      // cancelled or interrupted, as asked: a cancelled run is never reported failed.
+      if (stopped()) {
+        ctx.emit("node_status", {{"node", node.id},
+                                 {"type", node.type},
+                                 {"status", "stopped"},
+                                 {"seconds", seconds_since(node_started)}});
+        break;
+      }
       outcome.status = run_status::failed;
-      outcome.final_metrics = final_metrics.dump();
+      outcome.final_metrics = json_text(final_metrics);
       bool oom = dynamic_cast<const node_oom_error*>(&e) != nullptr;
       outcome.error = oom ? std::string{e.what()}
                           : "Node " + node.type + " (" + node.id + ") failed: " + short_what(e);
@@ -229,7 +239,7 @@ run_outcome execute(const validated_graph& graph, const run_context& ctx) {
       ctx.stores->cache(keys[index], {outputs[node.id], call.final_metrics}, counter.bytes());
     }
   }
-  outcome.final_metrics = final_metrics.dump();
+  outcome.final_metrics = json_text(final_metrics);
   if (persisting)
     persist_models(graph, outputs, ctx);
   record();

@@ -5,6 +5,7 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/GradMode.h>
 
+#include "messages/json_text.hpp"
 #include "runtime/nodes/values.hpp"
 #include "runtime/tensor_bytes.hpp"
 #include "storage/home.hpp"
@@ -127,7 +128,7 @@ public:
     nlohmann::json nodes = nlohmann::json::object();
     for (const auto& [node, values] : outputs)
       nodes[node] = describe_values(values);
-    storage::write_file_atomic(file_, nodes.dump() + "\n");
+    storage::write_file_atomic(file_, json_text(nodes) + "\n");
   }
 
 private:
