@@ -128,8 +128,14 @@ std::string temporary_name(const fs::path& name) {
   return name.string() + ".tmp" + std::to_string(::getpid()) + "-" + std::to_string(++count);
 }
 
+/// "param 'path' ", to start a sentence about the param's value: "param 'path' '/x' is a FIFO".
 std::string prefix(std::string_view param) {
   return "param '" + std::string{param} + "' ";
+}
+
+/// "param 'path': ", to start a sentence about what happened: "param 'path': cannot open '/x'".
+std::string about(std::string_view param) {
+  return "param '" + std::string{param} + "': ";
 }
 
 } // namespace
@@ -268,7 +274,7 @@ file_decision file_access::resolve(file_use use, std::string_view param,
                                 [&](const fs::path& root) { return fs::exists(root / p, ec); });
       if (found == roots_.data.end()) {
         d.shown = p;
-        d.refusal = prefix(param) + "cannot open " + quote(p) + ": no such file under the data "
+        d.refusal = about(param) + "cannot open " + quote(p) + ": no such file under the data "
                     "roots (a relative path is looked up under each folder of "
                     + data_roots_variable + ", then under " + builtin_datasets_root + "; "
                     + describe(data_roots_variable) + ")";
@@ -335,7 +341,7 @@ file_decision file_access::decide(file_use use, std::string_view param,
     return d;
   }
   if (!exists)
-    d.refusal = prefix(param) + (use == file_use::checkpoint ? "no checkpoint at " : "cannot open ")
+    d.refusal = about(param) + (use == file_use::checkpoint ? "no checkpoint at " : "cannot open ")
                 + quote(d.shown) + (error == ENOENT ? "" : std::string{": "} + std::strerror(error));
   else if (!S_ISREG(st.st_mode))
     d.refusal = prefix(param) + quote(d.shown) + " is " + kind_of(st.st_mode)
@@ -353,7 +359,7 @@ input_file file_access::open(file_use use, std::string_view param, const std::st
   // O_NOFOLLOW: a link put there since the check is not followed.
   int fd = ::open(d.real.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
-    d.refusal = prefix(param) + "cannot open " + quote(d.shown) + ": " + std::strerror(errno);
+    d.refusal = about(param) + "cannot open " + quote(d.shown) + ": " + std::strerror(errno);
     return f;
   }
   struct stat st {};
@@ -388,7 +394,7 @@ file_decision file_access::write(std::string_view param, const std::string& path
   fs::create_directories(folder, ec);
   int dir = ec ? -1 : ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir < 0) {
-    d.refusal = prefix(param) + "cannot create the folder " + quote(d.shown.parent_path()) + ": "
+    d.refusal = about(param) + "cannot create the folder " + quote(d.shown.parent_path()) + ": "
                 + (ec ? ec.message() : std::strerror(errno));
     return d;
   }
@@ -412,7 +418,7 @@ file_decision file_access::write(std::string_view param, const std::string& path
   }
   if (!written) {
     ::unlinkat(dir, tmp.c_str(), 0);
-    d.refusal = prefix(param) + "cannot write " + quote(d.shown) + ": " + std::strerror(error);
+    d.refusal = about(param) + "cannot write " + quote(d.shown) + ": " + std::strerror(error);
   }
   ::close(dir);
   return d;
