@@ -19,6 +19,7 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include "actors/run_process.hpp"
 #include "actors/worker_table.hpp"
 #include "actors/zmq_bridge.hpp"
 #include "devices/device.hpp"
@@ -107,17 +108,6 @@ bool send(zmq::socket_t& socket, wire::message_type type, const T& payload) {
 /// The most events one run_update carries, so that a replay is many messages, not one huge one.
 constexpr std::size_t max_events_per_update = 500;
 
-/// Why a run's process ended without an outcome, for the run's error.
-std::string exit_reason(int status) {
-  if (WIFSIGNALED(status)) {
-    int sig = WTERMSIG(status);
-    const char* name = ::sigabbrev_np(sig);
-    return "the run's process was killed by signal " + std::to_string(sig)
-           + (name ? std::string{" (SIG"} + name + ")" : std::string{}) + " before it finished";
-  }
-  return "the run's process exited with code " + std::to_string(WEXITSTATUS(status))
-         + " before it finished";
-}
 
 /// Whether the `cdui exec` of the run folder `dir` is still running as `pid` (it may be an earlier
 /// agent's child, which waitpid cannot watch).
@@ -129,18 +119,6 @@ bool process_alive(int pid, const std::filesystem::path& dir) {
   return cmdline.find(std::string{"exec"} + '\0' + dir.string()) != std::string::npos;
 }
 
-/// The outcome a finished `cdui exec` wrote, if it wrote one.
-std::optional<run_outcome> read_outcome(const std::filesystem::path& dir) {
-  std::ifstream in{dir / "outcome.json"};
-  auto j = nlohmann::json::parse(in, nullptr, false);
-  if (!j.is_object() || !j["status"].is_string())
-    return std::nullopt;
-  run_outcome o;
-  o.status = parse_run_status(j["status"].get<std::string>()).value_or(run_status::failed);
-  o.error = j.value("error", std::string{});
-  o.final_metrics = j["final_metrics"].is_object() ? json_text(j["final_metrics"]) : "{}";
-  return o;
-}
 
 } // namespace
 
@@ -243,35 +221,13 @@ std::optional<std::string> agent::start_run(const assign_run& a) {
   } catch (const std::exception& e) {
     return std::string{"cannot prepare the run's folder on the worker: "} + e.what();
   }
-  // A stop can come as soon as the new process has a pid: before exec (when it would run this
-  // agent's own handler, and be lost) or while `cdui exec` is still loading libtorch. Blocked
-  // across the fork, the child starts with both signals blocked, atomically, and they wait until
-  // `cdui exec` installs its handlers and unblocks them.
-  sigset_t stops;
-  sigemptyset(&stops);
-  sigaddset(&stops, SIGTERM);
-  sigaddset(&stops, SIGUSR1);
-  sigset_t before;
-  ::sigprocmask(SIG_BLOCK, &stops, &before);
-  pid_t pid = ::fork();
-  if (pid != 0)
-    ::sigprocmask(SIG_SETMASK, &before, nullptr);
+  // A stop can come as soon as the new process has a pid: start_exec keeps it waiting until
+  // `cdui exec` installs its handlers. Its own session: the run outlives a signal to the agent's
+  // process group.
+  pid_t pid = actors::start_exec("/proc/self/exe", dir, false, -1,
+                         {{"CODEFYUI_SIM_DEVICES", sim_sizes}, {"CUDA_VISIBLE_DEVICES", cuda_indexes}});
   if (pid < 0)
     return "cannot start the run's process (fork failed)";
-  if (pid == 0) {
-    // Its own session: the run outlives a signal to the agent's process group.
-    ::setsid();
-    int log = ::open((dir / "exec.log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    int null = ::open("/dev/null", O_RDONLY);
-    ::dup2(null, STDIN_FILENO);
-    ::dup2(log, STDOUT_FILENO);
-    ::dup2(log, STDERR_FILENO);
-    ::close_range(3, ~0U, 0);
-    ::setenv("CODEFYUI_SIM_DEVICES", sim_sizes.c_str(), 1);
-    ::setenv("CUDA_VISIBLE_DEVICES", cuda_indexes.c_str(), 1);
-    ::execl("/proc/self/exe", "cdui", "exec", dir.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
   // An agent that restarts finds the process again by it (the run outlives the agent).
   storage::write_file_atomic(dir / "exec.pid", std::to_string(pid) + "\n");
   running_run r;
@@ -363,7 +319,7 @@ void agent::recover_runs() {
     pid_file >> r.pid;
     if (!process_alive(r.pid, dir)) {
       r.pid = -1;
-      r.ended = read_outcome(dir).value_or(run_outcome{
+      r.ended = actors::read_outcome(dir).value_or(run_outcome{
         run_status::failed, "the run's process ended while its agent was not running, without an outcome",
         "{}"});
     }
@@ -440,9 +396,9 @@ void agent::pump_runs(zmq::socket_t& socket) {
       continue;
     }
     if (exited) {
-      r.ended = read_outcome(r.dir).value_or(run_outcome{
+      r.ended = actors::read_outcome(r.dir).value_or(run_outcome{
         run_status::failed,
-        r.child ? exit_reason(status)
+        r.child ? actors::process_exit_reason(status)
                 : "the run's process ended without an outcome while its agent was restarting",
         "{}"});
       spdlog::info("agent '{}': run {} ended {}{}{}", cfg_.name, id, to_string(r.ended->status),

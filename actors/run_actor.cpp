@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/guarded.hpp"
+#include "actors/run_process.hpp"
 #include "messages/atoms.hpp"
 #include "messages/json_text.hpp"
 #include "messages/run_outcome.hpp"
@@ -113,9 +114,11 @@ void finish(self_ptr self, const run_outcome& outcome) {
   if (st.executor.joinable())
     st.executor.join();
   flush(self);
-  // A worker run the server ended itself (its process was lost, its worker did not come back)
-  // has no end event from the worker: every run's log ends with exactly one.
-  if (!st.setup.worker.empty() && st.setup.info.status == run_status::running && !st.ended_event) {
+  // A run in a process of its own that ended without its end event (the process crashed, or a
+  // worker run the server ended itself: its worker did not come back): every run's log ends with
+  // exactly one.
+  bool own_process = !st.setup.worker.empty() || !st.setup.exec_binary.empty();
+  if (own_process && st.setup.info.status == run_status::running && !st.ended_event) {
     if (outcome.status == run_status::failed)
       append(self, "execution_error",
              json_text(nlohmann::json{{"kind", "error"}, {"error", outcome.error}}));
@@ -181,11 +184,25 @@ void start(self_ptr self) {
     if (was_empty)
       caf::anon_send(me, atoms::flush::value);
   };
+  if (!st.setup.exec_binary.empty()) {
+    // A process of its own: a crash in it ends this run only, and a stuck one can be killed.
+    auto kill_reason = [buffer = st.buffer] {
+      std::lock_guard lock{buffer->mutex};
+      return buffer->kill_reason;
+    };
+    st.executor = std::thread([me, binary = st.setup.exec_binary, options = st.setup.info.options,
+                               ctx = std::move(ctx), kill_reason] {
+      auto outcome = execute_in_process(binary, ctx, options, kill_reason);
+      caf::anon_send(me, atoms::finished::value, outcome);
+    });
+    wake_waiters(self);
+    return;
+  }
   st.executor = std::thread([me, graph = st.setup.graph, ctx = std::move(ctx), buffer = st.buffer] {
     auto outcome = runtime::execute(*graph, ctx);
     {
       std::lock_guard lock{buffer->mutex};
-      if (buffer->closed)
+      if (buffer->abandoned)
         --abandoned;
     }
     caf::anon_send(me, atoms::finished::value, outcome);
@@ -209,16 +226,12 @@ void miss_stop_deadline(self_ptr self) {
   auto& st = self->state;
   if (is_final(st.setup.info.status) || !st.executor.joinable())
     return;
+  flush(self);
+  bool in_process = !st.setup.exec_binary.empty();
   std::string where;
   {
     std::lock_guard lock{st.buffer->mutex};
     where = st.buffer->current_node;
-  }
-  flush(self);
-  {
-    std::lock_guard lock{st.buffer->mutex};
-    st.buffer->closed = true;
-    ++abandoned;  // under the lock the thread takes when it ends, so the count is exact
   }
   auto seconds = std::to_string(st.setup.stop_deadline_ms / 1000.0);
   seconds.erase(seconds.find_last_not_of('0') + 1);
@@ -227,9 +240,21 @@ void miss_stop_deadline(self_ptr self) {
   auto reason = "the run did not stop within " + seconds + " s of its "
                 + (st.interrupt->load() ? "server's stop" : "cancel")
                 + (where.empty() ? std::string{} : "; " + where + " was executing")
-                + " and never reached a stop check (CODEFYUI_STOP_DEADLINE_S); it was ended "
-                  "without it";
+                + " and never reached a stop check (CODEFYUI_STOP_DEADLINE_S); "
+                + (in_process ? "its process was killed" : "it was ended without it");
+  {
+    std::lock_guard lock{st.buffer->mutex};
+    st.buffer->closed = true;
+    if (in_process) {
+      st.buffer->kill_reason = reason;
+    } else {
+      st.buffer->abandoned = true;
+      ++abandoned;  // under the lock the thread takes when it ends, so the count is exact
+    }
+  }
   append(self, "execution_stopped", json_text(nlohmann::json{{"reason", reason}}));
+  if (in_process)
+    return;  // the executor kills the process within a moment and posts the end
   st.executor.detach();
   finish(self, run_outcome{run_status::interrupted, reason, "{}"});
 }

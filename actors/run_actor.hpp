@@ -46,8 +46,12 @@ struct run_setup {
   std::vector<std::string> worker_devices;
   caf::actor registry;
   /// A local run that has not reached a stop check this long after a cancel or an interrupt ends
-  /// interrupted without it, its slot freed; its thread is left to finish alone (abandoned).
+  /// interrupted without it, its slot freed; its thread is left to finish alone (abandoned), or
+  /// its process is killed.
   std::int64_t stop_deadline_ms = default_stop_deadline_ms;
+  /// A local run executes as `exec_binary exec --pipe RUNDIR`, a process of its own (cdui start
+  /// --isolation process); empty: on a thread of this process.
+  std::filesystem::path exec_binary;
 };
 
 /// Someone waiting for events after `cursor`.
@@ -67,6 +71,10 @@ struct event_buffer {
   std::string current_node;
   /// Set when the run was ended without its thread: what the thread emits after is dropped.
   bool closed = false;
+  /// The thread was left executing (counted in abandoned_executors()).
+  bool abandoned = false;
+  /// Set (with the reason) to have the executor kill the run's process: a missed stop deadline.
+  std::string kill_reason;
 };
 
 struct run_state {

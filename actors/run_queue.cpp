@@ -161,6 +161,8 @@ struct prepared_run {
   run_setup setup;
   std::vector<std::string> keys;
   std::optional<std::string> warning;
+  /// Why a queued run executes on a thread although runs are isolated in processes.
+  std::optional<std::string> isolation_fallback;
   /// A run for any worker or the one-shot pool: placed when a slot of its kind is free.
   std::optional<floating_run> floating;
 };
@@ -301,6 +303,16 @@ std::variant<prepared_run, submit_result> prepare(self_ptr self, const run_reque
   ctx.record_outputs = req.record_outputs;
   p.setup.store = st.cfg.store;
   p.setup.stop_deadline_ms = st.cfg.stop_deadline_ms;
+  if (!st.cfg.exec_binary.empty() && req.lane != "interactive") {
+    // The stores live in this process's memory; a run that uses them stays beside them.
+    if (req.record_outputs || req.weights_persistent)
+      p.isolation_fallback = std::string{"option '"}
+                             + (req.record_outputs ? "record_outputs" : "weights_persistent")
+                             + "' uses the server's in-memory stores, so this run executes on a "
+                               "thread of the server, not in a process of its own";
+    else
+      p.setup.exec_binary = st.cfg.exec_binary;
+  }
   p.setup.stores = st.cfg.stores;
   p.setup.session = req.session;
   p.setup.graph_json = req.graph_json;
@@ -320,6 +332,10 @@ void launch(self_ptr self, prepared_run p, const run_request& req) {
   auto run = self->spawn(run_actor, std::move(p.setup), caf::actor_cast<caf::actor>(self));
   if (p.warning) {
     nlohmann::json data{{"kind", "device_fallback"}, {"message", *p.warning}};
+    self->send(run, atoms::append::value, std::string{"run_warning"}, json_text(data));
+  }
+  if (p.isolation_fallback) {
+    nlohmann::json data{{"kind", "isolation_fallback"}, {"message", *p.isolation_fallback}};
     self->send(run, atoms::append::value, std::string{"run_warning"}, json_text(data));
   }
   st.runs.emplace(id, run);

@@ -44,6 +44,10 @@ struct run_queue_config {
   /// How long a local run has, after a cancel or the server's stop, to reach a stop check before
   /// it is ended interrupted without it (CODEFYUI_STOP_DEADLINE_S).
   std::int64_t stop_deadline_ms = default_stop_deadline_ms;
+  /// Queued local runs execute as `exec_binary exec --pipe RUNDIR` processes (cdui start
+  /// --isolation process); empty: on threads of this process. Interactive runs, and runs that
+  /// use the in-memory stores (record_outputs, weights_persistent), stay on threads.
+  std::filesystem::path exec_binary;
 };
 
 /// A worker as the queue knows it: the devices it offers (its own names) and whether its slots

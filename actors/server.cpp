@@ -92,6 +92,7 @@ actors::run_queue_config make_queue_config(const server::config& c,
   }
   q.interactive_limit = interactive_limit();
   q.resume = c.resume;
+  q.exec_binary = c.run_process_binary;
   q.stop_deadline_ms = seconds_setting("CODEFYUI_STOP_DEADLINE_S",
                                        actors::default_stop_deadline_ms / 1000.0, 0.05, 3600);
   return q;

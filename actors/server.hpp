@@ -40,6 +40,11 @@ public:
     /// Encrypts the agents' wire with CURVE, under the key pair kept in $home/server.curve (made
     /// on first use). `cdui start` sets it when the endpoint is not loopback.
     bool zmq_curve = false;
+    /// Executes queued local runs as `BINARY exec --pipe RUNDIR`, a process each, with the same
+    /// events, slots and deadlines (`cdui start --isolation process` sets it to its own
+    /// executable): a run that crashes ends alone, and a stuck one is killed at its stop
+    /// deadline. Empty (the default, seed 001): on a thread of this process each.
+    std::filesystem::path run_process_binary;
   };
 
   server();

@@ -5,6 +5,7 @@
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -54,7 +55,7 @@ void write_outcome(const std::filesystem::path& run_dir, const run_outcome& o) {
 
 } // namespace
 
-int exec_command(const std::filesystem::path& run_dir) {
+int exec_command(const std::filesystem::path& run_dir, bool pipe) {
   std::signal(SIGTERM, on_term);
   std::signal(SIGUSR1, on_usr1);
   // The agent starts this process with both blocked, so that one sent early waits for the handler.
@@ -70,10 +71,19 @@ int exec_command(const std::filesystem::path& run_dir) {
   }
   auto graph_text = read_text(run_dir / "graph.json");
   auto id = run.value("run_id", run_dir.filename().string());
-  storage::run_directory dir{run_dir.parent_path().parent_path(), id, graph_text};
+  std::optional<storage::run_directory> dir;
+  if (!pipe)
+    dir.emplace(run_dir.parent_path().parent_path(), id, graph_text);
   std::uint64_t cursor = 0;
   auto emit = [&](const std::string& type, const nlohmann::json& data) {
-    dir.append({++cursor, now_ms(), type, json_text(data)});
+    if (dir) {
+      dir->append({++cursor, now_ms(), type, json_text(data)});
+      return;
+    }
+    // One line an event; a run that crashes leaves its last whole lines behind.
+    auto line = json_text({{"type", type}, {"time_ms", now_ms()}, {"data", data}}) + "\n";
+    std::fwrite(line.data(), 1, line.size(), stdout);
+    std::fflush(stdout);
   };
   auto checked = runtime::validate_graph(graph_text);
   if (auto* errors = std::get_if<std::vector<runtime::graph_error>>(&checked)) {
@@ -83,18 +93,20 @@ int exec_command(const std::filesystem::path& run_dir) {
     write_outcome(run_dir, o);
     return exit_ok;
   }
-  auto host = devices::host_inventory::probe();  // the agent set CODEFYUI_SIM_DEVICES to the run's cards
-  // What the run sees: its cards renumbered from 0, and which of the worker's cards they are.
-  emit("execution_facts", {{"worker", run.value("worker", std::string{})},
-                           {"visible_devices", run["visible_devices"]},
-                           {"device_aliases", run["device_aliases"]}});
+  // On a worker the agent set CODEFYUI_SIM_DEVICES to the run's cards; under a server, the
+  // server's cards, by the server's names.
+  auto host = devices::host_inventory::probe();
+  if (!pipe)  // What the run sees: its cards renumbered from 0, and which worker's cards they are.
+    emit("execution_facts", {{"worker", run.value("worker", std::string{})},
+                             {"visible_devices", run["visible_devices"]},
+                             {"device_aliases", run["device_aliases"]}});
   runtime::run_context ctx;
   ctx.run_id = id;
-  ctx.run_dir = dir.path();
+  ctx.run_dir = run_dir;
   ctx.device = run.value("device", std::string{"cpu"});
-  ctx.slot = ctx.device;
+  ctx.slot = run.value("slot", ctx.device);
   ctx.seed = run.value("seed", std::uint64_t{0});
-  ctx.num_threads = host.cores_per_run(ctx.device);
+  ctx.num_threads = run.value("num_threads", host.cores_per_run(ctx.device));
   ctx.host = host.counts();
   auto options = run.value("options", nlohmann::json::object());
   ctx.deterministic = options.value("deterministic", false);

@@ -19,8 +19,15 @@
 //      send()s, so a side without TCP_NODELAY waits for the peer's delayed ACK (~40 ms); `cdui
 //      start` sets it on its sockets, and the two client passes show what a client's own setting
 //      still costs.
+//   4. the cost per run of each isolation: two embedded cdui::server on temp homes, one executing
+//      runs on threads (the default), one as `cdui exec --pipe` processes (--isolation process,
+//      the --cdui binary), --isolated runs each of a small training graph (moons, 256 samples,
+//      one epoch of 8 batches), one run at a time, alternating between the two so that both see
+//      the same machine. Timed: submit() to wait() returning, per run; p50 and mean, and the
+//      process/thread difference, which is what a process costs a run (fork, exec, loading
+//      libtorch, reading the graph again).
 // Usage: bench_server [--runs 10000] [--devices 64] [--rounds 7] [--submits 500] [--posts 300]
-//                     [--cdui PATH] [--only admission|submit|http]
+//                     [--isolated 20] [--cdui PATH] [--only admission|submit|http|isolation]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -71,6 +78,7 @@ struct options {
   int rounds = 7;
   int submits = 500;
   int posts = 300;
+  int isolated = 20;
   std::string cdui = CDUI_BINARY;
   /// admission, submit or http: only that part (to profile one); empty: all.
   std::string only;
@@ -104,17 +112,22 @@ options parse_options(int argc, char** argv) {
       o.submits = number();
     else if (flag == "--posts")
       o.posts = number();
+    else if (flag == "--isolated")
+      o.isolated = number();
     else if (flag == "--cdui")
       o.cdui = value;
-    else if (flag == "--only" && (value == "admission" || value == "submit" || value == "http"))
+    else if (flag == "--only"
+             && (value == "admission" || value == "submit" || value == "http" || value == "isolation"))
       o.only = value;
     else {
       std::fprintf(stderr, "bench_server: unknown flag %s (known: --runs --devices --rounds "
-                           "--submits --posts --cdui, --only admission|submit|http)\n", flag.c_str());
+                           "--submits --posts --isolated --cdui, --only "
+                           "admission|submit|http|isolation)\n", flag.c_str());
       std::exit(2);
     }
   }
-  if (o.runs < 1 || o.devices < 2 || o.rounds < 1 || o.submits < 1 || o.posts < 1) {
+  if (o.runs < 1 || o.devices < 2 || o.rounds < 1 || o.submits < 1 || o.posts < 1
+      || o.isolated < 1) {
     std::fprintf(stderr, "bench_server: sizes must be >= 1 (--devices >= 2)\n");
     std::exit(2);
   }
@@ -495,6 +508,93 @@ void measure_http(const options& o) {
   fs::remove_all(dir);
 }
 
+// --- 4. the cost per run of each isolation --------------------------------------------------------
+
+/// A small training run: what a run costs beyond its training shows against it.
+run_request small_training_run() {
+  json g{{"nodes",
+          {{{"id", "data"}, {"type", "Dataset"}, {"params", {{"name", "moons"}, {"n_samples", 256}}}},
+           {{"id", "loader"}, {"type", "DataLoader"}, {"params", {{"batch_size", 32}}}},
+           {{"id", "model"},
+            {"type", "Model"},
+            {"params",
+             {{"layers",
+               {{{"type", "Linear"}, {"out_features", 16}}, {{"type", "ReLU"}},
+                {{"type", "Linear"}, {"out_features", 2}}}}}}},
+           {{"id", "loss"}, {"type", "Loss"}},
+           {{"id", "opt"}, {"type", "Optimizer"}, {"params", {{"name", "adam"}, {"lr", 0.01}}}},
+           {{"id", "loop"}, {"type", "TrainingLoop"}, {"params", {{"epochs", 1}}}}}},
+         {"edges",
+          {{{"from", "data.dataset"}, {"to", "loader.dataset"}},
+           {{"from", "data.dataset"}, {"to", "model.dataset"}},
+           {{"from", "model.model"}, {"to", "loop.model"}},
+           {{"from", "loader.dataloader"}, {"to", "loop.dataloader"}},
+           {{"from", "loss.loss_fn"}, {"to", "loop.loss_fn"}},
+           {{"from", "opt.optimizer"}, {"to", "loop.optimizer"}}}}};
+  run_request r;
+  r.graph_json = g.dump();
+  r.device = "cpu";
+  r.has_seed = true;
+  r.seed = 1;
+  return r;
+}
+
+void print_run_times(const char* label, std::vector<double> ms) {
+  std::sort(ms.begin(), ms.end());
+  double sum = 0;
+  for (auto x : ms)
+    sum += x;
+  std::printf("  %s: per run ms p50 %.1f, mean %.1f, min %.1f, max %.1f\n", label,
+              quantile(ms, 0.5), sum / static_cast<double>(ms.size()), ms.front(), ms.back());
+}
+
+void measure_isolation(const options& o) {
+  if (::access(o.cdui.c_str(), X_OK) != 0) {
+    std::fprintf(stderr, "bench_server: %s is not an executable cdui (use --cdui PATH)\n",
+                 o.cdui.c_str());
+    std::exit(1);
+  }
+  auto dir = fresh_temp_dir("isolation");
+  server::config threads{dir / "threads"};
+  server::config processes{dir / "processes"};
+  processes.run_process_binary = fs::absolute(o.cdui);
+  server on_threads{threads};
+  server in_processes{processes};
+  auto one_run = [](server& srv) {
+    auto start = bench_clock::now();
+    auto submitted = srv.submit(small_training_run());
+    if (!submitted.ok()) {
+      std::fprintf(stderr, "bench_server: submit refused: %s\n", submitted.error.c_str());
+      std::exit(1);
+    }
+    auto info = srv.wait(submitted.run_id);
+    if (info.status != run_status::succeeded) {
+      std::fprintf(stderr, "bench_server: run %s ended %s: %s\n", info.id.c_str(),
+                   std::string{to_string(info.status)}.c_str(), info.error.c_str());
+      std::exit(1);
+    }
+    return seconds_since(start) * 1e3;
+  };
+  (void)one_run(on_threads);  // untimed: libtorch's first use in this process
+  (void)one_run(in_processes);
+  std::vector<double> thread_ms;
+  std::vector<double> process_ms;
+  for (int i = 0; i < o.isolated; ++i) {
+    thread_ms.push_back(one_run(on_threads));
+    process_ms.push_back(one_run(in_processes));
+  }
+  std::printf("\nisolation: %d runs each of a small training graph (moons 256, 8 batches), one at "
+              "a time, alternating; submit() to wait()\n", o.isolated);
+  print_run_times("thread (default)     ", thread_ms);
+  print_run_times("process (cdui exec)  ", process_ms);
+  std::sort(thread_ms.begin(), thread_ms.end());
+  std::sort(process_ms.begin(), process_ms.end());
+  std::printf("  a process costs a run %.1f ms more at the median (x%.1f)\n",
+              quantile(process_ms, 0.5) - quantile(thread_ms, 0.5),
+              quantile(process_ms, 0.5) / quantile(thread_ms, 0.5));
+  fs::remove_all(dir);
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -510,5 +610,7 @@ int main(int argc, char** argv) {
     measure_submit(o);
   if (part("http"))
     measure_http(o);
+  if (part("isolation"))
+    measure_isolation(o);
   return 0;
 }

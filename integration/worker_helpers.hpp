@@ -136,8 +136,10 @@ inline cdui::hello good_hello(const cdui::test::temp_home& home, const std::stri
   return h;
 }
 
-/// The pids of `cdui exec` processes whose run folder is under `home`.
-inline std::vector<pid_t> run_processes(const cdui::test::temp_home& home) {
+/// The pids of `cdui exec` processes (a worker's, or a server's with --isolation process) whose
+/// run folder is under `home`; with `run_id`, of that run only.
+inline std::vector<pid_t> run_processes(const cdui::test::temp_home& home,
+                                        const std::string& run_id = "") {
   std::vector<pid_t> pids;
   for (const auto& entry : std::filesystem::directory_iterator{"/proc"}) {
     auto name = entry.path().filename().string();
@@ -145,7 +147,10 @@ inline std::vector<pid_t> run_processes(const cdui::test::temp_home& home) {
       continue;
     std::ifstream in{entry.path() / "cmdline", std::ios::binary};
     std::string cmdline{std::istreambuf_iterator<char>{in}, {}};
-    if (cmdline.find(std::string{"exec"} + '\0' + home.path().string()) != std::string::npos)
+    auto exec = cmdline.find(std::string{"exec"} + '\0');
+    auto folder = cmdline.find('\0' + home.path().string());
+    if (exec != std::string::npos && folder != std::string::npos && exec < folder
+        && (run_id.empty() || cmdline.find("/" + run_id + '\0', folder) != std::string::npos))
       pids.push_back(static_cast<pid_t>(std::stoi(name)));
   }
   return pids;
