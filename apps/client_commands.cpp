@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <thread>
 
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include "apps/interrupt.hpp"
 #include "apps/progress_printer.hpp"
 #include "apps/run_report.hpp"
+#include "messages/json_text.hpp"
 #include "storage/home.hpp"
 #include "storage/run_store.hpp"
 
@@ -29,16 +31,15 @@ using clock = std::chrono::steady_clock;
 /// The longest one long-poll waits, so that Ctrl+C and --timeout are noticed within it.
 constexpr double poll_seconds = 0.5;
 
+/// A client whose every request carries the session token: a server that listens beyond loopback
+/// wants it for reads too.
 httplib::Client http_client(const server_connection& server) {
   httplib::Client c{server.address.host, server.address.port};
   c.set_connection_timeout(std::chrono::seconds(5));
   c.set_tcp_nodelay(true);  // see apps/server_command.cpp
   c.set_read_timeout(std::chrono::seconds(30));
+  c.set_default_headers({{token_header, server.token}});
   return c;
-}
-
-httplib::Headers auth(const server_connection& server) {
-  return {{token_header, server.token}};
 }
 
 /// The `detail` of an error answer, else its body.
@@ -69,7 +70,7 @@ run_info run_from_json(const json& j) {
   r.started_ms = ms("started_ms");
   r.finished_ms = ms("finished_ms");
   if (!j["final_metrics"].is_null())
-    r.final_metrics = j["final_metrics"].dump();
+    r.final_metrics = json_text(j["final_metrics"]);
   return r;
 }
 
@@ -132,7 +133,7 @@ int remote_run(const server_connection& server, const run_request& request,
             {"name", request.name},
             {"options", actors::options_json(request)}};
   auto client = http_client(server);
-  auto res = client.Post("/api/runs", auth(server), body.dump(), "application/json");
+  auto res = client.Post("/api/runs", json_text(body), "application/json");
   if (!res) {
     std::fprintf(stderr, "cdui: %s\n", no_answer(server, res).c_str());
     return exit_run_failed;
@@ -170,21 +171,28 @@ int remote_run(const server_connection& server, const run_request& request,
     }
     auto path = "/api/runs/" + id + "/events?cursor=" + std::to_string(cursor)
                 + "&wait=" + std::to_string(poll_seconds);
+    auto asked = clock::now();
     auto page = client.Get(path.c_str());
-    if (!page || page->status != 200) {
+    // 503: this machine holds as many connections as the server takes from one address.
+    bool busy = page && page->status == 503;
+    if (!page || (page->status != 200 && !busy)) {
       printer.close_line();
       std::fprintf(stderr, "cdui: following run %s: %s\n", id.c_str(),
                    page ? detail_of(*page).c_str() : no_answer(server, page).c_str());
       return exit_run_failed;
     }
-    auto j = json::parse(page->body);
+    auto j = busy ? json::object() : json::parse(page->body);
     for (const auto& e : j["events"]) {
       printer.print({e["cursor"].get<std::uint64_t>(), e["time_ms"].get<std::int64_t>(),
-                     e["type"].get<std::string>(), e["data"].dump()});
+                     e["type"].get<std::string>(), json_text(e["data"])});
       cursor = e["cursor"].get<std::uint64_t>();
     }
     if (j["finished"] == true)
       break;
+    // A busy server answers at once (every long-poll slot taken) or with 503: ask again after the
+    // wait asked for, not in a tight loop.
+    if (j["events"].empty())
+      std::this_thread::sleep_until(asked + std::chrono::duration<double>(poll_seconds));
   }
   printer.close_line();
   auto final_res = client.Get(("/api/runs/" + id).c_str());
@@ -252,8 +260,7 @@ int cancel_command(const std::string& run_id) {
     return exit_run_failed;
   }
   auto client = http_client(*server);
-  auto res = client.Post(("/api/runs/" + run_id + "/cancel").c_str(), auth(*server), "",
-                         "application/json");
+  auto res = client.Post(("/api/runs/" + run_id + "/cancel").c_str(), "", "application/json");
   if (!res) {
     std::fprintf(stderr, "cdui: %s\n", no_answer(*server, res).c_str());
     return exit_run_failed;
@@ -295,18 +302,18 @@ int worker_action_command(worker_action action, const std::string& name,
     switch (action) {
     case worker_action::enroll:
       body["name"] = name;
-      return client.Post("/api/workers/enroll", auth(*server), body.dump(), "application/json");
+      return client.Post("/api/workers/enroll", json_text(body), "application/json");
     case worker_action::rekey:
-      return client.Post(("/api/workers/" + name + "/rekey").c_str(), auth(*server), body.dump(),
+      return client.Post(("/api/workers/" + name + "/rekey").c_str(), json_text(body),
                          "application/json");
     case worker_action::remove:
-      return client.Delete(("/api/workers/" + name).c_str(), auth(*server));
+      return client.Delete(("/api/workers/" + name).c_str());
     case worker_action::drain:
     case worker_action::undrain:
       break;
     }
     auto verb = action == worker_action::drain ? "/drain" : "/undrain";
-    return client.Post(("/api/workers/" + name + verb).c_str(), auth(*server), "", "application/json");
+    return client.Post(("/api/workers/" + name + verb).c_str(), "", "application/json");
   }();
   if (!res) {
     std::fprintf(stderr, "cdui: %s\n", no_answer(*server, res).c_str());

@@ -1,19 +1,25 @@
 #include "apps/http_api.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <optional>
 #include <sstream>
-
+#include <string_view>
+#include <vector>
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include "actors/run_options.hpp"
 #include "actors/server.hpp"
 #include "devices/device.hpp"
+#include "messages/json_text.hpp"
+#include "messages/text.hpp"
 #include "storage/credentials.hpp"
 #include "storage/lru_store.hpp"
 
@@ -31,7 +37,7 @@ constexpr std::size_t max_page = 1000;
 
 void reply(httplib::Response& res, int status, const json& body) {
   res.status = status;
-  res.set_content(body.dump(), "application/json");
+  res.set_content(json_text(body), "application/json");
 }
 
 void refuse(httplib::Response& res, int status, const std::string& detail) {
@@ -45,6 +51,36 @@ bool authorized(const httplib::Request& req, httplib::Response& res, const std::
          std::string{"this request needs the session token in the "} + token_header
            + " header (the server's token file is in $CODEFYUI_HOME)");
   return false;
+}
+
+/// The 400 for the first string of the request a route would read that is not UTF-8 ("path
+/// segment 'run id' is not valid UTF-8: ..."); empty when every one is. Checked here, at the edge,
+/// so that no handler carries such bytes into a message, a log or the store.
+std::string non_utf8_refusal(const httplib::Request& req) {
+  static const std::map<std::string_view, const char*> segment_names{
+    {"runs", "run id"}, {"workers", "worker name"}, {"sessions", "session id"}};
+  if (!text::is_utf8(req.path)) {
+    // /api/<collection>/<name>/...: a bad <name> is named, anything else is "the path".
+    std::vector<std::string_view> segments;
+    for (std::string_view rest = req.path; !rest.empty();) {
+      auto slash = rest.find('/');
+      segments.push_back(rest.substr(0, slash));
+      rest = slash == std::string_view::npos ? std::string_view{} : rest.substr(slash + 1);
+    }
+    auto name = segments.size() > 3 && segments[1] == "api" ? segment_names.find(segments[2])
+                                                            : segment_names.end();
+    if (name != segment_names.end() && !text::is_utf8(segments[3]))
+      return std::string{"path segment '"} + name->second + "' is not valid UTF-8: "
+             + text::quoted(segments[3]);
+    return "the path is not valid UTF-8: " + text::quoted(req.path);
+  }
+  for (const auto& [key, value] : req.params) {
+    if (!text::is_utf8(key))
+      return "a query parameter's name is not valid UTF-8: " + text::quoted(key);
+    if (!text::is_utf8(value))
+      return "query parameter '" + key + "' is not valid UTF-8: " + text::quoted(value);
+  }
+  return {};
 }
 
 json parse_or_null(const std::string& text) {
@@ -85,7 +121,7 @@ bool query_number(const httplib::Request& req, httplib::Response& res, const cha
   } catch (const std::exception&) {
   }
   refuse(res, 400, std::string{"query parameter '"} + name + "' must be an integer of at least "
-                     + std::to_string(min) + ", not '" + text + "'");
+                     + std::to_string(min) + ", not " + text::quoted(text));
   return false;
 }
 
@@ -233,8 +269,39 @@ void get_runs(cdui::server& runtime, const httplib::Request& req, httplib::Respo
   }
 }
 
-void get_events(cdui::server& runtime, const std::string& id, const httplib::Request& req,
-                httplib::Response& res) {
+/// Long-polls waiting now, at most `max`: one beyond them answers at once, so that waiting polls
+/// never hold every HTTP thread and ordinary requests always find one.
+class poll_slots {
+public:
+  explicit poll_slots(std::size_t max) : max_(max) {}
+
+  /// A waiting poll's slot for as long as it lives; false when every slot was taken.
+  class slot {
+  public:
+    explicit slot(poll_slots& slots) : slots_(slots), taken_(++slots.waiting_ <= slots.max_) {
+      if (!taken_)
+        --slots_.waiting_;
+    }
+    ~slot() {
+      if (taken_)
+        --slots_.waiting_;
+    }
+    slot(const slot&) = delete;
+    slot& operator=(const slot&) = delete;
+    explicit operator bool() const { return taken_; }
+
+  private:
+    poll_slots& slots_;
+    bool taken_;
+  };
+
+private:
+  std::size_t max_;
+  std::atomic<std::size_t> waiting_{0};
+};
+
+void get_events(cdui::server& runtime, poll_slots& polls, const std::string& id,
+                const httplib::Request& req, httplib::Response& res) {
   std::uint64_t cursor = 0;
   std::uint64_t limit = 1000;
   if (!query_number(req, res, "cursor", cursor) || !query_number(req, res, "limit", limit, 1))
@@ -252,6 +319,9 @@ void get_events(cdui::server& runtime, const std::string& id, const httplib::Req
     }
   }
   wait = std::min(wait, max_wait_seconds);
+  std::optional<poll_slots::slot> slot;
+  if (wait > 0 && !slot.emplace(polls))
+    wait = 0;  // every slot is taken: answer at once, as with wait=0
   try {
     auto batch = runtime.events(id, cursor, std::chrono::milliseconds(static_cast<long>(wait * 1000)));
     json events = json::array();
@@ -277,7 +347,7 @@ void get_metrics(cdui::server& runtime, const std::string& id, const httplib::Re
                  httplib::Response& res) {
   auto format = req.has_param("format") ? req.get_param_value("format") : "json";
   if (format != "json" && format != "csv") {
-    refuse(res, 400, "query parameter 'format' must be json or csv, not '" + format + "'");
+    refuse(res, 400, "query parameter 'format' must be json or csv, not " + text::quoted(format));
     return;
   }
   auto points = runtime.metrics(id, req.get_param_value("name"));
@@ -416,8 +486,23 @@ void get_outputs(cdui::server& runtime, const std::string& id, httplib::Response
 
 } // namespace
 
-void mount_http_api(httplib::Server& http, cdui::server& runtime, std::string token) {
+void mount_http_api(httplib::Server& http, cdui::server& runtime, http_api_options options) {
   auto& rt = runtime;
+  const auto& token = options.token;
+  auto polls = std::make_shared<poll_slots>(options.max_waiting_polls);
+  // Before any route, and before a body is read: the request's strings, and the token for reads.
+  http.set_pre_routing_handler(
+    [token, reads_need_token = options.reads_need_token](const httplib::Request& req,
+                                                         httplib::Response& res) {
+      if (auto refusal = non_utf8_refusal(req); !refusal.empty()) {
+        refuse(res, 400, refusal);
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      if (reads_need_token && (req.method == "GET" || req.method == "HEAD")
+          && !authorized(req, res, token))
+        return httplib::Server::HandlerResponse::Handled;
+      return httplib::Server::HandlerResponse::Unhandled;
+    });
   http.Post("/api/runs", [&rt, token](const httplib::Request& req, httplib::Response& res) {
     if (authorized(req, res, token))
       post_run(rt, req, res);
@@ -467,9 +552,10 @@ void mount_http_api(httplib::Server& http, cdui::server& runtime, std::string to
                                {"was", to_string(before->status)},
                                {"status", to_string(info->status)}});
             });
-  http.Get(R"(/api/runs/([^/]+)/events)", [&rt](const httplib::Request& req, httplib::Response& res) {
-    get_events(rt, req.matches[1], req, res);
-  });
+  http.Get(R"(/api/runs/([^/]+)/events)",
+           [&rt, polls](const httplib::Request& req, httplib::Response& res) {
+             get_events(rt, *polls, req.matches[1], req, res);
+           });
   http.Get(R"(/api/runs/([^/]+)/metrics)", [&rt](const httplib::Request& req, httplib::Response& res) {
     get_metrics(rt, req.matches[1], req, res);
   });
@@ -535,25 +621,40 @@ void mount_http_api(httplib::Server& http, cdui::server& runtime, std::string to
     res.set_content(prometheus_text(rt), "text/plain; version=0.0.4");
   });
   // Errors cpp-httplib answers itself (no route, an unreadable request) get a JSON detail too.
-  http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+  // Neither handler may throw: httplib calls them where an exception ends the process.
+  http.set_error_handler([](const httplib::Request& req, httplib::Response& res) noexcept {
     if (!res.body.empty())
       return;
-    if (res.status == 404)
-      refuse(res, 404, "no such endpoint: " + req.method + " " + req.path);
-    else
-      refuse(res, res.status, req.method + " " + req.path + ": the request could not be read (HTTP "
-                                + std::to_string(res.status) + "; a POST needs a Content-Length)");
+    try {
+      auto request = text::to_utf8(req.method + " " + req.path);
+      if (res.status == 404)
+        refuse(res, 404, "no such endpoint: " + request);
+      else
+        refuse(res, res.status, request + ": the request could not be read (HTTP "
+                                  + std::to_string(res.status) + ": a malformed request line, "
+                                  "header or body, or one not sent in time)");
+    } catch (...) {
+      res.set_content(R"({"detail":"the request could not be answered"})", "application/json");
+    }
   });
   http.set_exception_handler(
-    [](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
-      std::string what = "unknown error";
+    [](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) noexcept {
       try {
-        std::rethrow_exception(ep);
-      } catch (const std::exception& e) {
-        what = e.what();
+        std::string what = "unknown error";
+        try {
+          std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what = e.what();
+        } catch (...) {
+        }
+        auto detail = text::to_utf8(req.method + " " + req.path + " failed: " + what);
+        spdlog::error("HTTP {}", detail);
+        refuse(res, 500, detail);
       } catch (...) {
+        res.status = 500;
+        res.set_content(R"({"detail":"the server failed to answer this request"})",
+                        "application/json");
       }
-      refuse(res, 500, req.method + " " + req.path + " failed: " + what);
     });
 }
 

@@ -11,6 +11,7 @@
 #include "apps/agent_command.hpp"
 #include "apps/client_commands.hpp"
 #include "apps/exec_command.hpp"
+#include "apps/http_settings.hpp"
 #include "apps/run_command.hpp"
 #include "apps/server_command.hpp"
 
@@ -83,6 +84,11 @@ int main(int argc, char** argv) {
                     "the port agents connect to, on --host (default: the HTTP port + 1; with "
                     "--port 0, any free port); encrypted (CURVE) unless --host is loopback")
     ->check(CLI::Range(-1, 65535));
+  std::size_t max_body_mb = 0;
+  auto* max_body_opt = start->add_option("--max-body-mb", max_body_mb,
+                    "the largest request body the HTTP API takes, in MiB (default: "
+                    "$CODEFYUI_HTTP_MAX_BODY_MB, else 16); a larger one gets 413")
+    ->check(CLI::Range(std::size_t{1}, max_body_mb_limit));
   start->add_flag("--foreground", start_opts.foreground, "stay attached; log to the terminal too");
   start->add_option("--sim-devices", sim_devices,
                     "simulated accelerators, e.g. 2x8GiB (default: $CODEFYUI_SIM_DEVICES)");
@@ -176,8 +182,11 @@ int main(int argc, char** argv) {
     return devices_command();
   if (*fit)
     return fit_command(fit_file, fit_memory);
-  if (*start)
+  if (*start) {
+    if (*max_body_opt)
+      start_opts.max_body_mb = max_body_mb;
     return start_command(start_opts);
+  }
   if (*stop)
     return stop_command(stop_timeout);
   if (*status)

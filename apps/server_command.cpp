@@ -4,6 +4,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <thread>
 
@@ -23,6 +24,8 @@
 #include "actors/server.hpp"
 #include "apps/daemon.hpp"
 #include "apps/http_api.hpp"
+#include "apps/http_guard.hpp"
+#include "apps/http_settings.hpp"
 #include "apps/run_command.hpp"
 #include "storage/home.hpp"
 #include "storage/server_files.hpp"
@@ -31,8 +34,14 @@ namespace cdui::apps {
 
 namespace {
 
-/// HTTP worker threads: each long-poll holds one while it waits.
-constexpr std::size_t http_threads = 32;
+/// HTTP worker threads: each connection holds one while it is open. One client address holds at
+/// most half of them (CODEFYUI_HTTP_MAX_CONNECTIONS_PER_CLIENT, default 32) and waiting long-polls
+/// another half, so a slow client and a crowd of followers together still leave threads free.
+constexpr std::size_t http_threads = 128;
+/// Long-polls that wait at once (each holds a thread); more answer at once, as with wait=0.
+constexpr std::size_t max_waiting_polls = http_threads / 2;
+/// Connections the kernel holds for the HTTP server until it accepts them (a burst of followers).
+constexpr int http_listen_backlog = 512;
 /// How long `cdui start` waits for the server it started to answer.
 constexpr auto start_timeout = std::chrono::seconds(60);
 
@@ -108,9 +117,16 @@ int serve(const start_options& options) {
   std::signal(SIGPIPE, SIG_IGN);
   set_up_logging(home);
 
+  http_limits limits;
+  try {
+    limits = read_http_limits(options.max_body_mb, http_threads / 2);
+  } catch (const std::invalid_argument& e) {
+    spdlog::error("cannot start: {}", e.what());
+    return exit_usage;
+  }
   // The port first: a server that cannot listen must not pick up the queued runs (it would start
   // them, then interrupt them on its way out).
-  httplib::Server http;
+  http_guard http{limits};
   // cpp-httplib sets SO_REUSEPORT by default, which lets a second server bind the same port and
   // take half of its connections. Only SO_REUSEADDR: a restart may rebind a port in TIME_WAIT.
   http.set_socket_options([](socket_t sock) {
@@ -135,6 +151,19 @@ int serve(const start_options& options) {
                   options.host, options.port);
     return exit_run_failed;
   }
+  if (!http.set_listen_backlog(http_listen_backlog))
+    spdlog::warn("cannot set the HTTP listen backlog to {}: {}", http_listen_backlog,
+                 std::strerror(errno));
+  http_api_options api;
+  api.max_waiting_polls = max_waiting_polls;
+  try {
+    // Beyond loopback anyone who reaches the port could read every run: reads need the token too.
+    const char* read_token = std::getenv(read_token_env);
+    api.reads_need_token = reads_need_token(http.listens_on_loopback(), read_token ? read_token : "");
+  } catch (const std::invalid_argument& e) {
+    spdlog::error("cannot start: {}", e.what());
+    return exit_usage;
+  }
   std::unique_ptr<cdui::server> runtime;
   std::string token;
   try {
@@ -157,14 +186,20 @@ int serve(const start_options& options) {
     spdlog::error("cannot start: {}", e.what());  // the machine's fault: a port, the disk
     return exit_run_failed;
   }
-  mount_http_api(http, *runtime, token);
+  api.token = token;
+  mount_http_api(http, *runtime, api);
   storage::server_address address{options.host, port, static_cast<int>(::getpid()),
                                   runtime->zmq_endpoint(), runtime->zmq_public_key()};
   storage::write_server_json(home, address);
   std::thread listener{[&http] { http.listen_after_bind(); }};
-  spdlog::info("cdui {} serving {}, agents on {}{} (home {}, pid {})", CDUI_VERSION,
-               address.http_url(), address.zmq, address.zmq_public_key.empty() ? "" : " (CURVE)",
-               home.string(), address.pid);
+  spdlog::info("cdui {} serving {}{}, agents on {}{} (home {}, pid {})", CDUI_VERSION,
+               address.http_url(), api.reads_need_token ? " (reads need the token)" : "",
+               address.zmq, address.zmq_public_key.empty() ? "" : " (CURVE)", home.string(),
+               address.pid);
+  spdlog::info("HTTP limits: bodies up to {} MiB, {} s to send a request, {} connections per client",
+               limits.max_body_bytes >> 20,
+               std::chrono::duration_cast<std::chrono::seconds>(limits.read_deadline).count(),
+               limits.max_connections_per_client);
 
   int sig = 0;
   sigwait(&stop_signals, &sig);
@@ -192,15 +227,22 @@ int start_in_background(const start_options& options) {
   auto log_size = std::filesystem::file_size(home / "server.log", size_error);
   if (size_error)
     log_size = 0;
+  std::vector<std::string> args{"start", "--foreground", "--host", options.host, "--port",
+                                std::to_string(options.port), "--zmq-port",
+                                std::to_string(options.zmq_port)};
+  if (options.max_body_mb) {
+    args.push_back("--max-body-mb");
+    args.push_back(std::to_string(*options.max_body_mb));
+  }
   auto started = start_daemon(
-    {"start", "--foreground", "--host", options.host, "--port", std::to_string(options.port),
-     "--zmq-port", std::to_string(options.zmq_port)},
+    args,
     [&](pid_t child) {
       auto address = storage::read_server_json(home);
-      if (!address || address->pid != child)
+      auto token = storage::read_token(home);
+      if (!address || address->pid != child || !token)
         return false;
       httplib::Client client{address->host, address->port};
-      auto res = client.Get("/api/status");
+      auto res = client.Get("/api/status", {{token_header, *token}});
       return res && res->status == 200;
     },
     start_timeout);
@@ -267,7 +309,8 @@ int status_command() {
     return exit_run_failed;
   }
   httplib::Client client{address->host, address->port};
-  auto res = client.Get("/api/status");
+  auto token = storage::read_token(home);
+  auto res = client.Get("/api/status", {{token_header, token.value_or("")}});
   if (!res || res->status != 200) {
     std::printf("cdui server pid %d holds %s but does not answer on %s\n", address->pid,
                 home.c_str(), address->http_url().c_str());

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <cstddef>
+#include <optional>
 #include <string>
 
 namespace cdui::apps {
@@ -13,6 +15,8 @@ struct start_options {
   /// The port agents connect to over ZeroMQ; -1: the HTTP port + 1, or any free port with port 0.
   int zmq_port = -1;
   bool foreground = false;
+  /// The largest request body in MiB; unset: $CODEFYUI_HTTP_MAX_BODY_MB, else 16.
+  std::optional<std::size_t> max_body_mb;
 };
 
 /// `cdui start`: the server, in the background (or attached with --foreground).
