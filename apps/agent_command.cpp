@@ -6,6 +6,7 @@
 #include <fstream>
 #include <thread>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <httplib.h>
@@ -103,6 +104,7 @@ std::string joined(const std::vector<std::string>& items) {
 } // namespace
 
 int agent_start_command(const agent_options& options) {
+  ::umask(077);  // its log, run folders and checkpoints are this user's alone, as the server's are
   auto home = storage::default_home();
   std::unique_ptr<cdui::agent> a;
   try {

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <sstream>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -86,6 +87,7 @@ run_request make_request(const run_command_options& options, std::string graph_t
 /// The run on a runtime inside this process: it lives as long as the process, so Ctrl+C and
 /// --timeout cancel it.
 int embedded_run(run_request request, const run_command_options& options) {
+  ::umask(077);  // the home's store, run folders and checkpoints are this user's alone
   auto home = storage::default_home();
   // Held shared while this process executes runs of the home, so no server starts on it meanwhile.
   auto lock = storage::home_lock::try_lock(home, storage::home_lock::mode::shared);

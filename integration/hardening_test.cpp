@@ -138,6 +138,40 @@ BOOST_AUTO_TEST_CASE(a_run_device_with_a_bad_index_gets_400_and_names_count_char
   BOOST_TEST(res->body.find("65 characters long") != std::string::npos, res->body);
 }
 
+BOOST_AUTO_TEST_CASE(a_csv_whose_labels_are_not_utf8_trains_and_the_run_beside_it_is_untouched) {
+  temp_home home;
+  temp_home data;
+  auto csv = data.path() / "latin1.csv";
+  {
+    std::ofstream out{csv, std::ios::binary};
+    out << "x,y,label\n";
+    for (int i = 0; i < 200; ++i)  // two classes whose names are Latin-1 bytes, not UTF-8
+      out << (i % 10) * 0.1 << ',' << (i % 7) * 0.2 << ',' << (i % 2 ? "caf\xe9" : "na\xefve") << '\n';
+  }
+  server_process srv{home, {{"CODEFYUI_DATA_ROOTS", data.path().string()}}};
+  auto beside = srv.submit_ok({{"graph", moons_graph_json(200)}, {"options", {{"device", "cpu"}}}});
+  auto id = srv.submit_ok(csv_graph(csv));
+  auto run = srv.wait_final(id, 120s);
+  BOOST_TEST(run["status"] == "succeeded", run.dump());
+  // As a regression target the labels are refused, and the error that quotes one (what used to
+  // abort the server as its event was written) shows U+FFFD for the bad byte.
+  auto body = csv_graph(csv);
+  body["graph"]["nodes"][0]["params"]["task"] = "regression";
+  auto failing = srv.submit_ok(body);
+  run = srv.wait_final(failing, 120s);
+  BOOST_TEST(run["status"] == "failed");
+  auto error = run["error"].get<std::string>();
+  BOOST_TEST(error.find("is not a number") != std::string::npos, error);
+  BOOST_TEST(error.find("\xef\xbf\xbd") != std::string::npos, error);
+  BOOST_TEST(srv.all_events(failing).back()["type"] == "execution_error");
+  // Every listing still serialises, and the other run was not interrupted.
+  BOOST_TEST(srv.get_json("/api/runs")["total"] == 3);
+  BOOST_TEST(!srv.all_events(id).empty());
+  BOOST_TEST(srv.get_json("/api/runs/" + beside)["active"] == true);
+  srv.cancel(beside);
+  BOOST_TEST(srv.wait_final(beside, 60s)["status"] == "cancelled");
+}
+
 BOOST_AUTO_TEST_CASE(a_run_that_never_reaches_its_stop_check_ends_by_its_deadline_and_frees_its_slot) {
   temp_home home;
   temp_home data;
