@@ -185,8 +185,7 @@ int workers_command() {
     std::fprintf(stderr, "cdui: no cdui server is running on %s\n", home.c_str());
     return exit_run_failed;
   }
-  httplib::Client client{server->address.host, server->address.port};
-  client.set_tcp_nodelay(true);
+  auto client = http_client(*server);
   auto res = client.Get("/api/workers");
   if (!res || res->status != 200) {
     std::fprintf(stderr, "cdui: the server at %s did not answer GET /api/workers\n",

@@ -31,17 +31,6 @@ using clock = std::chrono::steady_clock;
 /// The longest one long-poll waits, so that Ctrl+C and --timeout are noticed within it.
 constexpr double poll_seconds = 0.5;
 
-/// A client whose every request carries the session token: a server that listens beyond loopback
-/// wants it for reads too.
-httplib::Client http_client(const server_connection& server) {
-  httplib::Client c{server.address.host, server.address.port};
-  c.set_connection_timeout(std::chrono::seconds(5));
-  c.set_tcp_nodelay(true);  // see apps/server_command.cpp
-  c.set_read_timeout(std::chrono::seconds(30));
-  c.set_default_headers({{token_header, server.token}});
-  return c;
-}
-
 /// The `detail` of an error answer, else its body.
 std::string detail_of(const httplib::Response& res) {
   auto j = json::parse(res.body, nullptr, false);
@@ -111,6 +100,16 @@ void print_runs(const std::vector<run_info>& runs, std::uint64_t total) {
 }
 
 } // namespace
+
+httplib::Client http_client(const server_connection& server) {
+  httplib::Client c{server.address.host, server.address.port};
+  c.set_connection_timeout(std::chrono::seconds(5));
+  c.set_tcp_nodelay(true);  // see apps/server_command.cpp
+  c.set_read_timeout(std::chrono::seconds(30));
+  c.set_default_headers({{token_header, server.token}});
+  return c;
+}
+
 
 std::optional<server_connection> find_server(const std::filesystem::path& home) {
   if (!storage::home_lock::server_running(home))

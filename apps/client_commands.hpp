@@ -9,6 +9,10 @@
 #include "messages/run_request.hpp"
 #include "storage/server_files.hpp"
 
+namespace httplib {
+class Client;
+}
+
 namespace cdui::apps {
 
 /// A server running on a home: where it listens and the session token from its 0600 file.
@@ -19,6 +23,10 @@ struct server_connection {
 
 /// The server that holds `home` now, if one does and its server.json can be read.
 [[nodiscard]] std::optional<server_connection> find_server(const std::filesystem::path& home);
+
+/// A client of the server whose every request carries the session token: a server that listens
+/// beyond loopback wants it for reads too.
+[[nodiscard]] httplib::Client http_client(const server_connection& server);
 
 /// `cdui run` against a running server over HTTP: submits, then follows the run's events until it
 /// ends (or returns at once with --detach). Ctrl+C and --timeout stop following; the run goes on.

@@ -90,6 +90,11 @@ int main(int argc, char** argv) {
                     "$CODEFYUI_HTTP_MAX_BODY_MB, else 16); a larger one gets 413")
     ->check(CLI::Range(std::size_t{1}, max_body_mb_limit));
   start->add_flag("--foreground", start_opts.foreground, "stay attached; log to the terminal too");
+  start->add_option("--isolation", start_opts.isolation,
+                    "where queued runs execute: thread (in the server's process, the default) or "
+                    "process (a process each: a crash ends that run only; "
+                    "default $CODEFYUI_ISOLATION)")
+    ->check(CLI::IsMember({"thread", "process"}));
   start->add_option("--sim-devices", sim_devices,
                     "simulated accelerators, e.g. 2x8GiB (default: $CODEFYUI_SIM_DEVICES)");
 
@@ -156,6 +161,8 @@ int main(int argc, char** argv) {
   std::filesystem::path exec_dir;
   auto* exec = app.add_subcommand("exec", "execute one run an agent prepared (the agent starts it)");
   exec->add_option("rundir", exec_dir, "the run's folder on the worker")->required();
+  bool exec_pipe = false;
+  exec->add_flag("--pipe", exec_pipe, "events to stdout, for a server with --isolation process");
   exec->group("");  // not for people: hidden from the help
 
   std::string cancel_id;
@@ -205,7 +212,7 @@ int main(int argc, char** argv) {
   if (*workers)
     return workers_command();
   if (*exec)
-    return exec_command(exec_dir);
+    return exec_command(exec_dir, exec_pipe);
   std::fputs(app.help().c_str(), stdout);
   return exit_usage;
 }

@@ -26,6 +26,7 @@
 #include "apps/http_api.hpp"
 #include "apps/http_guard.hpp"
 #include "apps/http_settings.hpp"
+#include "apps/interrupt.hpp"
 #include "apps/run_command.hpp"
 #include "storage/home.hpp"
 #include "storage/server_files.hpp"
@@ -97,6 +98,19 @@ bool zmq_curve(const std::string& host) {
     spdlog::warn("CODEFYUI_ZMQ_CURVE: '{}' is neither 'auto' nor 'on'; using auto (encrypted "
                  "unless the server listens on loopback only)", setting);
   return !is_loopback(host);
+}
+
+/// Where queued local runs execute: --isolation, else $CODEFYUI_ISOLATION, else "thread". A bad
+/// value of the variable stops the start (std::invalid_argument: exit 2, naming it).
+std::string run_isolation(const start_options& options) {
+  if (!options.isolation.empty())
+    return options.isolation;
+  const char* text = std::getenv("CODEFYUI_ISOLATION");
+  std::string value = text != nullptr ? text : "";
+  if (value.empty() || value == "thread" || value == "process")
+    return value.empty() ? "thread" : value;
+  throw std::invalid_argument("CODEFYUI_ISOLATION: '" + value
+                              + "' is neither 'thread' nor 'process' (where queued runs execute)");
 }
 
 int serve(const start_options& options) {
@@ -178,6 +192,8 @@ int serve(const start_options& options) {
     auto zmq_host = zmq_bind_host(options.host);
     cfg.zmq_endpoint = "tcp://" + zmq_host + ":" + std::to_string(zmq_port);
     cfg.zmq_curve = zmq_curve(zmq_host);
+    if (run_isolation(options) == "process")
+      cfg.run_process_binary = std::filesystem::read_symlink("/proc/self/exe");
     runtime = std::make_unique<cdui::server>(cfg);
   } catch (const std::invalid_argument& e) {
     spdlog::error("cannot start: {}", e.what());  // a bad setting, e.g. CODEFYUI_SIM_DEVICES
@@ -213,7 +229,7 @@ int serve(const start_options& options) {
   std::error_code ec;
   std::filesystem::remove(storage::server_json_path(home), ec);
   spdlog::info("stopped");
-  return exit_ok;
+  return exit_code_unless_runs_abandoned(exit_ok);
 }
 
 /// Starts `cdui start --foreground` detached from this terminal and waits until it answers.
@@ -233,6 +249,10 @@ int start_in_background(const start_options& options) {
   if (options.max_body_mb) {
     args.push_back("--max-body-mb");
     args.push_back(std::to_string(*options.max_body_mb));
+  }
+  if (!options.isolation.empty()) {
+    args.push_back("--isolation");
+    args.push_back(options.isolation);
   }
   auto started = start_daemon(
     args,

@@ -405,23 +405,9 @@ BOOST_AUTO_TEST_CASE(reads_need_the_token_when_asked_and_the_cli_sends_it) {
   std::map<std::string, std::string> env{{"CODEFYUI_HOME", home.path().string()},
                                          {"CODEFYUI_SIM_DEVICES", "1x1GiB"},
                                          {"CODEFYUI_HTTP_READ_TOKEN", "on"}};
-  auto cli = [&](std::vector<std::string> args) {
-    args.insert(args.begin(), CDUI_BINARY);
-    cdui::test::process p{args, env};
-    auto code = p.wait_for(120s);
-    BOOST_REQUIRE(code.has_value());
-    return std::make_tuple(*code, p.out(), p.err());
-  };
+  auto cli = [&](std::vector<std::string> args) { return cdui::test::run_cli(std::move(args), env); };
   // In the background, with the flag: the start's readiness probe reads /api/status with the token.
-  struct stop_guard {
-    std::filesystem::path home;
-    ~stop_guard() {
-      std::ifstream in{home / "server.json"};
-      auto j = nlohmann::json::parse(in, nullptr, false);
-      if (j.is_object() && j["pid"].is_number_integer())
-        ::kill(j["pid"].get<int>(), SIGKILL);
-    }
-  } guard{home.path()};
+  cdui::test::background_server_guard guard{home.path()};
   auto [started, out, err] = cli({"start", "--port", "0", "--max-body-mb", "1"});
   BOOST_REQUIRE_MESSAGE(started == 0, err);
   std::ifstream in{home.path() / "server.json"};

@@ -6,6 +6,8 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <tuple>
+#include <vector>
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -133,6 +135,29 @@ private:
   std::unique_ptr<process> proc_;
   int port_ = 0;
   std::string token_;
+};
+
+/// One `cdui` command with `env`, waited for (2 minutes at most): its exit code, stdout, stderr.
+inline std::tuple<int, std::string, std::string> run_cli(std::vector<std::string> args,
+                                                         const std::map<std::string, std::string>& env) {
+  args.insert(args.begin(), CDUI_BINARY);
+  process p{args, env};
+  auto code = p.wait_for(std::chrono::seconds(120));
+  if (!code)
+    throw std::runtime_error("cdui " + args.at(1) + " did not exit in 2 minutes: " + p.err());
+  return {*code, p.out(), p.err()};
+}
+
+/// Whatever a test does, a server it started in the background (`cdui start`) on `home` does not
+/// outlive it: killed by the pid in server.json.
+struct background_server_guard {
+  std::filesystem::path home;
+  ~background_server_guard() {
+    std::ifstream in{home / "server.json"};
+    auto j = nlohmann::json::parse(in, nullptr, false);
+    if (j.is_object() && j["pid"].is_number_integer())
+      ::kill(j["pid"].get<int>(), SIGKILL);
+  }
 };
 
 } // namespace cdui::test

@@ -281,23 +281,9 @@ BOOST_AUTO_TEST_CASE(a_server_that_cannot_listen_leaves_the_queued_runs_alone) {
 BOOST_AUTO_TEST_CASE(start_status_and_stop_from_the_command_line) {
   cdui::test::temp_home home;
   std::map<std::string, std::string> env{{"CODEFYUI_HOME", home.path().string()}};
-  auto cli = [&](std::vector<std::string> args) {
-    args.insert(args.begin(), CDUI_BINARY);
-    cdui::test::process p{args, env};
-    auto code = p.wait_for(120s);
-    BOOST_REQUIRE(code.has_value());
-    return std::make_tuple(*code, p.out(), p.err());
-  };
+  auto cli = [&](std::vector<std::string> args) { return cdui::test::run_cli(std::move(args), env); };
   // Whatever happens below, the background server must not outlive the test.
-  struct stop_guard {
-    std::filesystem::path home;
-    ~stop_guard() {
-      std::ifstream in{home / "server.json"};
-      auto j = nlohmann::json::parse(in, nullptr, false);
-      if (j.is_object() && j["pid"].is_number_integer())
-        ::kill(j["pid"].get<int>(), SIGKILL);
-    }
-  } guard{home.path()};
+  cdui::test::background_server_guard guard{home.path()};
   auto [started, out, err] = cli({"start", "--port", "0"});
   BOOST_TEST(started == 0, err);
   BOOST_TEST(out.find("cdui server started: http://127.0.0.1:") != std::string::npos, out);
