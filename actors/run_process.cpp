@@ -131,7 +131,8 @@ run_outcome execute_in_process(const std::filesystem::path& binary, const runtim
   } catch (const std::exception& e) {
     return {run_status::failed, std::string{"cannot prepare the run's process: "} + e.what(), "{}"};
   }
-  std::filesystem::remove(ctx.run_dir / "outcome.json");
+  std::error_code ec;  // an earlier attempt's outcome must not be read as this one's
+  std::filesystem::remove(ctx.run_dir / "outcome.json", ec);
   int out[2];
   if (::pipe2(out, O_CLOEXEC) != 0)
     return {run_status::failed, "cannot start the run's process (pipe: " + std::string{std::strerror(errno)} + ")", "{}"};

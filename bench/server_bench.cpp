@@ -56,6 +56,7 @@
 #include "runtime/validate.hpp"
 #include "storage/run_directory.hpp"
 #include "storage/run_store.hpp"
+#include "unit/test_graphs.hpp"
 
 using nlohmann::json;
 using namespace cdui;
@@ -512,25 +513,11 @@ void measure_http(const options& o) {
 
 /// A small training run: what a run costs beyond its training shows against it.
 run_request small_training_run() {
-  json g{{"nodes",
-          {{{"id", "data"}, {"type", "Dataset"}, {"params", {{"name", "moons"}, {"n_samples", 256}}}},
-           {{"id", "loader"}, {"type", "DataLoader"}, {"params", {{"batch_size", 32}}}},
-           {{"id", "model"},
-            {"type", "Model"},
-            {"params",
-             {{"layers",
-               {{{"type", "Linear"}, {"out_features", 16}}, {{"type", "ReLU"}},
-                {{"type", "Linear"}, {"out_features", 2}}}}}}},
-           {{"id", "loss"}, {"type", "Loss"}},
-           {{"id", "opt"}, {"type", "Optimizer"}, {"params", {{"name", "adam"}, {"lr", 0.01}}}},
-           {{"id", "loop"}, {"type", "TrainingLoop"}, {"params", {{"epochs", 1}}}}}},
-         {"edges",
-          {{{"from", "data.dataset"}, {"to", "loader.dataset"}},
-           {{"from", "data.dataset"}, {"to", "model.dataset"}},
-           {{"from", "model.model"}, {"to", "loop.model"}},
-           {{"from", "loader.dataloader"}, {"to", "loop.dataloader"}},
-           {{"from", "loss.loss_fn"}, {"to", "loop.loss_fn"}},
-           {{"from", "opt.optimizer"}, {"to", "loop.optimizer"}}}}};
+  auto g = cdui::test::training_graph_json({{"name", "moons"}, {"n_samples", 256}}, {{"batch_size", 32}},
+                                           {{{"type", "Linear"}, {"out_features", 16}},
+                                            {{"type", "ReLU"}},
+                                            {{"type", "Linear"}, {"out_features", 2}}},
+                                           {{"name", "adam"}, {"lr", 0.01}}, {{"epochs", 1}});
   run_request r;
   r.graph_json = g.dump();
   r.device = "cpu";
