@@ -51,8 +51,8 @@ std::variant<std::int64_t, std::string> parse_bytes(std::string_view text) {
   } catch (const std::exception&) {
     return "'" + std::string{text} + "' is not a size (e.g. 8GiB, 512MiB)";
   }
-  if (!(value > 0) || value * static_cast<double>(factor) > 9.0e18)
-    return "a size must be positive and below 8 EiB, got '" + std::string{text} + "'";
+  if (!(value * static_cast<double>(factor) >= 1) || value * static_cast<double>(factor) > 9.0e18)
+    return "a size must be at least 1 byte and below 8 EiB, got '" + std::string{text} + "'";
   return static_cast<std::int64_t>(value * static_cast<double>(factor));
 }
 
