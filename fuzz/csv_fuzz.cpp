@@ -10,26 +10,16 @@
 
 namespace {
 
-using nlohmann::json;
 
-struct variant {
-  json params;
-  cdui::runtime::validated_graph graph;
-};
-
-std::array<variant, 4>& variants() {
-  static std::array<variant, 4> all = [] {
+std::array<cdui::runtime::validated_graph, 4>& graphs() {
+  static auto all = [] {
     auto path = cdui::fuzz::data_file("input.csv").string();
-    std::array<json, 4> params{{
+    return cdui::fuzz::dataset_graphs<4>({{
       {{"name", "csv"}, {"path", path}},
       {{"name", "csv"}, {"path", path}, {"task", "regression"}},
       {{"name", "csv"}, {"path", path}, {"label_column", "label"}},
       {{"name", "csv"}, {"path", "input.csv"}, {"classes", {"a", "b", "0", "1"}}},
-    }};
-    std::array<variant, 4> out;
-    for (std::size_t i = 0; i < out.size(); ++i)
-      out[i] = {params[i], cdui::fuzz::dataset_graph(params[i])};
-    return out;
+    }});
   }();
   return all;
 }
@@ -38,7 +28,7 @@ std::array<variant, 4>& variants() {
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   (void)cdui::fuzz::scratch();
-  (void)variants();
+  (void)graphs();
   return 0;
 }
 
@@ -47,7 +37,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   std::string_view file{reinterpret_cast<const char*>(data) + 1, size - 1};
   cdui::fuzz::write_file(cdui::fuzz::data_file("input.csv"), file);
-  auto outcome = cdui::fuzz::run_dataset(variants()[data[0] % variants().size()].graph, "csv_fuzz");
+  auto outcome = cdui::fuzz::run_dataset(graphs()[data[0] % graphs().size()], "csv_fuzz");
   if (outcome.status == cdui::run_status::succeeded) {
     // One sample per line after the header, at most.
     long long lines = 0;

@@ -4,6 +4,8 @@
 // (CODEFYUI_DATA_ROOTS, runtime/file_access.hpp) and the run's folder, and one Dataset node run
 // through the real validator and engine, as a graph with that node alone would run.
 
+#include <array>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -56,6 +58,16 @@ inline runtime::validated_graph dataset_graph(const nlohmann::json& params) {
   if (auto* errors = std::get_if<std::vector<runtime::graph_error>>(&result))
     fail("dataset_harness", "the harness's graph does not validate: " + runtime::to_string(*errors));
   return std::get<runtime::validated_graph>(std::move(result));
+}
+
+/// One graph of a lone Dataset node for each set of params: the variants an input's first byte
+/// picks among, validated once.
+template <std::size_t N>
+std::array<runtime::validated_graph, N> dataset_graphs(const std::array<nlohmann::json, N>& params) {
+  std::array<runtime::validated_graph, N> graphs;
+  for (std::size_t i = 0; i < N; ++i)
+    graphs[i] = dataset_graph(params[i]);
+  return graphs;
 }
 
 /// Executes the graph on the CPU, one thread, events dropped. A node's failure is an outcome, not

@@ -37,10 +37,7 @@
 
 #include "actors/server.hpp"
 #include "apps/http_api.hpp"
-#if __has_include("apps/http_guard.hpp")
 #include "apps/http_guard.hpp"
-#define CDUI_FUZZ_HTTP_GUARD 1
-#endif
 
 namespace {
 
@@ -54,11 +51,7 @@ constexpr int reply_timeout_ms = 2000;
 struct harness {
   std::filesystem::path home;
   std::unique_ptr<cdui::server> runtime;
-#ifdef CDUI_FUZZ_HTTP_GUARD
   std::unique_ptr<cdui::apps::http_guard> http;
-#else
-  std::unique_ptr<httplib::Server> http;
-#endif
   std::thread listener;
   int port = 0;
   std::uint64_t inputs = 0;
@@ -227,11 +220,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   cfg.sim_devices = "1GiB";
   cfg.token = token;
   h->runtime = std::make_unique<cdui::server>(cfg);
-#ifdef CDUI_FUZZ_HTTP_GUARD
   h->http = std::make_unique<cdui::apps::http_guard>(cdui::apps::http_limits{});
-#else
-  h->http = std::make_unique<httplib::Server>();
-#endif
   h->http->new_task_queue = [] { return new httplib::ThreadPool(8); };
   h->http->set_tcp_nodelay(true);
   cdui::apps::http_api_options api;

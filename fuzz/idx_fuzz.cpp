@@ -20,13 +20,13 @@ namespace {
 constexpr std::array<int, 4> limits{0, 1, 3, 100};
 
 std::array<cdui::runtime::validated_graph, 4>& graphs() {
-  static std::array<cdui::runtime::validated_graph, 4> all = [] {
-    std::array<cdui::runtime::validated_graph, 4> out;
-    for (std::size_t i = 0; i < out.size(); ++i)
-      out[i] = cdui::fuzz::dataset_graph({{"name", "fashion_mnist"},
-                                          {"root", (cdui::fuzz::scratch() / "data").string()},
-                                          {"limit", limits[i]}});
-    return out;
+  static auto all = [] {
+    std::array<nlohmann::json, 4> params;
+    for (std::size_t i = 0; i < params.size(); ++i)
+      params[i] = {{"name", "fashion_mnist"},
+                   {"root", (cdui::fuzz::scratch() / "data").string()},
+                   {"limit", limits[i]}};
+    return cdui::fuzz::dataset_graphs(params);
   }();
   return all;
 }

@@ -74,8 +74,8 @@ void note_bad_value(const std::string& problem, const char* type) {
     if (s == what)
       return;
   seen.push_back(what);
-  std::fprintf(stderr, "wire_fuzz: note: a %s frame decoded with %s (known finding)\n", type,
-               problem.c_str());
+  std::fprintf(stderr, "wire_fuzz: note: a frame of type %s decoded with %s (a known finding)\n",
+               type, problem.c_str());
 }
 
 template <class T>
