@@ -70,13 +70,26 @@ at::Tensor read_idx(input_file file, std::int64_t limit) {
   if (bytes.size() < 4 || bytes[0] != 0 || bytes[1] != 0 || bytes[2] != 0x08)
     throw node_error(path + " is not an IDX file of unsigned bytes");
   auto rank = static_cast<std::size_t>(static_cast<unsigned char>(bytes[3]));
+  auto header = 4 + 4 * rank;
+  if (rank == 0)
+    throw node_error(path + " has no dimensions (an IDX dataset needs at least its samples')");
+  if (bytes.size() < header)
+    throw node_error(path + " is truncated: its header says " + std::to_string(rank)
+                     + " dimensions, but the file ends within them");
+  // The element count, checked against the bytes there are at each step, so that no product of
+  // dimensions can overflow (here, or in the tensor's strides).
   std::vector<std::int64_t> dims;
   std::size_t count = 1;
   for (std::size_t i = 0; i < rank; ++i) {
-    dims.push_back(big_endian_u32(bytes, 4 + 4 * i));
-    count *= static_cast<std::size_t>(dims.back());
+    auto d = big_endian_u32(bytes, 4 + 4 * i);
+    if (d == 0)
+      throw node_error(path + " has no samples: its dimension " + std::to_string(i + 1) + " is 0");
+    if (count > (bytes.size() - header) / d)
+      throw node_error(path + " is truncated: its dimensions say more bytes than the file's "
+                       + std::to_string(bytes.size()));
+    count *= d;
+    dims.push_back(static_cast<std::int64_t>(d));
   }
-  auto header = 4 + 4 * rank;
   if (bytes.size() != header + count)
     throw node_error(path + " is truncated: expected " + std::to_string(header + count)
                      + " bytes, found " + std::to_string(bytes.size()));
@@ -96,6 +109,13 @@ dataset_value fashion_mnist(node_call& call) {
                          limit);
   auto labels = read_idx(open_data(call, "root", root + "/" + prefix + "-labels-idx1-ubyte.gz", hint),
                          limit);
+  if (images.dim() != 3 || labels.dim() != 1 || images.size(0) != labels.size(0)) {
+    std::ostringstream shapes;
+    shapes << "param 'root': " << text::quoted(root) << " holds " << prefix << "-images of shape "
+           << images.sizes() << " and " << prefix << "-labels of shape " << labels.sizes()
+           << "; they must be N x height x width and N";
+    throw node_error(shapes.str());
+  }
   dataset_value d;
   d.name = "fashion_mnist";
   d.inputs = ((images.to(torch::kFloat32) / 255.0 - fashion_mnist_mean) / fashion_mnist_std)

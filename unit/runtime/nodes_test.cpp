@@ -162,6 +162,43 @@ BOOST_AUTO_TEST_CASE(fashion_mnist_from_a_missing_folder_says_where_it_looked) {
                       {(home.path() / "nowhere" / "train-images-idx3-ubyte.gz").string()});
 }
 
+BOOST_AUTO_TEST_CASE(damaged_idx_files_fail_their_node_with_what_is_wrong) {
+  // The three inputs idx_fuzz found crashing read_idx (docs/fuzzing.md), and shapes that disagree.
+  cdui::test::temp_home home;
+  auto root = home.path() / "idx";
+  std::filesystem::create_directories(root);
+  auto idx = [](std::vector<std::uint32_t> dims, std::size_t payload) {
+    std::string bytes{'\0', '\0', '\x08', static_cast<char>(dims.size())};
+    for (auto d : dims)
+      for (int shift : {24, 16, 8, 0})
+        bytes += static_cast<char>((d >> shift) & 0xFF);
+    return bytes + std::string(payload, '\x01');
+  };
+  auto write = [&](const std::string& name, const std::string& bytes) {
+    std::ofstream{root / (std::string{"train-"} + name + "-ubyte.gz"), std::ios::binary} << bytes;
+  };
+  struct damage {
+    std::string images;
+    std::string labels;
+    int limit;
+    std::string says;
+  };
+  std::string labels_of_2 = idx({2}, 2);
+  for (const auto& c : std::vector<damage>{
+         {idx({2, 2, 2}, 8).substr(0, 10), labels_of_2, 0, "the file ends within them"},
+         {idx({}, 0), labels_of_2, 5, "has no dimensions"},
+         {idx({0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF}, 16), labels_of_2, 0,
+          "its dimensions say more bytes than the file's"},
+         {idx({0, 0xFFFFFFFF, 0xFFFFFFFF}, 0), labels_of_2, 0, "has no samples: its dimension 1 is 0"},
+         {idx({2, 2, 2}, 8), idx({3}, 3), 0, "they must be N x height x width and N"}}) {
+    write("images-idx3", c.images);
+    write("labels-idx1", c.labels);
+    json doc = dataset_and_model({{"name", "fashion_mnist"}, {"root", root.string()}, {"limit", c.limit}},
+                                 R"([{"type": "Flatten"}])"_json);
+    expect_node_failure(run_graph(doc, home.path()), "Dataset", "data", {c.says});
+  }
+}
+
 BOOST_AUTO_TEST_CASE(generated_datasets_have_the_asked_sizes_and_shapes) {
   cdui::test::temp_home home;
   struct expected {
