@@ -76,6 +76,16 @@ inline void CEREAL_LOAD_FUNCTION_NAME(PortableBinaryInputArchive& ar, std::strin
     throw Exception("a string that is not UTF-8");
 }
 
+/// A bool travels as one byte; any other value than 0 or 1 would decode to a bool that it is
+/// undefined behaviour to read (found by wire_fuzz): the frame is malformed instead.
+inline void CEREAL_LOAD_FUNCTION_NAME(PortableBinaryInputArchive& ar, bool& b) {
+  std::uint8_t byte = 0;
+  ar.loadBinary<sizeof byte>(&byte, sizeof byte);
+  if (byte > 1)
+    throw Exception("a bool of " + std::to_string(byte));
+  b = byte == 1;
+}
+
 } // namespace cereal
 
 namespace cdui::wire {
@@ -154,6 +164,21 @@ bool read(std::string_view frame, std::string* why, Ts&... xs) {
   return error.empty() || fail(std::move(error));
 }
 
+/// What a payload that decoded may still not say: empty when it is fine.
+template <class T>
+std::string invalid(const T&) {
+  return "";
+}
+
+/// An end is final: a run_done that says queued, running or a number past the last status would be
+/// recorded as the run's end (found by wire_fuzz).
+std::string invalid(const run_done& d) {
+  auto n = static_cast<int>(d.outcome.status);
+  if (n < 0 || n > static_cast<int>(run_status::interrupted) || !is_final(d.outcome.status))
+    return "a run_done whose status " + std::to_string(n) + " is not an end";
+  return "";
+}
+
 } // namespace
 
 std::string encode_envelope(const envelope& e) {
@@ -192,6 +217,11 @@ std::optional<T> decode(std::string_view frame, std::string* why) {
   T x;
   if (!read(frame, why, x))
     return std::nullopt;
+  if (auto reason = invalid(x); !reason.empty()) {
+    if (why != nullptr)
+      *why = std::move(reason);
+    return std::nullopt;
+  }
   return x;
 }
 

@@ -171,4 +171,19 @@ BOOST_AUTO_TEST_CASE(a_string_that_is_not_utf8_makes_the_frame_malformed_with_th
   BOOST_TEST(!why.empty());
 }
 
+BOOST_AUTO_TEST_CASE(a_bool_byte_past_1_and_a_run_done_that_is_no_end_are_malformed) {
+  // What wire_fuzz found decoding: a bool holding 2, and an end whose status is still running.
+  auto frame = wire::encode(stop_run{"a1b2c3d4", true});
+  BOOST_TEST(static_cast<int>(frame.back()) == 1);
+  frame.back() = 2;
+  std::string why;
+  BOOST_TEST(!wire::decode<stop_run>(frame, &why).has_value());
+  BOOST_TEST(why == "a bool of 2");
+  run_done done{"a1b2c3d4", {run_status::running, "", "{}"}, 7};
+  BOOST_TEST(!wire::decode<run_done>(wire::encode(done), &why).has_value());
+  BOOST_TEST(why == "a run_done whose status 1 is not an end");
+  done.outcome.status = run_status::failed;
+  BOOST_TEST(wire::decode<run_done>(wire::encode(done)).has_value());
+}
+
 BOOST_AUTO_TEST_SUITE_END()
