@@ -96,8 +96,20 @@ run_suite() {
   nice -n 10 cmake --build "$build" -j "$jobs" --target "$@"
   t1=$(date +%s)
   echo "sanitize: $name: built $* in $(( t1 - t0 )) s"
-  local status=0
-  nice -n 10 ctest --test-dir "$build" --output-on-failure -j "$jobs" -R "$(regex_for "$@")" || status=$?
+  local status=0 regex
+  regex=$(regex_for "$@")
+  if [[ " $* " == *" unit_runtime "* ]] && [ "$sanitizers" != thread ]; then
+    # The runtime's tests load checkpoints through libtorch, whose one known leak (lsan.supp) is
+    # recognised only from the whole allocation stack: libtorch has no frame pointers, so these
+    # tests unwind slowly (fast_unwind_on_malloc=0; about 10x the time, which the integration
+    # tests, worker_test most, would need too many minutes for).
+    ASAN_OPTIONS="fast_unwind_on_malloc=0:$ASAN_OPTIONS" nice -n 10 ctest --test-dir "$build" \
+      --output-on-failure -j "$jobs" -R '^unit\.runtime\.' || status=$?
+    nice -n 10 ctest --test-dir "$build" --output-on-failure -j "$jobs" -R "$regex" \
+      -E '^unit\.runtime\.' || status=$?
+  else
+    nice -n 10 ctest --test-dir "$build" --output-on-failure -j "$jobs" -R "$regex" || status=$?
+  fi
   t2=$(date +%s)
   echo "sanitize: $name: tests took $(( t2 - t1 )) s ($([ $status -eq 0 ] && echo clean || echo FAILED))"
   return $status
