@@ -5,8 +5,7 @@
 // bits 1-2: the node's limit, 0, 1, 3 or 100), a 2-byte little-endian length of the images file,
 // the images file, then the labels file. zlib reads a file that is not gzip as it is.
 //
-// Inputs that hit a crash already reported in docs/fuzzing.md ("Findings") are skipped, so that
-// fuzzing goes on past it, until datasets.cpp is fixed; CDUI_IDX_FUZZ_KNOWN=1 runs them too.
+// The crashes it found (docs/fuzzing.md, F1-F3) are in its corpus (crash-*).
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -45,31 +44,6 @@ void write(const std::string& name, std::string_view bytes, bool gzip) {
   gzclose(gz);
 }
 
-/// Which known crash of read_idx an IDX file would hit, or nullptr (see docs/fuzzing.md).
-const char* known_crash(std::string_view file, int limit) {
-  if (file.size() < 4 || file[0] != 0 || file[1] != 0 || file[2] != 8)
-    return nullptr;  // refused before any dimension is read
-  auto rank = static_cast<std::size_t>(static_cast<unsigned char>(file[3]));
-  if (file.size() < 4 + 4 * rank)
-    return "F1: a rank larger than the header holds";
-  if (rank == 0 && limit > 0)
-    return "F2: rank 0 with a limit";
-  // The product of the dimensions that are not 0 (a 0 makes the element count 0, whatever the
-  // others): past 2^62 a tensor's strides overflow inside libtorch.
-  double product = 1;
-  for (std::size_t i = 0; i < rank; ++i) {
-    auto d = static_cast<std::uint32_t>(static_cast<unsigned char>(file[4 + 4 * i])) << 24
-             | static_cast<std::uint32_t>(static_cast<unsigned char>(file[5 + 4 * i])) << 16
-             | static_cast<std::uint32_t>(static_cast<unsigned char>(file[6 + 4 * i])) << 8
-             | static_cast<std::uint32_t>(static_cast<unsigned char>(file[7 + 4 * i]));
-    if (d != 0)
-      product *= d;
-  }
-  if (product > 4.0e18)
-    return "F3: dimensions whose product overflows";
-  return nullptr;
-}
-
 } // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
@@ -85,11 +59,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::size_t images_size = data[1] | (std::size_t{data[2]} << 8);
   std::string_view rest{reinterpret_cast<const char*>(data) + 3, size - 3};
   images_size = std::min(images_size, rest.size());
-  static const bool run_known = std::getenv("CDUI_IDX_FUZZ_KNOWN") != nullptr;
-  int limit = limits[(flags >> 1) % 4];
-  if (!run_known && (known_crash(rest.substr(0, images_size), limit)
-                     || known_crash(rest.substr(images_size), limit)))
-    return -1;  // not added to the corpus
   write("train-images-idx3-ubyte.gz", rest.substr(0, images_size), flags & 1);
   write("train-labels-idx1-ubyte.gz", rest.substr(images_size), flags & 1);
   auto outcome = cdui::fuzz::run_dataset(graphs()[(flags >> 1) % 4], "idx_fuzz");
