@@ -21,20 +21,22 @@
 
 namespace cdui::fuzz {
 
-/// The fuzzer's own temporary folder, made once per process and removed at exit.
+/// The fuzzer's own temporary folder, made once per process and removed at exit. Held on the heap
+/// and never destroyed: the atexit handler that removes it runs after the statics made later.
 inline const std::filesystem::path& scratch() {
-  static const std::filesystem::path dir = [] {
-    auto base = std::filesystem::temp_directory_path() / ("cdui-fuzz-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(base / "data");
-    std::filesystem::create_directories(base / "run");
-    ::setenv("CODEFYUI_DATA_ROOTS", (base / "data").c_str(), 1);
+  static const std::filesystem::path* dir = [] {
+    auto* base = new std::filesystem::path{std::filesystem::temp_directory_path()
+                                           / ("cdui-fuzz-" + std::to_string(::getpid()))};
+    std::filesystem::create_directories(*base / "data");
+    std::filesystem::create_directories(*base / "run");
+    ::setenv("CODEFYUI_DATA_ROOTS", (*base / "data").c_str(), 1);
     std::atexit([] {
       std::error_code ignored;
       std::filesystem::remove_all(scratch(), ignored);
     });
     return base;
   }();
-  return dir;
+  return *dir;
 }
 
 inline std::filesystem::path data_file(const std::string& name) { return scratch() / "data" / name; }
