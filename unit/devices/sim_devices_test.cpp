@@ -48,6 +48,10 @@ BOOST_AUTO_TEST_CASE(a_bad_entry_is_named) {
   BOOST_TEST(err.find("'0x1GiB'") != std::string::npos, err);
   err = std::get<std::string>(parse_sim_devices("2x8GiB,lots"));
   BOOST_TEST(err.find("'lots'") != std::string::npos, err);
+  // Found by slot_limits_fuzz: a size below one byte made a card of 0 bytes.
+  BOOST_TEST(std::holds_alternative<std::string>(parse_sim_devices("0.15")));
+  BOOST_TEST(std::holds_alternative<std::string>(parse_bytes("0.5B")));
+  BOOST_TEST(std::get<std::int64_t>(parse_bytes("1B")) == 1);
 }
 
 BOOST_AUTO_TEST_CASE(the_inventory_offers_sim_cards_as_single_slot_accelerators) {
