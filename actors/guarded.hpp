@@ -12,6 +12,8 @@
 #include <caf/sec.hpp>
 #include <spdlog/spdlog.h>
 
+#include "messages/text.hpp"
+
 namespace cdui::actors {
 
 namespace detail {
@@ -24,13 +26,7 @@ struct is_result<caf::result<Ts...>> : std::true_type {};
 
 /// The error a handler's exception becomes; the facade reads its context as the refusal's text.
 inline caf::error handler_error(const char* actor, std::exception_ptr ep) {
-  std::string what = "an unknown exception";
-  try {
-    std::rethrow_exception(ep);
-  } catch (const std::exception& e) {
-    what = e.what();
-  } catch (...) {
-  }
+  auto what = text::what_of(ep);
   spdlog::error("{}: a message handler failed, the actor goes on: {}", actor, what);
   return caf::make_error(caf::sec::runtime_error, std::string{actor} + " failed: " + what);
 }

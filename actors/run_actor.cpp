@@ -1,6 +1,7 @@
 #include "actors/run_actor.hpp"
 
 #include <chrono>
+#include <cstdio>
 
 #include <caf/all.hpp>
 #include <nlohmann/json.hpp>
@@ -233,11 +234,9 @@ void miss_stop_deadline(self_ptr self) {
     std::lock_guard lock{st.buffer->mutex};
     where = st.buffer->current_node;
   }
-  auto seconds = std::to_string(st.setup.stop_deadline_ms / 1000.0);
-  seconds.erase(seconds.find_last_not_of('0') + 1);
-  if (seconds.back() == '.')
-    seconds.pop_back();
-  auto reason = "the run did not stop within " + seconds + " s of its "
+  char seconds[32];  // "10", "0.2": as the registry writes its grace
+  std::snprintf(seconds, sizeof seconds, "%g", static_cast<double>(st.setup.stop_deadline_ms) / 1000.0);
+  auto reason = "the run did not stop within " + std::string{seconds} + " s of its "
                 + (st.interrupt->load() ? "server's stop" : "cancel")
                 + (where.empty() ? std::string{} : "; " + where + " was executing")
                 + " and never reached a stop check (CODEFYUI_STOP_DEADLINE_S); "

@@ -160,9 +160,9 @@ worker_devices(const run_request& req, const runtime::validated_graph& g,
 struct prepared_run {
   run_setup setup;
   std::vector<std::string> keys;
-  std::optional<std::string> warning;
-  /// Why a queued run executes on a thread although runs are isolated in processes.
-  std::optional<std::string> isolation_fallback;
+  /// The run's first events: run_warning {kind, message}, e.g. a device_fallback, or an
+  /// isolation_fallback (a queued run on a thread although runs are isolated in processes).
+  std::vector<std::pair<std::string, std::string>> warnings;
   /// A run for any worker or the one-shot pool: placed when a slot of its kind is free.
   std::optional<floating_run> floating;
 };
@@ -269,7 +269,8 @@ std::variant<prepared_run, submit_result> prepare(self_ptr self, const run_reque
     p.keys = {resolved.name};
     // A node's device falls back with its own warning when it runs; warn here only for the option.
     if (!req.device.empty()) {
-      p.warning = resolved.fallback_warning;
+      if (resolved.fallback_warning)
+        p.warnings.emplace_back("device_fallback", *resolved.fallback_warning);
       run_device = resolved.name;
     }
   }
@@ -306,10 +307,11 @@ std::variant<prepared_run, submit_result> prepare(self_ptr self, const run_reque
   if (!st.cfg.exec_binary.empty() && req.lane != "interactive") {
     // The stores live in this process's memory; a run that uses them stays beside them.
     if (req.record_outputs || req.weights_persistent)
-      p.isolation_fallback = std::string{"option '"}
-                             + (req.record_outputs ? "record_outputs" : "weights_persistent")
-                             + "' uses the server's in-memory stores, so this run executes on a "
-                               "thread of the server, not in a process of its own";
+      p.warnings.emplace_back("isolation_fallback",
+                              std::string{"option '"}
+                                + (req.record_outputs ? "record_outputs" : "weights_persistent")
+                                + "' uses the server's in-memory stores, so this run executes on "
+                                  "a thread of the server, not in a process of its own");
     else
       p.setup.exec_binary = st.cfg.exec_binary;
   }
@@ -330,14 +332,9 @@ void launch(self_ptr self, prepared_run p, const run_request& req) {
   p.setup.context.run_id = id;
   p.setup.context.run_dir = p.setup.dir->path();
   auto run = self->spawn(run_actor, std::move(p.setup), caf::actor_cast<caf::actor>(self));
-  if (p.warning) {
-    nlohmann::json data{{"kind", "device_fallback"}, {"message", *p.warning}};
-    self->send(run, atoms::append::value, std::string{"run_warning"}, json_text(data));
-  }
-  if (p.isolation_fallback) {
-    nlohmann::json data{{"kind", "isolation_fallback"}, {"message", *p.isolation_fallback}};
-    self->send(run, atoms::append::value, std::string{"run_warning"}, json_text(data));
-  }
+  for (const auto& [kind, message] : p.warnings)
+    self->send(run, atoms::append::value, std::string{"run_warning"},
+               json_text(nlohmann::json{{"kind", kind}, {"message", message}}));
   st.runs.emplace(id, run);
   if (req.lane == "interactive") {
     st.interactive.emplace(id, req.session);

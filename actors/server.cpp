@@ -157,8 +157,8 @@ struct server::impl {
                          std::forward<Ts>(xs)...);
   }
 
-  /// The worker registry answers within its own time limits (an agent asked for outputs: 10 s);
-  /// a caller never waits on it for longer than this.
+  /// The worker registry answers within its own time limits (an agent asked for outputs: 10 s),
+  /// well inside the deadline of every request.
   template <class T, class... Ts>
   std::optional<T> ask_registry(bool throw_errors, Ts&&... xs) {
     return ask_actor<T>(registry, throw_errors, std::forward<Ts>(xs)...);

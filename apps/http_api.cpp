@@ -640,14 +640,8 @@ void mount_http_api(httplib::Server& http, cdui::server& runtime, http_api_optio
   http.set_exception_handler(
     [](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) noexcept {
       try {
-        std::string what = "unknown error";
-        try {
-          std::rethrow_exception(ep);
-        } catch (const std::exception& e) {
-          what = e.what();
-        } catch (...) {
-        }
-        auto detail = text::to_utf8(req.method + " " + req.path + " failed: " + what);
+        auto detail = text::to_utf8(req.method + " " + req.path + " failed: "
+                                    + text::what_of(ep, "unknown error"));
         spdlog::error("HTTP {}", detail);
         refuse(res, 500, detail);
       } catch (...) {

@@ -96,4 +96,14 @@ std::string quoted(std::string_view s, std::size_t max_chars) {
   return out + "'";
 }
 
+std::string what_of(std::exception_ptr ep, std::string_view unknown) {
+  try {
+    std::rethrow_exception(ep);
+  } catch (const std::exception& e) {
+    return to_utf8(e.what());
+  } catch (...) {
+  }
+  return std::string{unknown};
+}
+
 } // namespace cdui::text

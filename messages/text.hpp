@@ -1,5 +1,6 @@
 #pragma once
 
+#include <exception>
 #include <string>
 #include <string_view>
 
@@ -20,5 +21,9 @@ namespace cdui::text {
 /// U+FFFD, control characters written as \xNN, at most `max_chars` characters kept ("..." marks
 /// a cut).
 [[nodiscard]] std::string quoted(std::string_view s, std::size_t max_chars = 80);
+
+/// What a caught exception says (its what(), as UTF-8), or `unknown` for one that is no
+/// std::exception: for the message of a handler that failed.
+[[nodiscard]] std::string what_of(std::exception_ptr ep, std::string_view unknown = "an unknown exception");
 
 } // namespace cdui::text
