@@ -15,7 +15,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include "actors/agent.hpp"
+#include "actors/agent/agent.hpp"
 #include "apps/client_commands.hpp"
 #include "apps/daemon.hpp"
 #include "apps/run_command.hpp"

@@ -11,8 +11,8 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
-#include "actors/run_options.hpp"
-#include "actors/worker_table.hpp"
+#include "actors/server/run_options.hpp"
+#include "actors/policy/worker_table.hpp"
 #include "apps/http_api.hpp"
 #include "apps/interrupt.hpp"
 #include "apps/progress_printer.hpp"
@@ -282,9 +282,9 @@ int cancel_command(const std::string& run_id) {
 
 int worker_action_command(worker_action action, const std::string& name,
                           const std::string& server_host) {
-  if (!actors::is_valid_worker_name(name)) {
+  if (!policy::is_valid_worker_name(name)) {
     std::fprintf(stderr, "cdui: '%s' is not a worker name (%s)\n", name.c_str(),
-                 actors::worker_name_rule);
+                 policy::worker_name_rule);
     return exit_usage;
   }
   auto home = storage::default_home();

@@ -12,6 +12,7 @@
 
 #include "apps/run_command.hpp"
 #include "devices/host_inventory.hpp"
+#include "messages/clock.hpp"
 #include "messages/json_text.hpp"
 #include "runtime/engine.hpp"
 #include "runtime/stored_values.hpp"
@@ -39,12 +40,6 @@ std::string read_text(const std::filesystem::path& file) {
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
-}
-
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-           std::chrono::system_clock::now().time_since_epoch())
-    .count();
 }
 
 void write_outcome(const std::filesystem::path& run_dir, const run_outcome& o) {

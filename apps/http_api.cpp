@@ -15,8 +15,8 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "actors/run_options.hpp"
-#include "actors/server.hpp"
+#include "actors/server/run_options.hpp"
+#include "actors/server/server.hpp"
 #include "devices/device.hpp"
 #include "messages/json_text.hpp"
 #include "messages/text.hpp"

@@ -6,7 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "actors/run_actor.hpp"
+#include "actors/server/run_actor.hpp"
 
 namespace cdui::apps {
 

@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "actors/server.hpp"
+#include "actors/server/server.hpp"
 #include "apps/client_commands.hpp"
 #include "apps/interrupt.hpp"
 #include "apps/progress_printer.hpp"

@@ -21,7 +21,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include "actors/server.hpp"
+#include "actors/server/server.hpp"
 #include "apps/daemon.hpp"
 #include "apps/http_api.hpp"
 #include "apps/http_guard.hpp"

@@ -1,5 +1,5 @@
 // The run queue's speed from the inside out, measured side by side in one run:
-//   1. the admission policy alone (actors::admission, plain C++): --runs run ids spread round robin
+//   1. the admission policy alone (policy::admission, plain C++): --runs run ids spread round robin
 //      over --devices keys sim:0..sim:N-1 (limit 1 each, as accelerators have) are enqueued, then
 //      the oldest running run is released and admit() called, one run at a time as the run queue's
 //      `ended` handler does, until every run has been admitted. Timed: the enqueues and the whole
@@ -50,8 +50,8 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
-#include "actors/admission.hpp"
-#include "actors/server.hpp"
+#include "actors/policy/admission.hpp"
+#include "actors/server/server.hpp"
 #include "apps/http_api.hpp"
 #include "runtime/validate.hpp"
 #include "storage/run_directory.hpp"
@@ -190,7 +190,7 @@ struct admission_round {
 /// One round: every run enqueued, then release-oldest + admit() until all were admitted.
 admission_round admit_all(const std::vector<std::string>& ids,
                           const std::vector<std::vector<std::string>>& keys, int devices) {
-  actors::admission policy;
+  policy::admission policy;
   for (int d = 0; d < devices; ++d)
     policy.set_limit(sim_key(d), 1);
   admission_round r;

@@ -67,6 +67,7 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include "messages/clock.hpp"
 #include "messages/version.hpp"
 #include "messages/wire.hpp"
 #include "messages/worker.hpp"
@@ -174,12 +175,6 @@ double seconds_since(bench_clock::time_point start) {
 
 double ms_between(bench_clock::time_point a, bench_clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
-}
-
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-           std::chrono::system_clock::now().time_since_epoch())
-    .count();
 }
 
 /// CPU seconds this process has used, all threads.

@@ -35,7 +35,7 @@
 
 #include <httplib.h>
 
-#include "actors/server.hpp"
+#include "actors/server/server.hpp"
 #include "apps/http_api.hpp"
 #include "apps/http_guard.hpp"
 

@@ -1,4 +1,4 @@
-// libFuzzer target: the operator's slot-limit overrides (actors/slot_limits.hpp,
+// libFuzzer target: the operator's slot-limit overrides (actors/policy/slot_limits.hpp,
 // CODEFYUI_RUN_QUEUE_MAX_CONCURRENT) and the simulated-card spec (devices/sim_devices.hpp,
 // CODEFYUI_SIM_DEVICES and --sim-devices). The first byte picks the parser (and the current CUDA
 // card); the rest is the variable's value. Checks what the headers promise: a bad entry is a
@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "actors/slot_limits.hpp"
+#include "actors/policy/slot_limits.hpp"
 #include "devices/sim_devices.hpp"
 
 namespace {
@@ -28,7 +28,7 @@ std::size_t entries(std::string_view text) {
 }
 
 void slot_limits(std::string_view text, int current_cuda) {
-  auto parsed = cdui::actors::parse_slot_limits(text, current_cuda);
+  auto parsed = cdui::policy::parse_slot_limits(text, current_cuda);
   if (parsed.limits.size() + parsed.warnings.size() > entries(text))
     fail("more limits and warnings than entries");
   for (const auto& [key, limit] : parsed.limits) {
@@ -38,7 +38,7 @@ void slot_limits(std::string_view text, int current_cuda) {
       fail("a limit below 1 for '" + key + "'");
   }
   for (const auto& w : parsed.warnings)
-    if (w.rfind(cdui::actors::slot_limits_env, 0) != 0)
+    if (w.rfind(cdui::policy::slot_limits_env, 0) != 0)
       fail("a warning that does not name the variable: " + w);
 }
 

@@ -6,7 +6,7 @@
 
 #include <caf/all.hpp>
 
-#include "actors/guarded.hpp"
+#include "actors/common/guarded.hpp"
 
 using namespace cdui;
 

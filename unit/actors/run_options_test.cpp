@@ -2,7 +2,7 @@
 // name is measured in characters.
 #include <boost/test/unit_test.hpp>
 
-#include "actors/run_options.hpp"
+#include "actors/server/run_options.hpp"
 
 using namespace cdui;
 using nlohmann::json;

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "actors/server.hpp"
+#include "actors/server/server.hpp"
 #include "unit/test_graphs.hpp"
 #include "unit/test_home.hpp"
 

@@ -9,7 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace cdui::actors {
+namespace cdui::policy {
 
 /// The admission policy of the run queue: one FIFO per device key, each device admitting at most its
 /// limit of runs at once. A run names one device or a device set; it starts when it is at the front
@@ -115,4 +115,4 @@ private:
   std::set<std::string> dirty_;
 };
 
-} // namespace cdui::actors
+} // namespace cdui::policy

@@ -13,6 +13,7 @@
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
 
+#include "actors/common/curve_keys.hpp"
 #include "messages/wire.hpp"
 
 namespace cdui::actors {
@@ -29,22 +30,6 @@ struct bridge_stats {
   /// Messages refused, by wire::refusal (too_large, malformed, wrong_version, unknown_type).
   std::array<std::uint64_t, 4> refused{};
 };
-
-/// A CURVE key pair, each key in Z85 (40 characters).
-struct curve_keys {
-  std::string public_key;
-  std::string secret_key;
-};
-
-/// A fresh key pair (an agent makes one per process).
-[[nodiscard]] curve_keys make_curve_keys();
-
-/// The server's key pair, kept in `file` (0600) so that enrollment commands stay valid across
-/// restarts; created on first use. Throws std::runtime_error naming the file when it cannot.
-[[nodiscard]] curve_keys load_or_create_curve_keys(const std::filesystem::path& file);
-
-/// Whether `key` is a CURVE key in Z85 (40 characters that decode to 32 bytes).
-[[nodiscard]] bool is_curve_key(const std::string& key);
 
 /// The server's end of the wire (DESIGN.md, "Wire"): a ZeroMQ ROUTER socket on a thread of its
 /// own, never a CAF scheduler thread. A message from an agent is [identity][envelope][payload]; one

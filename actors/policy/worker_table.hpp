@@ -10,7 +10,7 @@
 
 #include "messages/worker.hpp"
 
-namespace cdui::actors {
+namespace cdui::policy {
 
 /// Whether `name` may name a worker: 1 to 64 of [A-Za-z0-9._-], not starting with '.' or '-', and
 /// not a word options.target.worker gives another meaning (local, any). It
@@ -133,4 +133,4 @@ private:
   std::deque<refused_connection> refused_;
 };
 
-} // namespace cdui::actors
+} // namespace cdui::policy

@@ -1,4 +1,4 @@
-#include "actors/run_queue.hpp"
+#include "actors/server/run_queue.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -10,10 +10,11 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "actors/guarded.hpp"
-#include "actors/run_actor.hpp"
-#include "actors/run_options.hpp"
+#include "actors/common/guarded.hpp"
+#include "actors/server/run_actor.hpp"
+#include "actors/server/run_options.hpp"
 #include "devices/device.hpp"
+#include "messages/clock.hpp"
 #include "messages/atoms.hpp"
 #include "messages/json_text.hpp"
 #include "messages/run_outcome.hpp"
@@ -29,12 +30,6 @@ namespace {
 const auto ignore_error = [](caf::error&) {};
 
 using self_ptr = caf::stateful_actor<run_queue_state>*;
-
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-           std::chrono::system_clock::now().time_since_epoch())
-    .count();
-}
 
 std::string new_run_id(const run_queue_state& st) {
   static std::mt19937_64 gen{std::random_device{}()};

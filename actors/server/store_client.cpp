@@ -1,10 +1,10 @@
-#include "actors/store_client.hpp"
+#include "actors/server/store_client.hpp"
 
 #include <chrono>
 
 #include <caf/all.hpp>
 
-#include "actors/cache_store.hpp"
+#include "actors/server/cache_store.hpp"
 #include "messages/atoms.hpp"
 
 namespace cdui::actors {

@@ -13,9 +13,9 @@
 #include <caf/response_promise.hpp>
 #include <caf/stateful_actor.hpp>
 
-#include "actors/admission.hpp"
-#include "actors/deadlines.hpp"
-#include "actors/store_client.hpp"
+#include "actors/policy/admission.hpp"
+#include "actors/common/deadlines.hpp"
+#include "actors/server/store_client.hpp"
 #include "devices/host_inventory.hpp"
 #include "storage/run_store.hpp"
 
@@ -69,7 +69,7 @@ struct floating_run {
 
 struct run_queue_state {
   run_queue_config cfg;
-  admission slots;
+  policy::admission slots;
   std::map<std::string, caf::actor> runs;         // runs that have not ended, by id
   std::set<std::string> started;                  // of those, the ones running
   std::set<std::string> remote;                   // of those, the ones a worker executes

@@ -7,8 +7,8 @@
 #include <caf/response_promise.hpp>
 #include <caf/stateful_actor.hpp>
 
-#include "actors/worker_table.hpp"
-#include "actors/zmq_bridge.hpp"
+#include "actors/policy/worker_table.hpp"
+#include "actors/server/zmq_bridge.hpp"
 #include "storage/run_store.hpp"
 
 namespace cdui::actors {
@@ -41,7 +41,7 @@ struct pending_outputs {
 inline constexpr std::int64_t outputs_timeout_ms = 10000;
 
 struct worker_registry_state {
-  std::unique_ptr<worker_table> table;
+  std::unique_ptr<policy::worker_table> table;
   std::shared_ptr<zmq_bridge> bridge;
   /// cdui.db: the enrolled workers (name, credential hash) outlive the server.
   std::shared_ptr<storage::run_store> store;
@@ -68,7 +68,7 @@ struct worker_registry_state {
 /// text for GET /api/workers; (status) -> JSON text for /api/status, the bridge's counters
 /// included.
 caf::behavior worker_registry(caf::stateful_actor<worker_registry_state>* self,
-                              worker_table::config cfg, std::shared_ptr<zmq_bridge> bridge,
+                              policy::worker_table::config cfg, std::shared_ptr<zmq_bridge> bridge,
                               std::shared_ptr<storage::run_store> store,
                               std::int64_t resume_grace_ms);
 

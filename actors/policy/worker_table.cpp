@@ -1,11 +1,11 @@
-#include "actors/worker_table.hpp"
+#include "actors/policy/worker_table.hpp"
 
 #include <cstdio>
 
 #include "messages/text.hpp"
 #include "storage/credentials.hpp"
 
-namespace cdui::actors {
+namespace cdui::policy {
 
 namespace {
 
@@ -178,4 +178,4 @@ const worker_record* worker_table::by_name(const std::string& name) const {
   return i == workers_.end() ? nullptr : &i->second;
 }
 
-} // namespace cdui::actors
+} // namespace cdui::policy

@@ -1,4 +1,4 @@
-#include "actors/server.hpp"
+#include "actors/server/server.hpp"
 
 #include <cstdlib>
 #include <stdexcept>
@@ -9,10 +9,10 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "actors/cache_store.hpp"
-#include "actors/run_queue.hpp"
-#include "actors/slot_limits.hpp"
-#include "actors/worker_registry.hpp"
+#include "actors/server/cache_store.hpp"
+#include "actors/server/run_queue.hpp"
+#include "actors/policy/slot_limits.hpp"
+#include "actors/server/worker_registry.hpp"
 #include "devices/host_inventory.hpp"
 #include "messages/atoms.hpp"
 #include "messages/json_text.hpp"
@@ -84,8 +84,8 @@ actors::run_queue_config make_queue_config(const server::config& c,
   q.host = c.sim_devices.empty() ? devices::host_inventory::probe()
                                  : devices::host_inventory::probe(c.sim_devices);
   q.store = std::move(store);
-  if (const char* text = std::getenv(actors::slot_limits_env)) {
-    auto parsed = actors::parse_slot_limits(text, q.host.counts().current_cuda);
+  if (const char* text = std::getenv(policy::slot_limits_env)) {
+    auto parsed = policy::parse_slot_limits(text, q.host.counts().current_cuda);
     for (const auto& warning : parsed.warnings)
       spdlog::warn("{}", warning);
     q.limits = std::move(parsed.limits);
@@ -125,7 +125,7 @@ struct server::impl {
       system.spawn(actors::cache_store, budget_from_env(storage::node_state_store_budget), false);
     if (bridge) {
       // seed 001: a heartbeat every 10 s; a lost worker's runs keep going for 5 minutes.
-      actors::worker_table::config workers_config{
+      policy::worker_table::config workers_config{
         version(), runtime::node_types_digest(), c.token,
         seconds_setting("CODEFYUI_WORKER_HEARTBEAT_S", 10.0, 0.05, 3600)};
       registry = system.spawn(actors::worker_registry, std::move(workers_config), bridge, store,

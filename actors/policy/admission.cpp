@@ -1,9 +1,9 @@
-#include "actors/admission.hpp"
+#include "actors/policy/admission.hpp"
 
 #include <algorithm>
 #include <cstdint>
 
-namespace cdui::actors {
+namespace cdui::policy {
 
 void admission::set_limit(const std::string& key, int limit) {
   slot_of(key).limit = std::max(1, limit);
@@ -229,4 +229,4 @@ std::vector<admission::slot_view> admission::slots() const {
   return out;
 }
 
-} // namespace cdui::actors
+} // namespace cdui::policy

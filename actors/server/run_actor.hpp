@@ -13,8 +13,8 @@
 #include <caf/response_promise.hpp>
 #include <caf/stateful_actor.hpp>
 
-#include "actors/deadlines.hpp"
-#include "actors/store_client.hpp"
+#include "actors/common/deadlines.hpp"
+#include "actors/server/store_client.hpp"
 #include "messages/run_event.hpp"
 #include "messages/run_request.hpp"
 #include "runtime/engine.hpp"

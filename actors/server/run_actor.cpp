@@ -1,4 +1,4 @@
-#include "actors/run_actor.hpp"
+#include "actors/server/run_actor.hpp"
 
 #include <chrono>
 #include <cstdio>
@@ -6,8 +6,9 @@
 #include <caf/all.hpp>
 #include <nlohmann/json.hpp>
 
-#include "actors/guarded.hpp"
-#include "actors/run_process.hpp"
+#include "actors/common/guarded.hpp"
+#include "actors/common/run_process.hpp"
+#include "messages/clock.hpp"
 #include "messages/atoms.hpp"
 #include "messages/json_text.hpp"
 #include "messages/run_outcome.hpp"
@@ -20,12 +21,6 @@ namespace {
 using self_ptr = caf::stateful_actor<run_state>*;
 
 std::atomic<int> abandoned{0};
-
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-           std::chrono::system_clock::now().time_since_epoch())
-    .count();
-}
 
 event_batch events_after(const run_state& st, std::uint64_t cursor) {
   event_batch batch;

@@ -1,9 +1,9 @@
-#include "actors/cache_store.hpp"
+#include "actors/server/cache_store.hpp"
 
 #include <caf/all.hpp>
 #include <nlohmann/json.hpp>
 
-#include "actors/guarded.hpp"
+#include "actors/common/guarded.hpp"
 #include "messages/atoms.hpp"
 #include "messages/json_text.hpp"
 

@@ -1,10 +1,10 @@
-#include "actors/slot_limits.hpp"
+#include "actors/policy/slot_limits.hpp"
 
 #include <algorithm>
 #include <cctype>
 #include <charconv>
 
-namespace cdui::actors {
+namespace cdui::policy {
 
 namespace {
 
@@ -83,4 +83,4 @@ slot_limit_overrides parse_slot_limits(std::string_view text, int current_cuda) 
   return out;
 }
 
-} // namespace cdui::actors
+} // namespace cdui::policy

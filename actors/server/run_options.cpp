@@ -1,4 +1,4 @@
-#include "actors/run_options.hpp"
+#include "actors/server/run_options.hpp"
 
 #include <limits>
 

@@ -1,8 +1,8 @@
 #include <boost/test/unit_test.hpp>
 
-#include "actors/admission.hpp"
+#include "actors/policy/admission.hpp"
 
-using cdui::actors::admission;
+using cdui::policy::admission;
 using ids = std::vector<std::string>;
 
 BOOST_AUTO_TEST_SUITE(admission_test)

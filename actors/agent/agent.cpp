@@ -1,4 +1,4 @@
-#include "actors/agent.hpp"
+#include "actors/agent/agent.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -19,9 +19,9 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
-#include "actors/run_process.hpp"
-#include "actors/worker_table.hpp"
-#include "actors/zmq_bridge.hpp"
+#include "actors/common/run_process.hpp"
+#include "actors/policy/worker_table.hpp"
+#include "actors/common/curve_keys.hpp"
 #include "devices/device.hpp"
 #include "devices/host_inventory.hpp"
 #include "messages/digest.hpp"
@@ -131,9 +131,9 @@ agent::agent(config cfg) : cfg_(std::move(cfg)) {
     cfg_.home = storage::default_home();
   if (cfg_.name.empty())
     cfg_.name = hostname();
-  if (!actors::is_valid_worker_name(cfg_.name))
+  if (!policy::is_valid_worker_name(cfg_.name))
     throw std::invalid_argument("--name: '" + cfg_.name + "' is not a worker name ("
-                                + actors::worker_name_rule + ")");
+                                + policy::worker_name_rule + ")");
   auto inventory = cfg_.sim_devices.empty() ? devices::host_inventory::probe()
                                             : devices::host_inventory::probe(cfg_.sim_devices);
   environment_ = inventory.environment();

@@ -1,4 +1,4 @@
-#include "actors/worker_registry.hpp"
+#include "actors/server/worker_registry.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -9,8 +9,9 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "actors/guarded.hpp"
-#include "actors/log_limit.hpp"
+#include "actors/common/guarded.hpp"
+#include "actors/common/log_limit.hpp"
+#include "messages/clock.hpp"
 #include "messages/atoms.hpp"
 #include "messages/json_text.hpp"
 #include "messages/run_outcome.hpp"
@@ -18,6 +19,12 @@
 #include "storage/credentials.hpp"
 
 namespace cdui::actors {
+
+using policy::worker_record;
+using policy::worker_status;
+using policy::worker_table;
+using policy::is_valid_worker_name;
+using policy::worker_name_rule;
 
 namespace {
 
@@ -27,12 +34,6 @@ using self_ptr = caf::stateful_actor<worker_registry_state>*;
 /// seen Degraded before it is Disconnected; at most once a second, at least every 10 ms.
 std::chrono::milliseconds tick_interval(const worker_table& table) {
   return std::chrono::milliseconds(std::clamp<std::int64_t>(table.settings().heartbeat_ms / 4, 10, 1000));
-}
-
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-           std::chrono::system_clock::now().time_since_epoch())
-    .count();
 }
 
 template <class T>

@@ -1,8 +1,8 @@
 #include <boost/test/unit_test.hpp>
 
-#include "actors/slot_limits.hpp"
+#include "actors/policy/slot_limits.hpp"
 
-using cdui::actors::parse_slot_limits;
+using cdui::policy::parse_slot_limits;
 
 BOOST_AUTO_TEST_SUITE(slot_limits_test)
 

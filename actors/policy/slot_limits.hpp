@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-namespace cdui::actors {
+namespace cdui::policy {
 
 /// The environment variable that changes slot limits, e.g. "cuda:0=2,cpu=8".
 inline constexpr const char* slot_limits_env = "CODEFYUI_RUN_QUEUE_MAX_CONCURRENT";
@@ -22,4 +22,4 @@ struct slot_limit_overrides {
 /// key, a value that is not an integer or one below 1 is skipped with a warning, never fatal.
 [[nodiscard]] slot_limit_overrides parse_slot_limits(std::string_view text, int current_cuda = 0);
 
-} // namespace cdui::actors
+} // namespace cdui::policy

@@ -1,12 +1,12 @@
 // The worker registry's policy: who may join, and each worker's status over (given) time.
 #include <boost/test/unit_test.hpp>
 
-#include "actors/worker_table.hpp"
+#include "actors/policy/worker_table.hpp"
 #include "storage/credentials.hpp"
 
 using namespace cdui;
-using cdui::actors::worker_status;
-using cdui::actors::worker_table;
+using cdui::policy::worker_status;
+using cdui::policy::worker_table;
 
 namespace {
 
@@ -108,7 +108,7 @@ BOOST_AUTO_TEST_CASE(a_name_that_could_leave_its_folder_is_refused) {
   for (const auto& bad : bad_names)
     BOOST_TEST(!t.hello("id", hello_from(bad), 0).accepted, bad);
   BOOST_TEST(t.hello("id", hello_from("gpu-box_2.lab"), 0).accepted);
-  BOOST_TEST(cdui::actors::is_valid_worker_name(std::string(64, 'a')));
+  BOOST_TEST(cdui::policy::is_valid_worker_name(std::string(64, 'a')));
 }
 
 BOOST_AUTO_TEST_CASE(a_heartbeat_from_an_unknown_connection_asks_for_a_hello) {

@@ -1,4 +1,4 @@
-#include "actors/run_process.hpp"
+#include "actors/common/run_process.hpp"
 
 #include <chrono>
 #include <csignal>
