@@ -11,7 +11,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
-#include "actors/server/run_options.hpp"
+#include "actors/policy/run_options.hpp"
 #include "actors/policy/worker_table.hpp"
 #include "apps/http_api.hpp"
 #include "apps/interrupt.hpp"
@@ -130,7 +130,7 @@ int remote_run(const server_connection& server, const run_request& request,
   };
   json body{{"graph", json::parse(request.graph_json)},
             {"name", request.name},
-            {"options", actors::options_json(request)}};
+            {"options", policy::options_json(request)}};
   auto client = http_client(server);
   auto res = client.Post("/api/runs", json_text(body), "application/json");
   if (!res) {

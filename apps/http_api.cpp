@@ -15,11 +15,14 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "actors/server/run_options.hpp"
+#include "actors/policy/run_options.hpp"
 #include "actors/server/server.hpp"
+#include "apps/status_json.hpp"
 #include "devices/device.hpp"
 #include "messages/json_text.hpp"
+#include "messages/slot_key.hpp"
 #include "messages/text.hpp"
+#include "messages/wire.hpp"
 #include "storage/credentials.hpp"
 #include "storage/lru_store.hpp"
 
@@ -140,8 +143,8 @@ void post_run(cdui::server& runtime, const httplib::Request& req, httplib::Respo
     refuse(res, 400, "the body is not valid JSON");
     return;
   }
-  auto parsed = actors::parse_submission(body);
-  if (auto* err = std::get_if<actors::submission_error>(&parsed)) {
+  auto parsed = policy::parse_submission(body);
+  if (auto* err = std::get_if<policy::submission_error>(&parsed)) {
     refuse(res, err->unprocessable ? 422 : 400, err->message);
     return;
   }
@@ -384,35 +387,29 @@ std::string prometheus_text(cdui::server& runtime) {
                       run_status::failed, run_status::cancelled, run_status::interrupted})
     out << "cdui_runs{status=\"" << to_string(status) << "\"} "
         << runtime.runs(std::string{to_string(status)}, 1, 0).total << '\n';
-  auto status = json::parse(runtime.status());
-  const auto& queue = status["children"][0]["state"];
+  auto status = runtime.status();
+  const auto& queues = status.queue.queues;
   out << "# HELP cdui_queue_length Runs waiting in a device's queue.\n"
          "# TYPE cdui_queue_length gauge\n";
-  for (const auto& q : queue["queues"])
-    out << "cdui_queue_length{device=\"" << q["device"].get<std::string>() << "\"} "
-        << q["waiting"].size() << '\n';
+  for (const auto& q : queues)
+    out << "cdui_queue_length{device=\"" << q.device << "\"} " << q.waiting.size() << '\n';
   out << "# HELP cdui_slot_running Runs holding a device's slot.\n# TYPE cdui_slot_running gauge\n";
-  for (const auto& q : queue["queues"])
-    out << "cdui_slot_running{device=\"" << q["device"].get<std::string>() << "\"} "
-        << q["running"].size() << '\n';
+  for (const auto& q : queues)
+    out << "cdui_slot_running{device=\"" << q.device << "\"} " << q.running.size() << '\n';
   out << "# HELP cdui_slot_limit Runs a device's slot admits at once.\n# TYPE cdui_slot_limit gauge\n";
-  for (const auto& q : queue["queues"])
-    out << "cdui_slot_limit{device=\"" << q["device"].get<std::string>() << "\"} "
-        << q["limit"].get<int>() << '\n';
+  for (const auto& q : queues)
+    out << "cdui_slot_limit{device=\"" << q.device << "\"} " << q.limit << '\n';
   out << "# HELP cdui_interactive_running Interactive runs executing.\n"
          "# TYPE cdui_interactive_running gauge\n"
-      << "cdui_interactive_running " << queue["interactive"]["running"].size() << '\n';
-  auto caches = json::parse(runtime.health())["caches"];
+      << "cdui_interactive_running " << status.queue.interactive.size() << '\n';
   out << "# HELP cdui_store_bytes Bytes of tensor storage an in-memory store holds.\n"
          "# TYPE cdui_store_bytes gauge\n";
-  for (const auto& [name, store] : caches.items())
-    out << "cdui_store_bytes{store=\"" << name << "\"} " << store["bytes"].get<std::int64_t>() << '\n';
+  for (const auto& store : status.stores)
+    out << "cdui_store_bytes{store=\"" << store.name << "\"} " << store.bytes << '\n';
   out << "# HELP cdui_store_max_bytes A store's byte budget (0: none).\n"
          "# TYPE cdui_store_max_bytes gauge\n";
-  for (const auto& [name, store] : caches.items()) {
-    auto max = store.contains("max_bytes") ? store["max_bytes"] : store["max_bytes_each"];
-    out << "cdui_store_max_bytes{store=\"" << name << "\"} " << max.get<std::int64_t>() << '\n';
-  }
+  for (const auto& store : status.stores)
+    out << "cdui_store_max_bytes{store=\"" << store.name << "\"} " << store.max_bytes << '\n';
   auto workers = json::parse(runtime.workers())["workers"];
   std::map<std::string, int> by_status{{"online", 0}, {"degraded", 0}, {"draining", 0},
                                        {"disconnected", 0}};
@@ -422,22 +419,16 @@ std::string prometheus_text(cdui::server& runtime) {
          "# TYPE cdui_workers gauge\n";
   for (const auto& [s, n] : by_status)
     out << "cdui_workers{status=\"" << s << "\"} " << n << '\n';
-  for (const auto& child : status["children"]) {
-    if (child["kind"] != "worker_registry")
-      continue;
-    for (const auto& c : child["children"]) {
-      if (c["kind"] != "zmq_bridge")
-        continue;
-      const auto& b = c["state"];
-      out << "# HELP cdui_bridge_messages_total Messages the ZeroMQ bridge received and sent.\n"
-             "# TYPE cdui_bridge_messages_total counter\n"
-          << "cdui_bridge_messages_total{direction=\"in\"} " << b["frames_in"] << '\n'
-          << "cdui_bridge_messages_total{direction=\"out\"} " << b["frames_out"] << '\n'
-          << "# HELP cdui_bridge_refused_total Messages the bridge refused, by reason.\n"
-             "# TYPE cdui_bridge_refused_total counter\n";
-      for (const auto& [reason, n] : b["refused"].items())
-        out << "cdui_bridge_refused_total{reason=\"" << reason << "\"} " << n << '\n';
-    }
+  if (const auto& b = status.bridge) {
+    out << "# HELP cdui_bridge_messages_total Messages the ZeroMQ bridge received and sent.\n"
+           "# TYPE cdui_bridge_messages_total counter\n"
+        << "cdui_bridge_messages_total{direction=\"in\"} " << b->frames_in << '\n'
+        << "cdui_bridge_messages_total{direction=\"out\"} " << b->frames_out << '\n'
+        << "# HELP cdui_bridge_refused_total Messages the bridge refused, by reason.\n"
+           "# TYPE cdui_bridge_refused_total counter\n";
+    for (std::size_t i = 0; i < b->refused.size(); ++i)
+      out << "cdui_bridge_refused_total{reason=\"" << wire::to_string(static_cast<wire::refusal>(i))
+          << "\"} " << b->refused[i] << '\n';
   }
   return out.str();
 }
@@ -451,9 +442,9 @@ void get_outputs(cdui::server& runtime, const std::string& id, httplib::Response
   auto options = parse_or_null(info->options);
   bool records = options.is_object() && options.value("record_outputs", false) == true;
   // A worker run's outputs stay on its worker (seed 001): asked of it while it is connected.
-  if (auto slash = info->queue_key.find('/'); records && is_final(info->status)
-                                              && slash != std::string::npos) {
-    auto worker = info->queue_key.substr(0, slash);
+  if (auto key = slot_key::parse(info->queue_key);
+      records && is_final(info->status) && !key.local()) {
+    const auto& worker = key.offerer;
     auto r = runtime.worker_outputs(id, worker);
     auto nodes = r.found ? json::parse(r.nodes_json, nullptr, false) : json(nullptr);
     if (r.found && nodes.is_object())
@@ -571,7 +562,7 @@ void mount_http_api(httplib::Server& http, cdui::server& runtime, http_api_optio
               });
   http.Get("/api/health", [&rt](const httplib::Request&, httplib::Response& res) {
     res.status = 200;
-    res.set_content(rt.health(), "application/json");
+    reply(res, 200, health_json(rt.caches()));
   });
   http.Post(R"(/api/workers/([^/]+)/(drain|undrain))",
             [&rt, token](const httplib::Request& req, httplib::Response& res) {
@@ -609,12 +600,10 @@ void mount_http_api(httplib::Server& http, cdui::server& runtime, http_api_optio
                   reply(res, 200, {{"worker", e.name}, {"removed", true}});
               });
   http.Get("/api/workers", [&rt](const httplib::Request&, httplib::Response& res) {
-    res.status = 200;
-    res.set_content(rt.workers(), "application/json");
+    reply(res, 200, workers_json(rt.workers(), rt.queue()));
   });
   http.Get("/api/status", [&rt](const httplib::Request&, httplib::Response& res) {
-    res.status = 200;
-    res.set_content(rt.status(), "application/json");
+    reply(res, 200, status_json(rt.status()));
   });
   http.Get("/metrics", [&rt](const httplib::Request&, httplib::Response& res) {
     res.status = 200;

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 #include <arpa/inet.h>
@@ -179,13 +180,15 @@ int serve(const start_options& options) {
     return exit_usage;
   }
   std::unique_ptr<cdui::server> runtime;
-  std::string token;
+  // Written before the server binds its ZeroMQ port, so that a same-host agent never says hello
+  // with the old token; put back as it was if the start fails.
+  std::optional<storage::new_session_token> token;
   try {
-    token = storage::create_token(home);
+    token.emplace(home);
     server::config cfg;
     cfg.home = home;
     cfg.resume = true;
-    cfg.token = token;
+    cfg.token = token->token();
     // Agents connect where HTTP listens; beyond loopback the wire is encrypted (CURVE), so that a
     // worker's runs and credential never cross a network in the clear.
     int zmq_port = options.zmq_port >= 0 ? options.zmq_port : (port == 0 || options.port == 0 ? 0 : port + 1);
@@ -202,7 +205,8 @@ int serve(const start_options& options) {
     spdlog::error("cannot start: {}", e.what());  // the machine's fault: a port, the disk
     return exit_run_failed;
   }
-  api.token = token;
+  token->keep();  // the ports are bound and the store is open: this server runs
+  api.token = token->token();
   mount_http_api(http, *runtime, api);
   storage::server_address address{options.host, port, static_cast<int>(::getpid()),
                                   runtime->zmq_endpoint(), runtime->zmq_public_key()};

@@ -17,7 +17,7 @@
 #include "devices/memory.hpp"
 #include "runtime/engine.hpp"
 #include "runtime/fit.hpp"
-#include "unit/test_graphs.hpp"
+#include "testkit/graphs.hpp"
 
 using nlohmann::json;
 using namespace cdui;

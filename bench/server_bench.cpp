@@ -42,9 +42,7 @@
 #include <thread>
 #include <vector>
 
-#include <fcntl.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <httplib.h>
@@ -56,7 +54,9 @@
 #include "runtime/validate.hpp"
 #include "storage/run_directory.hpp"
 #include "storage/run_store.hpp"
-#include "unit/test_graphs.hpp"
+#include "testkit/graphs.hpp"
+#include "testkit/home.hpp"
+#include "testkit/server_process.hpp"
 
 using nlohmann::json;
 using namespace cdui;
@@ -69,8 +69,7 @@ namespace {
 constexpr double admission_goal_per_second = 100'000;
 /// One run in this many is a device set of 2 keys in the mixed measurement (5%).
 constexpr int device_set_every = 20;
-/// How long the server started in part 3 gets to write server.json, and to stop after SIGTERM.
-constexpr auto server_start_timeout = std::chrono::seconds(60);
+/// How long the server started in part 3 gets to stop after SIGTERM.
 constexpr auto server_stop_timeout = std::chrono::seconds(30);
 
 struct options {
@@ -163,20 +162,9 @@ std::string sim_key(int i) {
   return "sim:" + std::to_string(i);
 }
 
-/// A fresh folder under the temp directory, unique to this process.
-fs::path fresh_temp_dir(const std::string& what) {
-  auto dir = fs::temp_directory_path() / ("cdui-bench-" + what + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
 /// A graph that does as little as a run can: one Dataset node making 16 moons samples.
 std::string trivial_graph() {
-  json g{{"nodes",
-          {{{"id", "data"}, {"type", "Dataset"}, {"params", {{"name", "moons"}, {"n_samples", 16}}}}}},
-         {"edges", json::array()}};
-  return g.dump();
+  return test::dataset_graph_json({{"name", "moons"}, {"n_samples", 16}}).dump();
 }
 
 // --- 1. the admission policy ---------------------------------------------------------------------
@@ -267,7 +255,7 @@ run_request trivial_request(const std::string& graph, int i, int devices) {
 }
 
 void measure_submit(const options& o) {
-  auto home = fresh_temp_dir("server");
+  auto home = test::fresh_temp_dir("server");
   auto graph = trivial_graph();
   std::vector<std::string> ids;
   double submit_seconds = 0, submit_cpu_seconds = 0, drain_seconds = 0;
@@ -355,86 +343,6 @@ void measure_submit(const options& o) {
 
 // --- 3. over HTTP ---------------------------------------------------------------------------------
 
-/// A `cdui start --foreground --port 0` child on a home of its own; stopped by its pid.
-class cdui_server_process {
-public:
-  cdui_server_process(const std::string& binary, const fs::path& home, const std::string& sim,
-                      const fs::path& log)
-    : home_(home) {
-    pid_ = ::fork();
-    if (pid_ < 0) {
-      std::perror("fork");
-      std::exit(1);
-    }
-    if (pid_ == 0) {
-      int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      ::dup2(out, STDOUT_FILENO);
-      ::dup2(out, STDERR_FILENO);
-      ::setenv("CODEFYUI_HOME", home.c_str(), 1);
-      ::setenv("CODEFYUI_SIM_DEVICES", sim.c_str(), 1);
-      ::execl(binary.c_str(), binary.c_str(), "start", "--foreground", "--host", "127.0.0.1",
-              "--port", "0", static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    auto deadline = bench_clock::now() + server_start_timeout;
-    while (bench_clock::now() < deadline) {
-      std::ifstream in{home_ / "server.json"};
-      auto j = json::parse(in, nullptr, false);
-      if (j.is_object() && j.value("pid", 0) == pid_) {
-        port_ = j["port"].get<int>();
-        std::ifstream token{home_ / "session.token"};
-        std::getline(token, token_);
-        return;
-      }
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        std::fprintf(stderr, "%s exited at start; see %s\n", binary.c_str(), log.c_str());
-        std::exit(1);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    std::fprintf(stderr, "%s wrote no server.json in 60 s; see %s\n", binary.c_str(), log.c_str());
-    stop();
-    std::exit(1);
-  }
-
-  ~cdui_server_process() { stop(); }
-
-  cdui_server_process(const cdui_server_process&) = delete;
-  cdui_server_process& operator=(const cdui_server_process&) = delete;
-
-  /// SIGTERM, a wait, then SIGKILL if it is still there; the seconds it took to exit.
-  double stop() {
-    if (pid_ <= 0)
-      return 0;
-    auto start = bench_clock::now();
-    ::kill(pid_, SIGTERM);
-    auto deadline = start + server_stop_timeout;
-    int status = 0;
-    while (::waitpid(pid_, &status, WNOHANG) != pid_) {
-      if (bench_clock::now() >= deadline) {
-        std::fprintf(stderr, "the server (pid %d) ignored SIGTERM for 30 s; killing it\n", pid_);
-        ::kill(pid_, SIGKILL);
-        ::waitpid(pid_, &status, 0);
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    pid_ = -1;
-    return seconds_since(start);
-  }
-
-  [[nodiscard]] int port() const { return port_; }
-  [[nodiscard]] const std::string& token() const { return token_; }
-
-private:
-  fs::path home_;
-  pid_t pid_ = -1;
-  int port_ = 0;
-  std::string token_;
-};
-
 /// The latencies of one client's POSTs, sorted, and how many answered "queued".
 struct post_pass {
   std::vector<double> latency_ms;
@@ -492,11 +400,14 @@ void measure_http(const options& o) {
                  o.cdui.c_str());
     std::exit(1);
   }
-  auto dir = fresh_temp_dir("http");
+  auto dir = test::fresh_temp_dir("http");
   auto sim = std::to_string(o.devices) + "x1GiB";
-  auto start_clock = bench_clock::now();
-  cdui_server_process proc{o.cdui, dir / "home", sim, dir / "cdui.log"};
-  auto start_seconds = seconds_since(start_clock);
+  test::server_launch launch;
+  launch.binary = o.cdui;
+  launch.log = dir / "cdui.log";
+  launch.stop_timeout = server_stop_timeout;
+  test::server_process proc{dir / "home", {{"CODEFYUI_SIM_DEVICES", sim}}, launch};
+  auto start_seconds = proc.start_seconds();
   auto plain = time_posts(o, proc.port(), proc.token(), false);
   auto nodelay = time_posts(o, proc.port(), proc.token(), true);
   auto stop_seconds = proc.stop();
@@ -513,13 +424,12 @@ void measure_http(const options& o) {
 
 /// A small training run: what a run costs beyond its training shows against it.
 run_request small_training_run() {
-  auto g = cdui::test::training_graph_json({{"name", "moons"}, {"n_samples", 256}}, {{"batch_size", 32}},
-                                           {{{"type", "Linear"}, {"out_features", 16}},
-                                            {{"type", "ReLU"}},
-                                            {{"type", "Linear"}, {"out_features", 2}}},
-                                           {{"name", "adam"}, {"lr", 0.01}}, {{"epochs", 1}});
+  test::moons_options small;
+  small.samples = 256;
+  small.max_steps = std::nullopt;
+  small.device = std::nullopt;  // the run's
   run_request r;
-  r.graph_json = g.dump();
+  r.graph_json = test::moons_graph_json(small).dump();
   r.device = "cpu";
   r.has_seed = true;
   r.seed = 1;
@@ -541,9 +451,11 @@ void measure_isolation(const options& o) {
                  o.cdui.c_str());
     std::exit(1);
   }
-  auto dir = fresh_temp_dir("isolation");
-  server::config threads{dir / "threads"};
-  server::config processes{dir / "processes"};
+  auto dir = test::fresh_temp_dir("isolation");
+  server::config threads;
+  threads.home = dir / "threads";
+  server::config processes;
+  processes.home = dir / "processes";
   processes.run_process_binary = fs::absolute(o.cdui);
   server on_threads{threads};
   server in_processes{processes};
@@ -582,10 +494,7 @@ void measure_isolation(const options& o) {
   fs::remove_all(dir);
 }
 
-} // namespace
-
-int main(int argc, char** argv) {
-  auto o = parse_options(argc, argv);
+int run_bench(const options& o) {
   auto part = [&](const char* name) { return o.only.empty() || o.only == name; };
   if (part("admission")) {
     std::printf("admission policy alone: enqueue all, then release the oldest running run and "
@@ -600,4 +509,16 @@ int main(int argc, char** argv) {
   if (part("isolation"))
     measure_isolation(o);
   return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  auto o = parse_options(argc, argv);
+  try {
+    return run_bench(o);
+  } catch (const std::exception& e) {  // after the destructors stopped every child
+    std::fprintf(stderr, "bench_server: %s\n", e.what());
+    return 1;
+  }
 }

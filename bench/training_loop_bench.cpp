@@ -65,6 +65,7 @@
 #include "runtime/node_call.hpp"
 #include "runtime/nodes/values.hpp"
 #include "runtime/validate.hpp"
+#include "testkit/graphs.hpp"
 
 namespace {
 
@@ -302,32 +303,15 @@ side_result run_bare(const dataset* shared, std::int64_t max_steps, std::uint64_
 nlohmann::json graph_json(std::int64_t max_steps, std::int64_t progress_ms) {
   // Enough epochs that max_steps is what ends the loop.
   auto epochs = max_steps / (60000 / batch_size) + 2;
-  nlohmann::json g = {
-    {"nodes",
-     {{{"id", "train_data"}, {"type", "Dataset"}, {"params", {{"name", "fashion_mnist"}, {"split", "train"}}}},
-      {{"id", "train_loader"}, {"type", "DataLoader"}, {"params", {{"batch_size", batch_size}, {"shuffle", true}}}},
-      {{"id", "model"},
-       {"type", "Model"},
-       {"params",
-        {{"layers",
-          {{{"type", "Flatten"}},
-           {{"type", "Linear"}, {"out_features", 256}},
-           {{"type", "ReLU"}},
-           {{"type", "Linear"}, {"out_features", 10}}}}}}},
-      {{"id", "loss"}, {"type", "Loss"}, {"params", {{"kind", "cross_entropy"}}}},
-      {{"id", "optimizer"},
-       {"type", "Optimizer"},
-       {"params", {{"name", "adamw"}, {"lr", learning_rate}, {"weight_decay", weight_decay}}}},
-      {{"id", "loop"},
-       {"type", "TrainingLoop"},
-       {"params", {{"epochs", epochs}, {"max_steps", max_steps}, {"progress_interval_ms", progress_ms}}}}}},
-    {"edges",
-     {{{"from", "train_data.dataset"}, {"to", "train_loader.dataset"}},
-      {{"from", "train_data.dataset"}, {"to", "model.dataset"}},
-      {{"from", "model.model"}, {"to", "loop.model"}},
-      {{"from", "train_loader.dataloader"}, {"to", "loop.dataloader"}},
-      {{"from", "loss.loss_fn"}, {"to", "loop.loss_fn"}},
-      {{"from", "optimizer.optimizer"}, {"to", "loop.optimizer"}}}}};
+  auto g = cdui::test::training_graph_json(
+    {{"name", "fashion_mnist"}, {"split", "train"}}, {{"batch_size", batch_size}, {"shuffle", true}},
+    {{{"type", "Flatten"}},
+     {{"type", "Linear"}, {"out_features", 256}},
+     {{"type", "ReLU"}},
+     {{"type", "Linear"}, {"out_features", 10}}},
+    {{"name", "adamw"}, {"lr", learning_rate}, {"weight_decay", weight_decay}},
+    {{"epochs", epochs}, {"max_steps", max_steps}, {"progress_interval_ms", progress_ms}});
+  g["nodes"][3]["params"] = {{"kind", "cross_entropy"}};  // the Loss node
   return g;
 }
 

@@ -1,7 +1,7 @@
 // Runs on workers and the heartbeats of many agents, against the real `cdui start --foreground
 // --port 0` (a temp CODEFYUI_HOME each, CODEFYUI_WORKER_HEARTBEAT_S=1), measured in one run:
 //   1. submit -> start over ZeroMQ on loopback, without a subprocess: in this process a hand-made
-//      agent on a DEALER socket (as raw_peer in integration/worker_test.cpp) says hello with the
+//      agent on a DEALER socket (testkit/wire_peer.hpp's raw_peer) says hello with the
 //      session token, cdui::version() and the server's node-types digest, offering cpu and
 //      --devices sim cards, and heartbeats at the interval the welcome gives. When it receives an
 //      assign_run it answers at once with a run_update carrying an execution_start event (worker
@@ -57,9 +57,7 @@
 #include <thread>
 #include <vector>
 
-#include <fcntl.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <httplib.h>
@@ -71,9 +69,10 @@
 #include "messages/version.hpp"
 #include "messages/wire.hpp"
 #include "messages/worker.hpp"
-#include "unit/test_graphs.hpp"
-
-extern char** environ;
+#include "testkit/graphs.hpp"
+#include "testkit/home.hpp"
+#include "testkit/server_process.hpp"
+#include "testkit/wire_peer.hpp"
 
 using nlohmann::json;
 using namespace cdui;
@@ -228,14 +227,6 @@ std::string sim_key(int i) {
   return "sim:" + std::to_string(i);
 }
 
-/// A fresh folder under `tmp`, unique to this process.
-fs::path fresh_temp_dir(const fs::path& tmp, const std::string& what) {
-  auto dir = tmp / ("cdui-bench-" + what + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
 /// Raises RLIMIT_NOFILE to its hard limit (the servers started later inherit it); says so when
 /// even that is too low for `agents` sockets.
 void raise_fd_limit(int agents) {
@@ -255,255 +246,16 @@ void raise_fd_limit(int agents) {
                 "a smaller --agents\n", agents);
 }
 
-/// The pids of `cdui exec` processes whose run folder is under `home`.
-std::vector<pid_t> exec_processes(const fs::path& home) {
-  std::vector<pid_t> pids;
-  for (const auto& entry : fs::directory_iterator{"/proc"}) {
-    auto name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos)
-      continue;
-    std::ifstream in{entry.path() / "cmdline", std::ios::binary};
-    std::string cmdline{std::istreambuf_iterator<char>{in}, {}};
-    if (cmdline.find(std::string{"exec"} + '\0' + home.string()) != std::string::npos)
-      pids.push_back(static_cast<pid_t>(std::stoi(name)));
-  }
-  return pids;
+/// The worker_registry's mailbox length in GET /api/status.
+std::int64_t registry_mailbox(const test::server_process& srv) {
+  auto status = srv.get_json("/api/status");
+  for (const auto& child : status["children"])
+    if (child["kind"] == "worker_registry")
+      return child.value("mailbox", std::int64_t{-1});
+  return -1;
 }
 
-// --- processes --------------------------------------------------------------------------------
-
-/// A cdui child with its own environment and log; stopped by its pid (SIGTERM, then SIGKILL).
-class child_process {
-public:
-  child_process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
-                const fs::path& log) {
-    // Everything the child needs is built before the fork: this process has threads.
-    std::vector<std::string> env_text;
-    for (char** e = environ; *e != nullptr; ++e) {
-      std::string kv = *e;
-      if (!env.count(kv.substr(0, kv.find('='))))
-        env_text.push_back(kv);
-    }
-    for (const auto& [k, v] : env)
-      env_text.push_back(k + "=" + v);
-    std::vector<char*> args, envp;
-    for (const auto& a : argv)
-      args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    for (auto& e : env_text)
-      envp.push_back(e.data());
-    envp.push_back(nullptr);
-    int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    pid_ = ::fork();
-    if (pid_ < 0)
-      fail("fork failed");
-    if (pid_ == 0) {
-      ::dup2(out, STDOUT_FILENO);
-      ::dup2(out, STDERR_FILENO);
-      ::execve(args[0], args.data(), envp.data());
-      ::_exit(127);
-    }
-    ::close(out);
-  }
-
-  ~child_process() { stop(); }
-  child_process(const child_process&) = delete;
-  child_process& operator=(const child_process&) = delete;
-
-  /// Whether it has exited (reaped).
-  bool exited() {
-    int status = 0;
-    if (pid_ > 0 && ::waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
-      exit_status_ = status;
-    }
-    return pid_ <= 0;
-  }
-
-  /// SIGTERM, a wait, then SIGKILL if it is still there; the seconds it took to exit.
-  double stop() {
-    if (exited())
-      return 0;
-    auto start = bench_clock::now();
-    ::kill(pid_, SIGTERM);
-    while (!exited()) {
-      if (bench_clock::now() - start >= process_stop_timeout) {
-        std::fprintf(stderr, "pid %d ignored SIGTERM for 30 s; killing it\n", pid_);
-        ::kill(pid_, SIGKILL);
-        ::waitpid(pid_, &exit_status_, 0);
-        pid_ = -1;
-        break;
-      }
-      std::this_thread::sleep_for(20ms);
-    }
-    return seconds_since(start);
-  }
-
-  [[nodiscard]] pid_t pid() const { return pid_; }
-  [[nodiscard]] int exit_status() const { return exit_status_; }
-
-private:
-  pid_t pid_ = -1;
-  int exit_status_ = 0;
-};
-
-/// `cdui start --foreground --port 0` on a home of its own, and an HTTP client for it.
-class cdui_server {
-public:
-  cdui_server(const std::string& binary, const fs::path& dir)
-    : home_(dir / "home"),
-      proc_({binary, "start", "--foreground", "--host", "127.0.0.1", "--port", "0"},
-            {{"CODEFYUI_HOME", home_.string()},
-             {"CODEFYUI_SIM_DEVICES", "1x1GiB"},
-             {"CODEFYUI_WORKER_HEARTBEAT_S", heartbeat_seconds}},
-            dir / "server.log") {
-    auto started = bench_clock::now();
-    pid_ = proc_.pid();
-    while (bench_clock::now() - started < server_start_timeout) {
-      std::ifstream in{home_ / "server.json"};
-      auto j = json::parse(in, nullptr, false);
-      if (j.is_object() && j.value("pid", 0) == pid_) {
-        port_ = j["port"].get<int>();
-        zmq_ = j["zmq"].get<std::string>();
-        std::ifstream token{home_ / "session.token"};
-        std::getline(token, token_);
-        start_seconds_ = seconds_since(started);
-        client_ = std::make_unique<httplib::Client>("127.0.0.1", port_);
-        client_->set_keep_alive(true);
-        client_->set_tcp_nodelay(true);
-        client_->set_read_timeout(std::chrono::seconds(120));
-        return;
-      }
-      if (proc_.exited())
-        fail(binary + " exited at start; see " + (dir / "server.log").string());
-      std::this_thread::sleep_for(20ms);
-    }
-    fail(binary + " wrote no server.json in 60 s; see " + (dir / "server.log").string());
-  }
-
-  /// Closes the client (an idle keep-alive connection would hold the stop for 2 s), then stops.
-  double stop() {
-    if (client_)
-      client_->stop();
-    return proc_.stop();
-  }
-
-  [[nodiscard]] json get(const std::string& path) {
-    auto res = client_->Get(path.c_str());
-    if (!res || res->status != 200)
-      fail("GET " + path + ": "
-           + (res ? std::to_string(res->status) + " " + res->body : httplib::to_string(res.error())));
-    return json::parse(res->body);
-  }
-
-  /// POST /api/runs; the run id.
-  std::string submit(const json& body) {
-    auto res = client_->Post("/api/runs", {{"X-CodefyUI-Token", token_}}, body.dump(), "application/json");
-    if (!res || res->status != 200)
-      fail("POST /api/runs: "
-           + (res ? std::to_string(res->status) + " " + res->body : httplib::to_string(res.error())));
-    return json::parse(res->body)["run_id"].get<std::string>();
-  }
-
-  /// GET /api/runs/{id} until it is no longer active; its final entry.
-  json wait_end(const std::string& id, std::chrono::microseconds poll) {
-    auto deadline = bench_clock::now() + wait_timeout;
-    for (;;) {
-      auto run = get("/api/runs/" + id);
-      if (run["active"] == false)
-        return run;
-      if (bench_clock::now() > deadline)
-        fail("run " + id + " did not end in 60 s: " + run.dump());
-      std::this_thread::sleep_for(poll);
-    }
-  }
-
-  /// The zmq_bridge's state under the worker_registry in GET /api/status.
-  json bridge_state() {
-    auto status = get("/api/status");
-    for (const auto& child : status["children"])
-      if (child["kind"] == "worker_registry")
-        for (const auto& c : child["children"])
-          if (c["kind"] == "zmq_bridge")
-            return c["state"];
-    fail("no zmq_bridge under worker_registry in GET /api/status");
-  }
-
-  /// The worker_registry's mailbox length in GET /api/status.
-  std::int64_t registry_mailbox() {
-    auto status = get("/api/status");
-    for (const auto& child : status["children"])
-      if (child["kind"] == "worker_registry")
-        return child.value("mailbox", std::int64_t{-1});
-    return -1;
-  }
-
-  /// Polls GET /api/workers until `name` is online.
-  void await_online(const std::string& name) {
-    auto deadline = bench_clock::now() + wait_timeout;
-    while (bench_clock::now() < deadline) {
-      auto listing = get("/api/workers");  // named: a range over a temporary's member dangles
-      for (const auto& w : listing["workers"])
-        if (w["name"] == name && w["status"] == "online")
-          return;
-      std::this_thread::sleep_for(50ms);
-    }
-    fail("worker " + name + " did not come online in 60 s");
-  }
-
-  [[nodiscard]] const fs::path& home() const { return home_; }
-  [[nodiscard]] const std::string& zmq_endpoint() const { return zmq_; }
-  [[nodiscard]] const std::string& token() const { return token_; }
-  [[nodiscard]] pid_t pid() const { return pid_; }
-  [[nodiscard]] double start_seconds() const { return start_seconds_; }
-
-private:
-  fs::path home_;
-  child_process proc_;
-  pid_t pid_ = -1;
-  int port_ = 0;
-  std::string zmq_;
-  std::string token_;
-  double start_seconds_ = 0;
-  std::unique_ptr<httplib::Client> client_;
-};
-
-// --- the wire, by hand ---------------------------------------------------------------------------
-
-template <class T>
-void send_message(zmq::socket_t& socket, wire::message_type type, const T& payload) {
-  auto head = wire::encode_envelope({wire::protocol_version, type, 0, ""});
-  auto body = wire::encode(payload);
-  std::array<zmq::const_buffer, 2> frames{zmq::buffer(head), zmq::buffer(body)};
-  if (!zmq::send_multipart(socket, frames))
-    fail(std::string{"could not send a "} + wire::to_string(type));
-}
-
-/// The next message's type and payload, or nullopt when none is waiting.
-std::optional<std::pair<wire::message_type, std::string>> receive_message(zmq::socket_t& socket) {
-  std::vector<zmq::message_t> parts;
-  if (!zmq::recv_multipart(socket, std::back_inserter(parts), zmq::recv_flags::dontwait))
-    return std::nullopt;
-  if (parts.size() != 2)
-    fail("a message of " + std::to_string(parts.size()) + " frames from the server");
-  auto e = wire::decode_envelope(parts[0].to_string_view());
-  if (!std::holds_alternative<wire::envelope>(e))
-    fail("an envelope from the server that does not decode");
-  return std::make_pair(std::get<wire::envelope>(e).type, parts[1].to_string());
-}
-
-hello make_hello(const std::string& name, const std::string& token, const std::string& node_digest,
-                 std::vector<device_offer> devices) {
-  hello h;
-  h.name = name;
-  h.version = version();
-  h.env_digest = "bench";
-  h.node_types_digest = node_digest;  // the server's: an agent whose node types differ is Degraded
-  h.credential = token;
-  h.devices = std::move(devices);
-  return h;
-}
-
+/// The offers of a hand-made agent: the cpu and `cards` sim cards.
 std::vector<device_offer> sim_offers(int cards) {
   constexpr std::int64_t gib = 1LL << 30;
   std::vector<device_offer> d{{"cpu", "cpu", "cpu-bench", 8 * gib, 4 * gib}};
@@ -518,9 +270,7 @@ std::vector<device_offer> sim_offers(int cards) {
 /// event and a success. Its socket lives on its own thread; the main thread reads what it noted.
 class instant_agent {
 public:
-  instant_agent(const std::string& endpoint, hello h) : hello_(std::move(h)) {
-    socket_.set(zmq::sockopt::linger, 0);
-    socket_.connect(endpoint);
+  instant_agent(const std::string& endpoint, hello h) : hello_(std::move(h)), peer_(endpoint) {
     thread_ = std::thread([this] { loop(); });
   }
 
@@ -570,17 +320,15 @@ private:
   }
 
   void serve() {
-    send_message(socket_, wire::message_type::hello, hello_);
+    peer_.send(wire::message_type::hello, hello_);
     auto every = 10'000ms;
     auto last_heartbeat = bench_clock::now();
     while (!stop_) {
-      zmq::pollitem_t items[] = {{socket_.handle(), 0, ZMQ_POLLIN, 0}};
-      zmq::poll(items, 1, 10ms);  // short: the destructor's flag is seen soon
-      if (items[0].revents & ZMQ_POLLIN)
-        while (auto m = receive_message(socket_))
-          handle(m->first, m->second, every);
+      // Short: the destructor's flag is seen soon.
+      for (auto m = peer_.receive(10ms); m; m = peer_.receive())
+        handle(m->first, m->second, every);
       if (heartbeat_ms_ > 0 && bench_clock::now() - last_heartbeat >= every) {
-        send_message(socket_, wire::message_type::heartbeat, heartbeat{hello_.devices, {}});
+        peer_.send(wire::message_type::heartbeat, heartbeat{hello_.devices, {}});
         last_heartbeat = bench_clock::now();
         ++heartbeats_;
       }
@@ -599,13 +347,13 @@ private:
       }
       changed_.notify_all();
       json start{{"device", a->devices.empty() ? std::string{"cpu"} : a->devices.front()}};
-      send_message(socket_, wire::message_type::run_update,
+      peer_.send(wire::message_type::run_update,
                    run_update{a->run_id, {run_event{1, now_ms(), "execution_start", start.dump()}}});
       run_done done;
       done.run_id = a->run_id;
       done.outcome = run_outcome{run_status::succeeded, "", "{}"};
       done.last_cursor = 1;  // the server takes the end once it has every event up to here
-      send_message(socket_, wire::message_type::run_done, done);
+      peer_.send(wire::message_type::run_done, done);
     } else if (type == wire::message_type::welcome) {
       auto w = wire::decode<welcome>(payload);
       if (!w)
@@ -625,8 +373,7 @@ private:
   }
 
   hello hello_;
-  zmq::context_t context_{1};
-  zmq::socket_t socket_{context_, zmq::socket_type::dealer};
+  test::raw_peer peer_;
   std::mutex mutex_;
   std::condition_variable changed_;
   std::map<std::string, bench_clock::time_point> assigned_;
@@ -639,13 +386,7 @@ private:
 
 /// The 1-step moons graph, on whatever card the run is given (no node names a device).
 json one_step_graph() {
-  auto g = test::moons_graph_json(1, 1);
-  g["nodes"][5]["params"].erase("device");
-  return g;
-}
-
-json targeted(const json& graph, const std::string& worker, const std::string& device) {
-  return {{"graph", graph}, {"options", {{"target", {{"worker", worker}, {"devices", {device}}}}}}};
+  return test::moons_graph_json(1, 1, 16, std::nullopt);
 }
 
 void print_ms(const char* label, std::vector<double> ms) {
@@ -654,12 +395,12 @@ void print_ms(const char* label, std::vector<double> ms) {
               quantile(ms, 0.99), ms.back());
 }
 
-void measure_submit(const options& o, cdui_server& srv) {
-  auto digest = srv.get("/api/workers")["node_types_digest"].get<std::string>();
+void measure_submit(const options& o, test::server_process& srv) {
+  auto digest = srv.get_json("/api/workers")["node_types_digest"].get<std::string>();
   instant_agent agent{srv.zmq_endpoint(),
-                      make_hello(fake_agent_name, srv.token(), digest, sim_offers(o.devices))};
+                      test::make_hello(fake_agent_name, srv.token(), sim_offers(o.devices), digest, "bench")};
   auto heartbeat_ms = agent.await_welcome();
-  srv.await_online(fake_agent_name);
+  test::await_worker(srv, fake_agent_name, "online", wait_timeout);
   auto graph = one_step_graph();
 
   std::vector<double> start_ms, post_ms, after_answer_ms;
@@ -667,12 +408,12 @@ void measure_submit(const options& o, cdui_server& srv) {
   auto cpu_before = other_process_cpu_seconds(srv.pid());
   auto wall = bench_clock::now();
   for (int i = -warm_submits; i < o.submits; ++i) {
-    auto body = targeted(graph, fake_agent_name, sim_key((i + warm_submits) % o.devices));
+    auto body = test::body_on_worker(graph, fake_agent_name, {sim_key((i + warm_submits) % o.devices)});
     auto sent = bench_clock::now();
-    auto id = srv.submit(body);
+    auto id = srv.submit_ok(body);
     auto answered = bench_clock::now();
     auto assigned = agent.await_assign(id);
-    auto run = srv.wait_end(id, 200us);
+    auto run = srv.wait_final(id, wait_timeout, 200us);
     if (i < 0)
       continue;
     start_ms.push_back(ms_between(sent, assigned));
@@ -700,20 +441,6 @@ void measure_submit(const options& o, cdui_server& srv) {
 }
 
 // --- 2. the subprocess start, a real agent -------------------------------------------------------
-
-/// Every event of a run, from GET /api/runs/{id}/events.
-std::vector<json> server_events(cdui_server& srv, const std::string& id) {
-  std::vector<json> events;
-  std::uint64_t cursor = 0;
-  for (;;) {
-    auto page = srv.get("/api/runs/" + id + "/events?cursor=" + std::to_string(cursor));
-    for (auto& e : page["events"])
-      events.push_back(e);
-    cursor = page["cursor"].get<std::uint64_t>();
-    if (page["finished"] == true || page["events"].empty())
-      return events;
-  }
-}
 
 /// The events `cdui exec` wrote itself, in the worker's run folder.
 std::vector<json> exec_events(const fs::path& run_dir) {
@@ -760,22 +487,22 @@ void print_p50_max(const char* label, std::vector<double> ms) {
   std::printf(")\n");
 }
 
-void measure_spawn(const options& o, cdui_server& srv, const fs::path& dir) {
-  child_process agent{{o.cdui, "agent", "start", "--foreground", "--name", real_agent_name},
+void measure_spawn(const options& o, test::server_process& srv, const fs::path& dir) {
+  test::process agent{{o.cdui, "agent", "start", "--foreground", "--name", real_agent_name},
                       {{"CODEFYUI_HOME", srv.home().string()}, {"CODEFYUI_SIM_DEVICES", "1x1GiB"}},
                       dir / "agent.log"};
   auto joined = bench_clock::now();
-  srv.await_online(real_agent_name);
+  test::await_worker(srv, real_agent_name, "online", wait_timeout);
   auto join_seconds = seconds_since(joined);
   auto graph = one_step_graph();
   std::vector<double> server_stamped, forked, exec_first, exec_start, run_ms;
   int succeeded = 0;
   for (int i = 0; i < o.spawns; ++i) {
-    auto id = srv.submit(targeted(graph, real_agent_name, "sim:0"));
-    auto run = srv.wait_end(id, 5ms);
+    auto id = srv.submit_ok(test::body_on_worker(graph, real_agent_name, {"sim:0"}));
+    auto run = srv.wait_final(id, wait_timeout, 5ms);
     succeeded += run["status"] == "succeeded";
     auto started = run["started_ms"].get<std::int64_t>();
-    if (auto t = time_of(server_events(srv, id), "execution_start"))
+    if (auto t = time_of(srv.all_events(id), "execution_start"))
       server_stamped.push_back(static_cast<double>(*t - started));
     auto run_dir = srv.home() / "agents" / real_agent_name / "runs" / id;
     if (auto t = forked_ms(dir / "agent.log", id))
@@ -788,8 +515,8 @@ void measure_spawn(const options& o, cdui_server& srv, const fs::path& dir) {
     run_ms.push_back(static_cast<double>(run["finished_ms"].get<std::int64_t>() - started));
   }
   auto agent_pid = agent.pid();
-  auto stop_seconds = agent.stop();
-  auto left = exec_processes(srv.home());
+  auto stop_seconds = agent.stop(process_stop_timeout);
+  auto left = test::run_processes(srv.home());
   for (auto pid : left)
     ::kill(pid, SIGKILL);
 
@@ -801,9 +528,9 @@ void measure_spawn(const options& o, cdui_server& srv, const fs::path& dir) {
   print_p50_max("`cdui exec`'s own first event (execution_facts) - started_ms", exec_first);
   print_p50_max("`cdui exec`'s own execution_start - started_ms", exec_start);
   print_p50_max("whole run, finished_ms - started_ms", run_ms);
-  std::printf("  %d of %d runs succeeded; the agent stopped %.2f s after SIGTERM (exit status %d); "
+  std::printf("  %d of %d runs succeeded; the agent stopped %.2f s after SIGTERM (exit code %d); "
               "`cdui exec` processes left: %zu%s\n", succeeded, o.spawns, stop_seconds,
-              agent.exit_status(), left.size(), left.empty() ? "" : " (killed)");
+              agent.wait_for(0ms).value_or(-1), left.size(), left.empty() ? "" : " (killed)");
 }
 
 // --- 3. heartbeats from many agents --------------------------------------------------------------
@@ -811,36 +538,34 @@ void measure_spawn(const options& o, cdui_server& srv, const fs::path& dir) {
 /// `agents` DEALER sockets in one context, each a worker bench-i that has been welcomed.
 class agent_swarm {
 public:
-  agent_swarm(int agents, cdui_server& srv) {
+  agent_swarm(int agents, test::server_process& srv) {
     // libzmq's default is 1023 sockets per context; a little room for its own.
     context_.set(zmq::ctxopt::max_sockets, agents + 64);
-    auto digest = srv.get("/api/workers")["node_types_digest"].get<std::string>();
+    auto digest = srv.get_json("/api/workers")["node_types_digest"].get<std::string>();
     offers_ = sim_offers(1);
-    heartbeat_head_ = wire::encode_envelope({wire::protocol_version, wire::message_type::heartbeat, 0, ""});
-    heartbeat_body_ = wire::encode(heartbeat{offers_, {}});
+    heartbeat_ = test::wire_frames(wire::message_type::heartbeat, heartbeat{offers_, {}});
+    peers_.reserve(static_cast<std::size_t>(agents));
     for (int i = 0; i < agents; ++i) {
-      sockets_.emplace_back(context_, zmq::socket_type::dealer);
-      sockets_.back().set(zmq::sockopt::linger, 0);
-      sockets_.back().connect(srv.zmq_endpoint());
-      send_message(sockets_.back(), wire::message_type::hello,
-                   make_hello("bench-" + std::to_string(i), srv.token(), digest, offers_));
+      peers_.emplace_back(context_, srv.zmq_endpoint());
+      peers_.back().send(wire::message_type::hello,
+                         test::make_hello("bench-" + std::to_string(i), srv.token(), offers_, digest, "bench"));
     }
   }
 
   /// Waits until every socket has its welcome.
   void await_welcomes() {
-    std::vector<bool> welcomed(sockets_.size(), false);
+    std::vector<bool> welcomed(peers_.size(), false);
     std::size_t count = 0;
     auto deadline = bench_clock::now() + wait_timeout;
-    while (count < sockets_.size()) {
+    while (count < peers_.size()) {
       if (bench_clock::now() > deadline)
-        fail(std::to_string(sockets_.size() - count) + " agents got no welcome in 60 s");
+        fail(std::to_string(peers_.size() - count) + " agents got no welcome in 60 s");
       auto items = poll_items();
       zmq::poll(items, 100ms);
       for (std::size_t i = 0; i < items.size(); ++i) {
         if (!(items[i].revents & ZMQ_POLLIN))
           continue;
-        while (auto m = receive_message(sockets_[i])) {
+        while (auto m = peers_[i].receive()) {
           if (m->first == wire::message_type::refused)
             fail("agent bench-" + std::to_string(i) + " was refused: "
                  + wire::decode<refused>(m->second).value_or(refused{}).reason);
@@ -861,10 +586,10 @@ public:
   /// Heartbeats round robin over the sockets, as fast as this thread can, until `end`.
   flood_result flood(bench_clock::time_point end) {
     flood_result r;
-    std::array<zmq::const_buffer, 2> frames{zmq::buffer(heartbeat_head_), zmq::buffer(heartbeat_body_)};
+    std::array<zmq::const_buffer, 2> frames{zmq::buffer(heartbeat_[0]), zmq::buffer(heartbeat_[1])};
     while (bench_clock::now() < end) {
-      for (auto& s : sockets_) {
-        if (zmq::send_multipart(s, frames, zmq::send_flags::dontwait))
+      for (auto& p : peers_) {
+        if (zmq::send_multipart(p.socket(), frames, zmq::send_flags::dontwait))
           ++r.sent;
         else
           ++r.skipped;
@@ -875,18 +600,17 @@ public:
 
   /// One heartbeat from every socket (blocking sends); how many were sent.
   std::uint64_t heartbeat_all() {
-    std::array<zmq::const_buffer, 2> frames{zmq::buffer(heartbeat_head_), zmq::buffer(heartbeat_body_)};
-    for (auto& s : sockets_)
-      if (!zmq::send_multipart(s, frames))
+    for (auto& p : peers_)
+      if (!p.send(heartbeat_))
         fail("a heartbeat could not be sent");
-    return sockets_.size();
+    return peers_.size();
   }
 
   /// Reads whatever the server sent since; counts by type.
   std::map<std::string, int> drain_incoming() {
     std::map<std::string, int> seen;
-    for (auto& s : sockets_)
-      while (auto m = receive_message(s))
+    for (auto& p : peers_)
+      while (auto m = p.receive())
         ++seen[wire::to_string(m->first)];
     return seen;
   }
@@ -894,19 +618,18 @@ public:
 private:
   std::vector<zmq::pollitem_t> poll_items() {
     std::vector<zmq::pollitem_t> items;
-    for (auto& s : sockets_)
-      items.push_back({s.handle(), 0, ZMQ_POLLIN, 0});
+    for (auto& p : peers_)
+      items.push_back({p.socket().handle(), 0, ZMQ_POLLIN, 0});
     return items;
   }
 
   zmq::context_t context_{1};
-  std::vector<zmq::socket_t> sockets_;
+  std::vector<test::raw_peer> peers_;
   std::vector<device_offer> offers_;
-  std::string heartbeat_head_;
-  std::string heartbeat_body_;
+  std::vector<std::string> heartbeat_;  // its two frames, encoded once
 };
 
-void measure_heartbeats(const options& o, cdui_server& srv) {
+void measure_heartbeats(const options& o, test::server_process& srv) {
   auto connect_start = bench_clock::now();
   agent_swarm swarm{o.agents, srv};
   swarm.await_welcomes();
@@ -915,7 +638,7 @@ void measure_heartbeats(const options& o, cdui_server& srv) {
   std::this_thread::sleep_for(500ms);
   (void)swarm.drain_incoming();
 
-  auto frames_before = srv.bridge_state()["frames_in"].get<std::uint64_t>();
+  auto frames_before = test::bridge_state(srv)["frames_in"].get<std::uint64_t>();
   auto server_cpu_before = other_process_cpu_seconds(srv.pid());
   auto own_cpu_before = process_cpu_seconds();
   auto machine_before = machine_cpu_seconds();
@@ -928,7 +651,7 @@ void measure_heartbeats(const options& o, cdui_server& srv) {
   // GET /api/status waits its turn in the registry's mailbox, behind the heartbeats queued there;
   // the server's CPU is read at the same moment as the counter.
   auto asked = bench_clock::now();
-  auto frames_after = srv.bridge_state()["frames_in"].get<std::uint64_t>();
+  auto frames_after = test::bridge_state(srv)["frames_in"].get<std::uint64_t>();
   auto window_seconds = seconds_since(window_start);
   auto server_cpu_at_end = other_process_cpu_seconds(srv.pid());
   auto server_cpu = server_cpu_at_end - server_cpu_before;
@@ -936,7 +659,7 @@ void measure_heartbeats(const options& o, cdui_server& srv) {
   auto machine_busy = machine_after.first - machine_before.first;
   auto machine_total = machine_after.second - machine_before.second;
   auto status_seconds = seconds_since(asked);
-  auto mailbox = srv.registry_mailbox();
+  auto mailbox = registry_mailbox(srv);
 
   // Heartbeats once a second until the server has taken in all that was sent.
   auto taken_in = frames_after - frames_before;
@@ -951,7 +674,7 @@ void measure_heartbeats(const options& o, cdui_server& srv) {
       next_beat += 1s;
     }
     std::this_thread::sleep_for(100ms);
-    frames_now = srv.bridge_state()["frames_in"].get<std::uint64_t>();
+    frames_now = test::bridge_state(srv)["frames_in"].get<std::uint64_t>();
   }
   auto drain_seconds = seconds_since(drain_start);
   auto drain_server_cpu = other_process_cpu_seconds(srv.pid()) - server_cpu_at_end;
@@ -961,7 +684,7 @@ void measure_heartbeats(const options& o, cdui_server& srv) {
   std::this_thread::sleep_for(200ms);
   int online = 0;
   std::map<std::string, int> statuses;
-  auto workers = srv.get("/api/workers");
+  auto workers = srv.get_json("/api/workers");
   for (const auto& w : workers["workers"]) {
     ++statuses[w["status"].get<std::string>()];
     online += w["status"] == "online";
@@ -1007,6 +730,22 @@ void measure_heartbeats(const options& o, cdui_server& srv) {
   std::printf("\n");
 }
 
+/// The servers' environment: one sim card, heartbeats every `heartbeat_seconds`.
+std::map<std::string, std::string> server_env() {
+  return {{"CODEFYUI_SIM_DEVICES", "1x1GiB"}, {"CODEFYUI_WORKER_HEARTBEAT_S", heartbeat_seconds}};
+}
+
+/// The --cdui binary, its log in `dir`, one keep-alive client for the timed requests.
+test::server_launch launch_for(const options& o, const fs::path& dir) {
+  test::server_launch launch;
+  launch.binary = o.cdui;
+  launch.log = dir / "server.log";
+  launch.keep_alive = true;
+  launch.start_timeout = server_start_timeout;
+  launch.stop_timeout = process_stop_timeout;
+  return launch;
+}
+
 int run_bench(const options& o) {
   if (::access(o.cdui.c_str(), X_OK) != 0)
     fail(o.cdui + " is not an executable cdui (use --cdui PATH)");
@@ -1016,9 +755,9 @@ int run_bench(const options& o) {
   std::signal(SIGPIPE, SIG_IGN);
 
   if (part("submit") || part("spawn")) {
-    auto dir = fresh_temp_dir(o.tmp, "worker");
+    auto dir = test::fresh_temp_dir("worker", o.tmp);
     {
-      cdui_server srv{o.cdui, dir};
+      test::server_process srv{dir / "home", server_env(), launch_for(o, dir)};
       std::printf("`cdui start --foreground --port 0` (%s, pid %d, started in %.2f s), agents at %s, "
                   "CODEFYUI_WORKER_HEARTBEAT_S=%s\n", o.cdui.c_str(), srv.pid(), srv.start_seconds(),
                   srv.zmq_endpoint().c_str(), heartbeat_seconds);
@@ -1031,9 +770,9 @@ int run_bench(const options& o) {
     fs::remove_all(dir);
   }
   if (part("heartbeats")) {
-    auto dir = fresh_temp_dir(o.tmp, "heartbeats");
+    auto dir = test::fresh_temp_dir("heartbeats", o.tmp);
     {
-      cdui_server srv{o.cdui, dir};
+      test::server_process srv{dir / "home", server_env(), launch_for(o, dir)};
       std::printf("\n`cdui start --foreground --port 0` for the heartbeats (pid %d, started in %.2f s)\n",
                   srv.pid(), srv.start_seconds());
       measure_heartbeats(o, srv);
@@ -1050,7 +789,7 @@ int main(int argc, char** argv) {
   auto o = parse_options(argc, argv);
   try {
     return run_bench(o);
-  } catch (const bench_failure& e) {
+  } catch (const std::exception& e) {  // after the destructors stopped every child
     std::fprintf(stderr, "bench_worker: %s\n", e.what());
     return 1;
   }

@@ -8,23 +8,6 @@
 
 namespace cdui::devices {
 
-/// One device this host offers to runs.
-struct offered_device {
-  std::string name;   // cpu, cuda:0, sim:1
-  std::string label;  // what a listing shows
-  /// Runs admitted at once: two on the CPU, one on an accelerator (seed 001, "Slots and limits").
-  int slot_limit = 1;
-  bool simulated = false;
-  /// The card's memory in bytes; 0 when not known (the CPU).
-  std::int64_t total_bytes = 0;
-  std::string uuid;
-};
-
-/// The CPU admits two runs at a time (seed 001: "two on the CPU").
-inline constexpr int cpu_slot_limit = 2;
-/// An accelerator admits one run at a time (seed 001: "one run at a time on an accelerator").
-inline constexpr int accelerator_slot_limit = 1;
-
 /// What this host offers: its CPU and every accelerator libtorch sees.
 class host_inventory {
 public:

@@ -6,31 +6,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "integration/process.hpp"
-#include "unit/test_home.hpp"
+#include "testkit/server_process.hpp"
 
 using namespace std::chrono_literals;
 
 namespace {
 
-const std::string cdui_binary = CDUI_BINARY;
+using cdui::test::run_cdui;
+
 const std::string examples = std::string{CDUI_SOURCE_DIR} + "/examples/";
-
-/// Runs cdui with a temporary home and waits for it (at most `timeout`).
-struct cli_run {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-cli_run run_cdui(const cdui::test::temp_home& home, std::vector<std::string> args,
-                 std::chrono::milliseconds timeout = 300s) {
-  args.insert(args.begin(), cdui_binary);
-  cdui::test::process p{args, {{"CODEFYUI_HOME", home.path().string()}}};
-  auto code = p.wait_for(timeout);
-  BOOST_REQUIRE_MESSAGE(code.has_value(), "cdui did not exit in time; stdout:\n" << p.out());
-  return {*code, p.out(), p.err()};
-}
 
 /// The value of "node.metric = X" in the final metrics cdui prints.
 double printed_metric(const std::string& out, const std::string& name) {
@@ -113,15 +97,15 @@ BOOST_AUTO_TEST_CASE(ctrl_c_cancels_the_run_and_the_process_exits_130) {
     if (node["id"] == "loop")
       node["params"]["epochs"] = 1'000'000;
   auto long_graph = write_file(home, "long.json", g.dump());
-  cdui::test::process p{{cdui_binary, "run", long_graph}, {{"CODEFYUI_HOME", home.path().string()}}};
-  BOOST_REQUIRE_MESSAGE(p.wait_for_output("val_accuracy", 120s), p.out() << p.err());
-  p.signal(SIGINT);
-  auto code = p.wait_for(60s);
+  auto p = cdui::test::start_cdui(home, {"run", long_graph});
+  BOOST_REQUIRE_MESSAGE(p->wait_for_output("val_accuracy", 120s), p->out() << p->err());
+  p->signal(SIGINT);
+  auto code = p->wait_for(60s);
   BOOST_REQUIRE_MESSAGE(code.has_value(), "cdui did not exit after Ctrl+C");
   BOOST_TEST(*code == 130);
-  BOOST_TEST(p.out().find("cancelled") != std::string::npos, p.out());
+  BOOST_TEST(p->out().find("cancelled") != std::string::npos, p->out());
   std::smatch id;
-  auto out = p.out();
+  auto out = p->out();
   BOOST_REQUIRE(std::regex_search(out, id, std::regex{"run ([0-9a-f]{8}) \\(long\\) queued"}));
   std::ifstream events{home.path() / "runs" / id[1].str() / "events.jsonl"};
   std::string line, last;

@@ -5,43 +5,22 @@
 #include <fstream>
 #include <regex>
 
-#include "integration/server_process.hpp"
-#include "unit/test_graphs.hpp"
+#include "testkit/server_process.hpp"
+#include "testkit/graphs.hpp"
 
 using namespace std::chrono_literals;
 using cdui::test::moons_graph_json;
+using cdui::test::run_cdui;
+using cdui::test::start_cdui;
 using cdui::test::server_process;
 using nlohmann::json;
 
 namespace {
 
-const std::string cdui_binary = CDUI_BINARY;
-
 std::string write_graph(const cdui::test::temp_home& home, const std::string& name, const json& g) {
   auto path = home.path() / (name + ".json");
   std::ofstream{path} << g.dump();
   return path.string();
-}
-
-/// `cdui ARGS` with the test's home, started (not waited for).
-std::unique_ptr<cdui::test::process> start_cdui(const cdui::test::temp_home& home,
-                                                std::vector<std::string> args) {
-  args.insert(args.begin(), cdui_binary);
-  return std::make_unique<cdui::test::process>(
-    args, std::map<std::string, std::string>{{"CODEFYUI_HOME", home.path().string()}});
-}
-
-struct finished {
-  int code;
-  std::string out;
-  std::string err;
-};
-
-finished run_cdui(const cdui::test::temp_home& home, std::vector<std::string> args) {
-  auto p = start_cdui(home, std::move(args));
-  auto code = p->wait_for(240s);
-  BOOST_REQUIRE_MESSAGE(code.has_value(), "cdui did not exit; stdout:\n" << p->out());
-  return {*code, p->out(), p->err()};
 }
 
 /// A run that keeps sim:0 busy until it is cancelled.

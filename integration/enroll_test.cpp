@@ -34,15 +34,14 @@ std::unique_ptr<process> remote_agent(const temp_home& agent_home, const std::st
                                       const std::string& server_key = "") {
   auto file = agent_home.path() / (name + ".credential");
   std::ofstream{file} << credential << "\n";
-  std::vector<std::string> argv{CDUI_BINARY, "agent", "start", "--foreground", "--name", name,
+  std::vector<std::string> args{"agent", "start", "--foreground", "--name", name,
                                 "--server", server, "--credential", file.string()};
   if (!server_key.empty()) {
-    argv.push_back("--server-key");
-    argv.push_back(server_key);
+    args.push_back("--server-key");
+    args.push_back(server_key);
   }
-  return std::make_unique<process>(argv, std::map<std::string, std::string>{
-                                           {"CODEFYUI_HOME", agent_home.path().string()},
-                                           {"CODEFYUI_SIM_DEVICES", "2x1GiB"}});
+  return start_cdui(args, {{"CODEFYUI_HOME", agent_home.path().string()},
+                           {"CODEFYUI_SIM_DEVICES", "2x1GiB"}});
 }
 
 /// Runs the enrollment's command as an operator would paste it, in `agent_home` (the other
@@ -63,14 +62,10 @@ struct background_agent_guard {
   const temp_home& agent_home;
   std::string name;
   ~background_agent_guard() {
-    std::ifstream in{agent_home.path() / "agents" / name / "agent.json"};
-    auto j = json::parse(in, nullptr, false);
-    if (j.is_object() && j["pid"].is_number_integer()) {
-      auto pid = j["pid"].get<pid_t>();
-      ::kill(pid, SIGTERM);
-      for (int i = 0; i < 200 && ::kill(pid, 0) == 0; ++i)
+    if (auto pid = signal_pid_in(agent_home.path() / "agents" / name / "agent.json", SIGTERM)) {
+      for (int i = 0; i < 200 && ::kill(*pid, 0) == 0; ++i)
         std::this_thread::sleep_for(50ms);
-      ::kill(pid, SIGKILL);
+      ::kill(*pid, SIGKILL);
     }
     for (auto pid : run_processes(agent_home))
       ::kill(pid, SIGKILL);
@@ -83,9 +78,7 @@ std::string file_bytes(const std::filesystem::path& file) {
 }
 
 json long_run_on(const std::string& worker) {
-  auto g = moons_graph_json(1'000'000, 0, 16, "cpu");
-  g["nodes"][5]["params"].erase("device");
-  return {{"graph", g}, {"options", {{"target", {{"worker", worker}, {"devices", {"sim:0"}}}}}}};
+  return body_on_worker(moons_graph_json(1'000'000, 0, 16, std::nullopt), worker, {"sim:0"});
 }
 
 } // namespace
@@ -269,53 +262,45 @@ BOOST_AUTO_TEST_CASE(removing_an_away_worker_fails_its_runs_and_its_agent_stops_
   BOOST_TEST(srv->wait_final(queued, 30s)["error"] == "worker 'w-late' was removed by an operator");
 }
 
-/// `cdui ARGS...` on `home`: exit code, stdout, stderr.
-std::tuple<int, std::string, std::string> cdui_on(const temp_home& home, std::vector<std::string> args) {
-  args.insert(args.begin(), CDUI_BINARY);
-  process p{args, {{"CODEFYUI_HOME", home.path().string()}}};
-  auto code = p.wait_for(60s).value_or(-1);
-  return {code, p.out(), p.err()};
-}
-
 BOOST_AUTO_TEST_CASE(cdui_workers_enrolls_rekeys_drains_and_removes_a_worker) {
   temp_home home;
   temp_home agent_home;
   run_process_guard guard{agent_home};
   server_process srv{home, steady_heartbeats};
-  auto [code, out, err] = cdui_on(home, {"workers", "enroll", "gpu-x", "--server-host", "gpu.lab"});
-  BOOST_TEST(code == 0, err);
-  BOOST_TEST(out.find("worker 'gpu-x' enrolled") != std::string::npos, out);
+  auto r = run_cdui(home, {"workers", "enroll", "gpu-x", "--server-host", "gpu.lab"});
+  BOOST_TEST(r.code == 0, r.err);
+  BOOST_TEST(r.out.find("worker 'gpu-x' enrolled") != std::string::npos, r.out);
   auto zmq = zmq_endpoint(home);
-  BOOST_TEST(out.find("cdui agent start --name gpu-x --server tcp://gpu.lab:" + zmq.substr(zmq.rfind(':') + 1))
-             != std::string::npos, out);
-  BOOST_TEST(err.find("warning: this server takes agents on") != std::string::npos, err);
-  std::tie(code, out, err) = cdui_on(home, {"workers", "enroll", "gpu-x"});
-  BOOST_TEST(code == 1);
-  BOOST_TEST(err.find("enrolled already") != std::string::npos, err);
-  std::tie(code, out, err) = cdui_on(home, {"workers", "enroll", "../x"});
-  BOOST_TEST(code == 2);
+  BOOST_TEST(r.out.find("cdui agent start --name gpu-x --server tcp://gpu.lab:" + zmq.substr(zmq.rfind(':') + 1))
+             != std::string::npos, r.out);
+  BOOST_TEST(r.err.find("warning: this server takes agents on") != std::string::npos, r.err);
+  r = run_cdui(home, {"workers", "enroll", "gpu-x"});
+  BOOST_TEST(r.code == 1);
+  BOOST_TEST(r.err.find("enrolled already") != std::string::npos, r.err);
+  r = run_cdui(home, {"workers", "enroll", "../x"});
+  BOOST_TEST(r.code == 2);
 
-  std::tie(code, out, err) = cdui_on(home, {"workers", "rekey", "gpu-x"});
-  BOOST_TEST(code == 0, err);
-  auto start = out.find("cdui-wk-");
+  r = run_cdui(home, {"workers", "rekey", "gpu-x"});
+  BOOST_TEST(r.code == 0, r.err);
+  auto start = r.out.find("cdui-wk-");
   BOOST_REQUIRE(start != std::string::npos);
-  auto agent = remote_agent(agent_home, "gpu-x", zmq, out.substr(start, 8 + 64));
+  auto agent = remote_agent(agent_home, "gpu-x", zmq, r.out.substr(start, 8 + 64));
   await_worker(srv, "gpu-x", "online");
 
-  std::tie(code, out, err) = cdui_on(home, {"workers", "drain", "gpu-x"});
-  BOOST_TEST(code == 0, err);
+  r = run_cdui(home, {"workers", "drain", "gpu-x"});
+  BOOST_TEST(r.code == 0, r.err);
   await_worker(srv, "gpu-x", "draining");
-  std::tie(code, out, err) = cdui_on(home, {"workers", "undrain", "gpu-x"});
-  BOOST_TEST(code == 0, err);
+  r = run_cdui(home, {"workers", "undrain", "gpu-x"});
+  BOOST_TEST(r.code == 0, r.err);
   await_worker(srv, "gpu-x", "online");
 
-  std::tie(code, out, err) = cdui_on(home, {"workers", "remove", "gpu-x"});
-  BOOST_TEST(code == 0, err);
-  BOOST_TEST(out.find("worker 'gpu-x' removed") != std::string::npos, out);
+  r = run_cdui(home, {"workers", "remove", "gpu-x"});
+  BOOST_TEST(r.code == 0, r.err);
+  BOOST_TEST(r.out.find("worker 'gpu-x' removed") != std::string::npos, r.out);
   BOOST_REQUIRE(agent->wait_for(30s).has_value());
-  std::tie(code, out, err) = cdui_on(home, {"workers", "remove", "gpu-x"});
-  BOOST_TEST(code == 1);
-  BOOST_TEST(err.find("no worker named 'gpu-x'") != std::string::npos, err);
+  r = run_cdui(home, {"workers", "remove", "gpu-x"});
+  BOOST_TEST(r.code == 1);
+  BOOST_TEST(r.err.find("no worker named 'gpu-x'") != std::string::npos, r.err);
 }
 
 BOOST_AUTO_TEST_CASE(with_curve_only_a_peer_that_knows_the_servers_key_is_heard) {

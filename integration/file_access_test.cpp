@@ -7,8 +7,8 @@
 
 #include <sys/stat.h>
 
-#include "integration/server_process.hpp"
-#include "unit/test_graphs.hpp"
+#include "testkit/server_process.hpp"
+#include "testkit/graphs.hpp"
 
 using namespace std::chrono_literals;
 using cdui::test::server_process;
@@ -17,7 +17,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// A short moons run (test_graphs.hpp) whose trained model a ModelSaver "save" writes to `path`.
+/// A short moons run (testkit/graphs.hpp) whose trained model a ModelSaver "save" writes to `path`.
 json saved_to(const std::string& path) {
   json graph = cdui::test::moons_graph_json(1, 2, 16, "sim:0");
   graph["nodes"].push_back({{"id", "save"}, {"type", "ModelSaver"}, {"params", {{"path", path}}}});
@@ -44,17 +44,6 @@ void damage_store(const fs::path& home) {
   std::ofstream{home / "cdui.db", std::ios::binary | std::ios::trunc}
     << "PK\x03\x04" << std::string(4096, '\x01');
 }
-
-/// Stops a server that a failing test may have left running, by the pid in its server.json.
-struct stop_left_server {
-  fs::path home;
-  ~stop_left_server() {
-    std::ifstream in{home / "server.json"};
-    auto j = json::parse(in, nullptr, false);
-    if (j.is_object() && j["pid"].is_number_integer())
-      ::kill(j["pid"].get<int>(), SIGKILL);
-  }
-};
 
 } // namespace
 
@@ -117,7 +106,7 @@ BOOST_AUTO_TEST_CASE(the_home_and_its_files_are_the_owner_s_alone_after_a_start)
 
 BOOST_AUTO_TEST_CASE(a_damaged_store_stops_the_start_naming_the_file) {
   cdui::test::temp_home home;
-  stop_left_server guard{home.path()};
+  cdui::test::background_server_guard guard{home.path()};  // a server a failing test left
   damage_store(home.path());
   auto store = (home.path() / "cdui.db").string();
   std::map<std::string, std::string> env{{"CODEFYUI_HOME", home.path().string()},

@@ -41,22 +41,9 @@ json await_event(const server_process& srv, const std::string& id, Pred pred,
   throw std::runtime_error("run " + id + ": no such event in time");
 }
 
-/// A CSV with `rows` rows of three features and a label, big enough that reading it takes seconds.
-void write_big_csv(const std::filesystem::path& file, int rows) {
-  std::ofstream out{file};
-  out << "a,b,c,label\n";
-  for (int i = 0; i < rows; ++i)
-    out << (i % 97) * 0.01 << ',' << (i % 89) * 0.02 << ',' << (i % 83) * 0.03 << ',' << i % 2 << '\n';
-}
-
 /// A graph that reads `csv` and trains a small MLP on it.
 json csv_graph(const std::filesystem::path& csv) {
-  return {{"graph", training_graph_json({{"name", "csv"}, {"path", csv.string()}}, {{"batch_size", 256}},
-                                        {{{"type", "Linear"}, {"out_features", 8}},
-                                         {{"type", "ReLU"}},
-                                         {{"type", "Linear"}, {"out_features", 2}}},
-                                        {{"name", "sgd"}, {"lr", 0.1}}, {{"epochs", 1}})},
-          {"options", {{"device", "cpu"}}}};
+  return {{"graph", csv_graph_json(csv)}, {"options", {{"device", "cpu"}}}};
 }
 
 bool node_running(const json& e, const std::string& node) {

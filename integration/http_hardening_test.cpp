@@ -8,11 +8,12 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
-#include "integration/server_process.hpp"
-#include "unit/test_graphs.hpp"
+#include "testkit/server_process.hpp"
+#include "testkit/graphs.hpp"
 
 using namespace std::chrono_literals;
-using cdui::test::moons_graph_json;
+using cdui::test::endless_run;
+using cdui::test::short_run;
 using cdui::test::server_process;
 using nlohmann::json;
 using clock_type = std::chrono::steady_clock;
@@ -157,14 +158,6 @@ std::optional<raw_reply> ask(int port, const std::string& bytes, const char* sou
   raw_connection c{port, source};
   c.send(bytes);
   return c.reply();
-}
-
-json short_run() {
-  return {{"graph", moons_graph_json(1, 3, 16, "sim:0")}, {"options", {{"seed", 1}}}};
-}
-
-json endless() {
-  return {{"graph", moons_graph_json(1'000'000, 0, 16, "sim:0")}, {"options", {{"seed", 1}}}};
 }
 
 /// Whether the server process is still the one that started, answering /api/health.
@@ -348,7 +341,7 @@ BOOST_AUTO_TEST_CASE(long_polls_beyond_the_cap_answer_at_once_and_never_starve_o
   cdui::test::temp_home home;
   server_process srv{home};
   // A run that waits in the queue behind an endless one adds no events: a poll on it waits.
-  auto running = srv.submit_ok(endless());
+  auto running = srv.submit_ok(endless_run());
   srv.await_status(running, "running");
   auto queued = srv.submit_ok(short_run());
   auto cursor = srv.get_json("/api/runs/" + queued + "/events")["cursor"].get<std::uint64_t>();
@@ -405,16 +398,15 @@ BOOST_AUTO_TEST_CASE(reads_need_the_token_when_asked_and_the_cli_sends_it) {
   std::map<std::string, std::string> env{{"CODEFYUI_HOME", home.path().string()},
                                          {"CODEFYUI_SIM_DEVICES", "1x1GiB"},
                                          {"CODEFYUI_HTTP_READ_TOKEN", "on"}};
-  auto cli = [&](std::vector<std::string> args) { return cdui::test::run_cli(std::move(args), env); };
+  auto cli = [&](std::vector<std::string> args) { return cdui::test::run_cdui(std::move(args), env); };
   // In the background, with the flag: the start's readiness probe reads /api/status with the token.
   cdui::test::background_server_guard guard{home.path()};
   auto [started, out, err] = cli({"start", "--port", "0", "--max-body-mb", "1"});
   BOOST_REQUIRE_MESSAGE(started == 0, err);
-  std::ifstream in{home.path() / "server.json"};
-  auto port = nlohmann::json::parse(in)["port"].get<int>();
-  std::ifstream token_file{home.path() / "session.token"};
-  std::string token;
-  std::getline(token_file, token);
+  auto files = cdui::test::read_server_files(home.path());
+  BOOST_REQUIRE(files.has_value());
+  auto port = files->port;
+  auto token = files->token;
   httplib::Client client{"127.0.0.1", port};
   for (auto path : {"/api/runs", "/api/health", "/api/status", "/api/workers", "/metrics", "/api/runs/abc"}) {
     auto anonymous = client.Get(path);

@@ -108,19 +108,12 @@ BOOST_AUTO_TEST_CASE(a_stuck_run_in_its_own_process_is_killed_at_its_stop_deadli
   temp_home data;
   run_process_guard guard{home};
   auto csv = data.path() / "big.csv";
-  {
-    std::ofstream out{csv};
-    out << "a,b,c,label\n";
-    for (int i = 0; i < 3'000'000; ++i)  // seconds of reading, with no stop check inside
-      out << (i % 97) * 0.01 << ',' << (i % 89) * 0.02 << ',' << (i % 83) * 0.03 << ',' << i % 2 << '\n';
-  }
+  write_big_csv(csv, 3'000'000);  // seconds of reading, with no stop check inside
   auto env = in_processes;
   env["CODEFYUI_STOP_DEADLINE_S"] = "0.2";
   env["CODEFYUI_DATA_ROOTS"] = data.path().string();
   server_process srv{home, env};
-  auto graph = training_graph_json({{"name", "csv"}, {"path", csv.string()}}, {{"batch_size", 256}},
-                                   {{{"type", "Linear"}, {"out_features", 2}}},
-                                   {{"name", "sgd"}, {"lr", 0.1}}, {{"epochs", 1}});
+  auto graph = csv_graph_json(csv, std::nullopt);
   auto id = srv.submit_ok({{"graph", graph}, {"options", {{"device", "cpu"}}}});
   await_run_process(home, id);
   for (std::uint64_t cursor = 0;;) {  // until the Dataset node is executing

@@ -4,33 +4,23 @@
 
 #include <future>
 
-#include "integration/server_process.hpp"
-#include "unit/test_graphs.hpp"
+#include "testkit/graphs.hpp"
+#include "testkit/server_process.hpp"
 
 using namespace std::chrono_literals;
-using cdui::test::moons_graph_json;
+using cdui::test::endless_run;
+using cdui::test::short_run;
 using cdui::test::server_process;
+using cdui::test::run_cdui;
+using cdui::test::temp_home;
 using nlohmann::json;
-
-namespace {
-
-/// A run that trains until it is cancelled.
-json endless(const std::string& device = "sim:0") {
-  return {{"graph", moons_graph_json(1'000'000, 0, 16, device)}, {"options", {{"seed", 1}}}};
-}
-
-json short_run(const std::string& device = "sim:0") {
-  return {{"graph", moons_graph_json(1, 3, 16, device)}, {"options", {{"seed", 1}}}};
-}
-
-} // namespace
 
 BOOST_AUTO_TEST_SUITE(server_test)
 
 BOOST_AUTO_TEST_CASE(five_runs_on_one_card_queue_at_positions_one_to_four_and_start_in_order) {
   cdui::test::temp_home home;
   server_process srv{home};
-  std::vector<std::string> ids{srv.submit_ok(endless())};
+  std::vector<std::string> ids{srv.submit_ok(endless_run())};
   srv.await_status(ids[0], "running");
   // The second run fails at run time (a CSV file that is not there): it must not block the rest.
   auto failing = short_run();
@@ -68,7 +58,7 @@ BOOST_AUTO_TEST_CASE(the_cpu_runs_two_at_once_and_the_third_waits) {
   server_process srv{home};
   std::vector<std::string> ids;
   for (int i = 0; i < 3; ++i)
-    ids.push_back(srv.submit_ok(endless("cpu")));
+    ids.push_back(srv.submit_ok(endless_run("cpu")));
   srv.await_status(ids[0], "running");
   srv.await_status(ids[1], "running");
   std::this_thread::sleep_for(300ms);
@@ -100,8 +90,8 @@ BOOST_AUTO_TEST_CASE(the_cpu_runs_two_at_once_and_the_third_waits) {
 BOOST_AUTO_TEST_CASE(a_limit_override_lets_two_runs_share_a_card) {
   cdui::test::temp_home home;
   server_process srv{home, {{"CODEFYUI_RUN_QUEUE_MAX_CONCURRENT", "SIM:0 = 2, nonsense"}}};
-  auto a = srv.submit_ok(endless());
-  auto b = srv.submit_ok(endless());
+  auto a = srv.submit_ok(endless_run());
+  auto b = srv.submit_ok(endless_run());
   srv.await_status(a, "running");
   srv.await_status(b, "running");
   srv.cancel(a);
@@ -165,11 +155,11 @@ BOOST_AUTO_TEST_CASE(every_refusal_has_its_status_and_names_the_field) {
   expect(c.Get("/api/runs/abc/events?limit=0"), 400, "'limit'");
   expect(c.Get("/api/nothing"), 404, "no such endpoint: GET /api/nothing");
 
-  auto running = srv.submit_ok(endless());
+  auto running = srv.submit_ok(endless_run());
   srv.await_status(running, "running");
   expect(c.Delete(("/api/runs/" + running).c_str()), 403, "X-CodefyUI-Token");
   expect(c.Delete(("/api/runs/" + running).c_str(), srv.auth()), 409, "cancel it first");
-  auto interactive = endless("cpu");
+  auto interactive = endless_run("cpu");
   interactive["options"]["lane"] = "interactive";
   auto first = srv.submit_ok(interactive);
   expect(srv.submit(interactive), 503, "interactive lane is full");
@@ -184,7 +174,7 @@ BOOST_AUTO_TEST_CASE(every_refusal_has_its_status_and_names_the_field) {
 BOOST_AUTO_TEST_CASE(a_long_poll_wakes_on_the_first_event_and_metrics_come_as_json_and_csv) {
   cdui::test::temp_home home;
   server_process srv{home};
-  auto blocker = srv.submit_ok(endless());
+  auto blocker = srv.submit_ok(endless_run());
   srv.await_status(blocker, "running");
   auto waiting = srv.submit_ok(short_run());
   // The queued run has no events yet: the poll waits until it starts.
@@ -229,7 +219,7 @@ BOOST_AUTO_TEST_CASE(after_kill_9_the_queued_runs_come_back_in_order_and_the_run
   std::vector<std::string> queued;
   {
     server_process srv{home};
-    running = srv.submit_ok(endless());
+    running = srv.submit_ok(endless_run());
     srv.await_status(running, "running");
     for (int i = 0; i < 3; ++i)
       queued.push_back(srv.submit_ok(short_run()));
@@ -258,7 +248,7 @@ BOOST_AUTO_TEST_CASE(a_server_that_cannot_listen_leaves_the_queued_runs_alone) {
   std::string queued;
   {
     server_process srv{home};
-    srv.await_status(srv.submit_ok(endless()), "running");
+    srv.await_status(srv.submit_ok(endless_run()), "running");
     queued = srv.submit_ok(short_run());
     srv.proc().signal(SIGKILL);
     srv.proc().wait_for(10s);
@@ -281,7 +271,7 @@ BOOST_AUTO_TEST_CASE(a_server_that_cannot_listen_leaves_the_queued_runs_alone) {
 BOOST_AUTO_TEST_CASE(start_status_and_stop_from_the_command_line) {
   cdui::test::temp_home home;
   std::map<std::string, std::string> env{{"CODEFYUI_HOME", home.path().string()}};
-  auto cli = [&](std::vector<std::string> args) { return cdui::test::run_cli(std::move(args), env); };
+  auto cli = [&](std::vector<std::string> args) { return cdui::test::run_cdui(std::move(args), env); };
   // Whatever happens below, the background server must not outlive the test.
   cdui::test::background_server_guard guard{home.path()};
   auto [started, out, err] = cli({"start", "--port", "0"});
@@ -314,6 +304,29 @@ BOOST_AUTO_TEST_CASE(start_status_and_stop_from_the_command_line) {
     BOOST_TEST(code == 2, err6);
     BOOST_TEST(err6.find("sim devices entry 'lots'") != std::string::npos, err6);
   }
+}
+
+BOOST_AUTO_TEST_CASE(a_start_that_cannot_bind_its_zmq_port_leaves_the_homes_token_as_it_was) {
+  temp_home busy_home;
+  server_process busy{busy_home};  // holds its ZeroMQ port
+  auto busy_port = cdui::test::zmq_endpoint(busy_home);
+  busy_port = busy_port.substr(busy_port.rfind(':') + 1);
+
+  temp_home home;
+  {
+    server_process first{home};  // leaves the home a token
+  }
+  auto token = cdui::test::token_of(home);
+  BOOST_REQUIRE(!token.empty());
+  auto failed = run_cdui(home, {"start", "--foreground", "--port", "0", "--zmq-port", busy_port});
+  BOOST_TEST(failed.code != 0);
+  BOOST_TEST(failed.err.find(busy_port) != std::string::npos, failed.err);
+  BOOST_TEST(cdui::test::token_of(home) == token);
+
+  // A home that had no token gets none from a start that fails.
+  temp_home fresh;
+  BOOST_TEST(run_cdui(fresh, {"start", "--foreground", "--port", "0", "--zmq-port", busy_port}).code != 0);
+  BOOST_TEST(!std::filesystem::exists(fresh.path() / "session.token"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

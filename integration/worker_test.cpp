@@ -376,9 +376,13 @@ void expect_same_events(const server_process& srv, const cdui::test::temp_home& 
 
 /// A run on w1's sim:0 that trains for several seconds (6000 steps of a 256-wide moons MLP).
 json several_seconds_on_w1() {
-  auto body = moons_on("w1", {"sim:0"}, 1'000'000);
-  body["graph"]["nodes"][2]["params"]["layers"][0]["out_features"] = 256;
-  body["graph"]["nodes"][5]["params"]["max_steps"] = 6000;
+  moons_options wide;
+  wide.epochs = 1'000'000;
+  wide.max_steps = 6000;
+  wide.hidden = 256;
+  wide.device = std::nullopt;
+  auto body = body_on_worker(moons_graph_json(wide), "w1", {"sim:0"});
+  body["options"]["seed"] = 1;
   return body;
 }
 
@@ -476,9 +480,8 @@ BOOST_AUTO_TEST_CASE(after_kill_9_of_the_server_a_run_on_a_worker_is_adopted_and
 }
 
 json endless_for(const json& target, const std::string& device = "sim") {
-  auto g = cdui::test::moons_graph_json(1'000'000, 0, 16, "cpu");
-  g["nodes"][5]["params"].erase("device");
-  return {{"graph", g}, {"options", {{"device", device}, {"target", target}}}};
+  return {{"graph", moons_graph_json(1'000'000, 0, 16, std::nullopt)},
+          {"options", {{"device", device}, {"target", target}}}};
 }
 
 BOOST_AUTO_TEST_CASE(any_takes_free_worker_cards_in_name_order_then_this_servers_and_skips_drained) {
@@ -570,11 +573,9 @@ BOOST_AUTO_TEST_CASE(a_one_shot_agent_exits_after_its_run) {
 }
 
 json endless_on_card(const std::string& worker, const std::string& device = "sim:0") {
-  auto g = cdui::test::moons_graph_json(1'000'000, 0, 16, "cpu");
-  g["nodes"][5]["params"].erase("device");
-  json options = worker.empty() ? json{{"device", device}}
-                                : json{{"target", {{"worker", worker}, {"devices", {device}}}}};
-  return {{"graph", g}, {"options", options}};
+  auto g = moons_graph_json(1'000'000, 0, 16, std::nullopt);
+  return worker.empty() ? json{{"graph", g}, {"options", {{"device", device}}}}
+                        : body_on_worker(g, worker, {device});
 }
 
 /// The "shared" budgets of one of the worker's devices, as GET /api/workers shows them.

@@ -43,5 +43,12 @@ using remove = caf::atom_constant<caf::atom("cd_remove")>;
 using worker_gone = caf::atom_constant<caf::atom("cd_wgone")>;
 using outputs = caf::atom_constant<caf::atom("cd_outputs")>;
 using deadline = caf::atom_constant<caf::atom("cd_dline")>;
+/// The worker registry and its worker proxies (actors/server/worker_proxy.hpp):
+/// registry -> proxy (worker_lost, disconnected_ms): the worker's connection is gone;
+/// proxy -> registry (released, run id, worker): the proxy no longer follows the run (it ended);
+/// anyone -> registry (proxy_of, name) -> the worker's proxy, an invalid handle when it has none.
+using worker_lost = caf::atom_constant<caf::atom("cd_wlost")>;
+using released = caf::atom_constant<caf::atom("cd_wrelsd")>;
+using proxy_of = caf::atom_constant<caf::atom("cd_wproxy")>;
 
 } // namespace cdui::atoms

@@ -72,6 +72,34 @@ std::optional<std::string> read_token(const std::filesystem::path& home) {
   return read_first_line(token_path(home));
 }
 
+new_session_token::new_session_token(const std::filesystem::path& home) : home_(home) {
+  had_file_ = std::filesystem::exists(token_path(home));
+  if (had_file_) {
+    std::ifstream in{token_path(home), std::ios::binary};
+    std::ostringstream bytes;
+    bytes << in.rdbuf();
+    if (in)
+      previous_ = bytes.str();
+  }
+  token_ = create_token(home);
+}
+
+new_session_token::~new_session_token() {
+  if (kept_)
+    return;
+  try {
+    if (previous_) {
+      write_private_file(token_path(home_), *previous_);
+    } else if (!had_file_) {
+      std::error_code ec;
+      std::filesystem::remove(token_path(home_), ec);
+    }
+    // A previous file that could not be read cannot be put back: the new one stays.
+  } catch (const std::exception&) {
+    // The start failed already; a token file left new only makes an old token stale.
+  }
+}
+
 std::optional<home_lock> home_lock::try_lock(const std::filesystem::path& home, mode m) {
   prepare_home(home);
   return try_lock_file(home / "server.lock", m);

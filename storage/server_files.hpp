@@ -33,6 +33,30 @@ void write_server_json(const std::filesystem::path& home, const server_address& 
 std::string create_token(const std::filesystem::path& home);
 [[nodiscard]] std::optional<std::string> read_token(const std::filesystem::path& home);
 
+/// A starting server's new session token (create_token), written before the server binds, so that a
+/// same-host agent never meets the new server with the old token. Unless keep() is called, the
+/// destructor puts the token file back as it was (the previous file, or none): a start that fails,
+/// on a busy ZeroMQ port say, leaves the home's token file as it found it.
+class new_session_token {
+public:
+  /// Throws std::runtime_error naming the file when the token cannot be written.
+  explicit new_session_token(const std::filesystem::path& home);
+  ~new_session_token();
+  new_session_token(const new_session_token&) = delete;
+  new_session_token& operator=(const new_session_token&) = delete;
+
+  [[nodiscard]] const std::string& token() const { return token_; }
+  /// The server runs: the new token stays.
+  void keep() { kept_ = true; }
+
+private:
+  std::filesystem::path home_;
+  bool had_file_ = false;
+  std::optional<std::string> previous_;  // the previous file's bytes, when it could be read
+  std::string token_;
+  bool kept_ = false;
+};
+
 /// A lock on $CODEFYUI_HOME/server.lock (flock), released by the destructor or when the process
 /// dies, even by kill -9. A server holds it exclusively for its lifetime; an embedded `cdui run`
 /// holds it shared, so that no server starts on a home whose runs another process executes.

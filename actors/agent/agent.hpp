@@ -1,18 +1,12 @@
 #pragma once
 
 #include <atomic>
-#include <cstdint>
 #include <filesystem>
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "messages/worker.hpp"
-
-namespace zmq {
-class socket_t;
-}
 
 namespace cdui {
 
@@ -22,6 +16,9 @@ namespace cdui {
 /// a crash ends that run alone. The run sees only its own cards, renumbered from 0. Next to
 /// `cdui start` it needs nothing: it reads the server's endpoint and session token from the home,
 /// and finds the server again when it restarts (on the same endpoint, or on a new one).
+///
+/// A facade over an actor system of its own (actors/agent/): the `agent` actor holds the connection
+/// and one `run_supervisor` actor per run follows that run's process.
 class agent {
 public:
   struct config {
@@ -61,48 +58,7 @@ public:
   [[nodiscard]] static std::string default_name();
 
 private:
-  /// A run this agent executes: its subprocess, folder, and how much of its event log was sent
-  /// (bytes read, and the last event cursor sent). A run whose process has ended keeps its outcome
-  /// here until the server acknowledges it (run_ack), and is sent again after each reconnect.
-  struct running_run {
-    int pid = -1;
-    std::filesystem::path dir;
-    /// False for a run an earlier agent process started: not our child, watched through /proc.
-    bool child = true;
-    std::uint64_t sent_bytes = 0;
-    std::uint64_t sent_cursor = 0;
-    std::optional<run_outcome> ended;
-    /// Whether run_done went out since the last (re)connect; it follows the run's last event.
-    bool end_sent = false;
-    /// The server no longer follows it: stop it, report nothing.
-    bool forgotten = false;
-  };
-
-  [[nodiscard]] hello make_hello() const;
-  [[nodiscard]] std::vector<std::string> running_ids() const;
-  /// Prepares the run's folder and starts its subprocess; the reason when it cannot.
-  std::optional<std::string> start_run(const assign_run& a);
-  /// Events the run appended since the last call, in order.
-  std::vector<run_event> new_events(running_run& r);
-  /// Forwards new events of every run, and reports the runs whose process ended.
-  void pump_runs(zmq::socket_t& socket);
-  void stop_run_process(const stop_run& s);
-  /// The runs an earlier agent process of this name left: still executing, or ended unreported.
-  void recover_runs();
-  /// A welcome's resume and forget lists; the ends the server has not acknowledged go again.
-  void on_welcome(const welcome& w);
-  /// Sends the run's events again after `cursor` (what the server has), then its end.
-  void resend_from(const run_cursor& rc);
-  /// The server recorded the run's end: it is forgotten here too.
-  void on_ack(const std::string& run_id);
-  /// The outputs a record_outputs run left in its folder, for the server.
-  [[nodiscard]] outputs_reply outputs_of(const std::string& run_id) const;
-  [[nodiscard]] std::filesystem::path runs_dir() const;
-
   config cfg_;
-  std::map<std::string, running_run> runs_;
-  /// A one-shot agent that has been given its run: it exits once that run is acknowledged.
-  bool had_run_ = false;
   std::vector<device_offer> offers_;
   std::string environment_;
   std::atomic<bool> stop_{false};

@@ -71,4 +71,11 @@ caf::behavior guarded_behavior(const char* actor, Fs... fs) {
   return caf::behavior{guarded(actor, std::move(fs))...};
 }
 
+/// The same for a typed actor: `Handle::behavior_type`, so that a handler the handle does not
+/// declare, or one missing, is a compile error.
+template <class Handle, class... Fs>
+typename Handle::behavior_type guarded_typed_behavior(const char* actor, Fs... fs) {
+  return typename Handle::behavior_type{guarded(actor, std::move(fs))...};
+}
+
 } // namespace cdui::actors

@@ -4,6 +4,8 @@
 #include <cctype>
 #include <charconv>
 
+#include "messages/slot_key.hpp"
+
 namespace cdui::policy {
 
 namespace {
@@ -32,12 +34,12 @@ std::string canonical_device(const std::string& key, int current_cuda) {
 /// "cuda" -> "cuda:<current>", "gpu-box/sim" -> "gpu-box/sim:0": the device part lower-cased and
 /// canonical, a worker's name as it was written (worker names are case-sensitive).
 std::string canonical_key(std::string_view entry_key, int current_cuda) {
-  auto slash = entry_key.rfind('/');
-  if (slash == std::string_view::npos)
+  auto key = slot_key::parse(entry_key);
+  if (key.local())
     return canonical_device(trimmed_lower(entry_key), current_cuda);
-  auto worker = std::string{entry_key.substr(0, slash)};
-  worker.erase(0, worker.find_first_not_of(" \t"));
-  return worker + "/" + canonical_device(trimmed_lower(entry_key.substr(slash + 1)), 0);
+  key.offerer.erase(0, key.offerer.find_first_not_of(" \t"));
+  key.device = canonical_device(trimmed_lower(key.device), 0);
+  return key.str();
 }
 
 } // namespace

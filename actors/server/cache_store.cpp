@@ -1,17 +1,15 @@
 #include "actors/server/cache_store.hpp"
 
 #include <caf/all.hpp>
-#include <nlohmann/json.hpp>
 
 #include "actors/common/guarded.hpp"
 #include "messages/atoms.hpp"
-#include "messages/json_text.hpp"
 
 namespace cdui::actors {
 
 namespace {
 
-using self_ptr = caf::stateful_actor<cache_store_state>*;
+using self_ptr = cache_store_actor::stateful_pointer<cache_store_state>;
 
 storage::lru_store<stored_item>& instance(cache_store_state& st, const std::string& name) {
   auto i = st.instances.find(name);
@@ -20,34 +18,34 @@ storage::lru_store<stored_item>& instance(cache_store_state& st, const std::stri
   return i->second;
 }
 
-/// seed 000's /api/health shape: the execution cache counts instances and gives the budget of
-/// each; the other two count their entries under their own word (runs, modules).
-nlohmann::json health(const cache_store_state& st) {
-  std::size_t entries = 0;
-  std::int64_t bytes = 0;
+/// What the store holds against its budget.
+cache_store_status status_of(const cache_store_state& st, std::uint64_t mailbox) {
+  cache_store_status out;
+  out.name = std::string{st.budget.name};
+  out.mailbox = mailbox;
+  out.per_instance = st.per_instance;
+  out.instances = st.instances.size();
   for (const auto& [name, store] : st.instances) {
-    entries += store.size();
-    bytes += store.bytes();
+    out.entries += store.size();
+    out.bytes += store.bytes();
   }
-  if (st.per_instance)
-    return {{"instances", st.instances.size()},
-            {"entries", entries},
-            {"bytes", bytes},
-            {"max_bytes_each", st.budget.max_bytes},
-            {"max_entries_each", st.budget.max_entries}};
-  std::string count{st.budget.count_name};
-  return {{count, entries},
-          {"max_" + count, st.budget.max_entries},
-          {"bytes", bytes},
-          {"max_bytes", st.budget.max_bytes}};
+  out.max_bytes = st.budget.max_bytes;
+  out.max_entries = static_cast<std::int64_t>(st.budget.max_entries);
+  out.count_name = std::string{st.budget.count_name};
+  out.hits = st.hits;
+  out.misses = st.misses;
+  out.evictions = st.evictions;
+  out.too_large = st.too_large;
+  return out;
 }
 
 } // namespace
 
-caf::behavior cache_store(self_ptr self, storage::store_budget budget, bool per_instance) {
+cache_store_actor::behavior_type cache_store(self_ptr self, storage::store_budget budget,
+                                            bool per_instance) {
   self->state.budget = budget;
   self->state.per_instance = per_instance;
-  return guarded_behavior(
+  return guarded_typed_behavior<cache_store_actor>(
     "cache store",
     [=](atoms::put, const std::string& name, const std::string& key, stored_item& item,
         std::int64_t bytes) {
@@ -70,20 +68,7 @@ caf::behavior cache_store(self_ptr self, storage::store_budget budget, bool per_
       return i != self->state.instances.end() && i->second.erase(key);
     },
     [=](atoms::drop, const std::string& name) { return self->state.instances.erase(name) > 0; },
-    [=](atoms::health) { return json_text(health(self->state)); },
-    [=](atoms::status) {
-      const auto& st = self->state;
-      auto state = health(st);
-      state["hits"] = st.hits;
-      state["misses"] = st.misses;
-      state["evictions"] = st.evictions;
-      state["too_large"] = st.too_large;
-      nlohmann::json j{{"kind", "cache_store"},
-                       {"name", st.budget.name},
-                       {"mailbox", self->mailbox().size()},
-                       {"state", state}};
-      return json_text(j);
-    }
+    [=](atoms::status) { return status_of(self->state, self->mailbox().size()); }
   );
 }
 

@@ -6,19 +6,13 @@
 #include <memory>
 #include <string>
 
-#include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/fwd.hpp>
 #include <caf/stateful_actor.hpp>
 
+#include "actors/server/fwd.hpp"
 #include "storage/lru_store.hpp"
 
 namespace cdui::actors {
-
-/// A value a store holds: the runtime's (node outputs, a model, a run's outputs), which only the
-/// runtime looks inside. Shared, never copied: a store hands out the object it holds.
-struct stored_item {
-  std::shared_ptr<const std::any> value;
-};
 
 struct cache_store_state {
   storage::store_budget budget;
@@ -38,10 +32,8 @@ struct cache_store_state {
 /// bytes and by count, least recently used out first. Protocol:
 /// (put, instance, key, stored_item, bytes) -> bool stored; (get, instance, key) -> stored_item (null
 /// value when absent); (erase, instance, key) -> bool; (drop, instance) -> bool (an editor session
-/// ended); (health) -> JSON text in /api/health's shape; (status) -> JSON text for /api/status.
-caf::behavior cache_store(caf::stateful_actor<cache_store_state>* self, storage::store_budget budget,
-                          bool per_instance);
+/// ended); (status) -> cache_store_status (for /api/health and /api/status).
+cache_store_actor::behavior_type cache_store(cache_store_actor::stateful_pointer<cache_store_state> self,
+                                            storage::store_budget budget, bool per_instance);
 
 } // namespace cdui::actors
-
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cdui::actors::stored_item)

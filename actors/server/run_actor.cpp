@@ -9,6 +9,7 @@
 #include "actors/common/guarded.hpp"
 #include "actors/common/run_process.hpp"
 #include "messages/clock.hpp"
+#include "messages/actor_status.hpp"
 #include "messages/atoms.hpp"
 #include "messages/json_text.hpp"
 #include "messages/run_outcome.hpp"
@@ -284,7 +285,7 @@ void append_stored_event(storage::run_store& store, storage::run_directory* dir,
     dir->append(e);
 }
 
-caf::behavior run_actor(self_ptr self, run_setup setup, caf::actor queue) {
+caf::behavior run_actor(self_ptr self, run_setup setup, run_queue_actor queue) {
   self->state.setup = std::move(setup);
   self->state.queue = std::move(queue);
   self->state.last_cursor = self->state.setup.store->last_cursor(self->state.setup.info.id);
@@ -388,15 +389,8 @@ caf::behavior run_actor(self_ptr self, run_setup setup, caf::actor queue) {
     },
     [=](atoms::status) {
       const auto& st = self->state;
-      nlohmann::json j{{"kind", "run"},
-                       {"id", st.setup.info.id},
-                       {"mailbox", self->mailbox().size()},
-                       {"state",
-                        {{"status", to_string(st.setup.info.status)},
-                         {"device", st.setup.info.queue_key},
-                         {"events", st.last_cursor},
-                         {"long_polls", st.waiters.size()}}}};
-      return json_text(j);
+      return run_actor_status{st.setup.info.id, self->mailbox().size(), st.setup.info.status,
+                              st.setup.info.queue_key, st.last_cursor, st.waiters.size()};
     },
     [=](atoms::quit) { self->quit(); }
   );

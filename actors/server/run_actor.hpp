@@ -14,6 +14,7 @@
 #include <caf/stateful_actor.hpp>
 
 #include "actors/common/deadlines.hpp"
+#include "actors/server/fwd.hpp"
 #include "actors/server/store_client.hpp"
 #include "messages/run_event.hpp"
 #include "messages/run_request.hpp"
@@ -44,7 +45,7 @@ struct run_setup {
   /// assigns it. Empty worker: the run executes in this process.
   std::string worker;
   std::vector<std::string> worker_devices;
-  caf::actor registry;
+  worker_registry_actor registry;
   /// A local run that has not reached a stop check this long after a cancel or an interrupt ends
   /// interrupted without it, its slot freed; its thread is left to finish alone (abandoned), or
   /// its process is killed.
@@ -79,7 +80,7 @@ struct event_buffer {
 
 struct run_state {
   run_setup setup;
-  caf::actor queue;
+  run_queue_actor queue;
   std::uint64_t last_cursor = 0;
   /// Whether an execution_complete, execution_error or execution_stopped is in the log.
   bool ended_event = false;
@@ -106,8 +107,8 @@ inline constexpr std::size_t max_events_per_answer = 1000;
 /// false when it had ended or a cancel was already sent); (interrupt) -> bool;
 /// (stop, reason): a waiting run the queue took out fails unstarted with the reason;
 /// (info) -> run_info; (events, cursor, wait_ms) -> event_batch; (wait) -> run_info once ended;
-/// (status) -> JSON text.
-caf::behavior run_actor(caf::stateful_actor<run_state>* self, run_setup setup, caf::actor queue);
+/// (status) -> run_actor_status.
+caf::behavior run_actor(caf::stateful_actor<run_state>* self, run_setup setup, run_queue_actor queue);
 
 /// Appends an event to a run that has no actor (a restart's bookkeeping), with the next cursor.
 void append_stored_event(storage::run_store& store, storage::run_directory* dir,

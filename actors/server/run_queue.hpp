@@ -1,6 +1,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <deque>
@@ -14,7 +15,10 @@
 #include <caf/stateful_actor.hpp>
 
 #include "actors/policy/admission.hpp"
+#include "actors/policy/card_groups.hpp"
+#include "actors/policy/placement.hpp"
 #include "actors/common/deadlines.hpp"
+#include "actors/server/fwd.hpp"
 #include "actors/server/store_client.hpp"
 #include "devices/host_inventory.hpp"
 #include "storage/run_store.hpp"
@@ -35,7 +39,7 @@ struct run_queue_config {
   std::map<std::string, int> limits;
   /// The worker registry, when the server has a bridge: worker runs go through it, and worker runs
   /// left running by the last server wait for their worker to bring them back (adoption).
-  caf::actor registry;
+  worker_registry_actor registry;
   int interactive_limit = default_interactive_limit;
   /// A server's queue: runs left queued in the store are queued again at start (in their order),
   /// runs left running end interrupted, and a shutdown leaves queued runs for the next start.
@@ -48,28 +52,19 @@ struct run_queue_config {
   /// --isolation process); empty: on threads of this process. Interactive runs, and runs that
   /// use the in-memory stores (record_outputs, weights_persistent), stay on threads.
   std::filesystem::path exec_binary;
-};
-
-/// A worker as the queue knows it: the devices it offers (its own names) and whether its slots
-/// admit runs now (it is connected and not draining).
-struct known_worker {
-  std::vector<std::string> devices;
-  /// Each device's card UUID, in the same order (empty: unknown, never matched).
-  std::vector<std::string> uuids;
-  bool open = false;
-  bool one_shot = false;
-};
-
-/// A run for any worker or the one-shot pool, waiting for a free slot of its device kind.
-struct floating_run {
-  std::string kind;  // cpu, cuda, sim, ...; empty: the first accelerator of any kind
-  bool pool = false;  // the one-shot pool: one-shot workers only, never this server
-  bool keeps_outputs = false;  // record_outputs: never a one-shot worker, which exits with them
+  /// Told of each run actor the queue spawns, with its run id (none by default): for an embedder
+  /// or a test that watches the actors themselves.
+  std::function<void(const std::string& run_id, const caf::actor& run)> on_run_spawned;
 };
 
 struct run_queue_state {
   run_queue_config cfg;
   policy::admission slots;
+  /// This server's devices, and every worker seen since the start, by name: where runs may go.
+  policy::local_devices local;
+  policy::known_workers workers;
+  /// The shared budgets: cards several offerers share, one-shot workers.
+  policy::card_groups groups;
   std::map<std::string, caf::actor> runs;         // runs that have not ended, by id
   std::set<std::string> started;                  // of those, the ones running
   std::set<std::string> remote;                   // of those, the ones a worker executes
@@ -77,11 +72,9 @@ struct run_queue_state {
   /// The seed of each editor session whose interactive runs gave none: drawn at its first run and
   /// kept, like a tab's seed, so that its execution cache can serve the next run.
   std::map<std::string, std::uint64_t> session_seeds;
-  std::map<std::string, known_worker> workers;     // every worker seen since the start, by name
-  std::set<std::string> lowered;                  // worker slots whose limit a shared card lowers
   std::deque<std::string> floating;               // runs for any worker, in submit order
-  std::map<std::string, floating_run> floats;     // and what each needs
-  caf::actor registry;                            // the worker registry, when the server has one
+  std::map<std::string, policy::floating_run> floats;  // and what each needs
+  worker_registry_actor registry;                 // the worker registry, when the server has one
   bool shutting_down = false;
   std::vector<caf::response_promise> drained;     // shutdown callers, answered when none runs
   static inline const char* name = "run_queue";
@@ -95,8 +88,11 @@ struct run_queue_state {
 /// (erase, id) -> erase_result; (drop, session) -> bool (an editor session ended: its seed goes);
 /// (worker_update, name, device offers, open, one_shot): a worker's slots open or close, and cards
 /// it shares with this server or another worker (same UUID) become one budget;
-/// (status) -> JSON text; (shutdown) -> bool once no run is running.
+/// (status) -> run_queue_status, with its run actors'; (shutdown) -> bool once no run is running.
 /// An unknown id gets an error naming it.
-caf::behavior run_queue(caf::stateful_actor<run_queue_state>* self, run_queue_config cfg);
+/// It monitors every run actor it spawns: one that ends before its run has (an exception escaped,
+/// a bug, a kill) fails its run with the reason, frees its slots, and the next run starts.
+run_queue_actor::behavior_type run_queue(run_queue_actor::stateful_pointer<run_queue_state> self,
+                                         run_queue_config cfg);
 
 } // namespace cdui::actors

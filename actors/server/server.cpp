@@ -16,6 +16,7 @@
 #include "devices/host_inventory.hpp"
 #include "messages/atoms.hpp"
 #include "messages/json_text.hpp"
+#include "messages/slot_key.hpp"
 #include "messages/version.hpp"
 #include "runtime/node_keys.hpp"
 #include "runtime/stored_values.hpp"
@@ -127,7 +128,7 @@ struct server::impl {
       // seed 001: a heartbeat every 10 s; a lost worker's runs keep going for 5 minutes.
       policy::worker_table::config workers_config{
         version(), runtime::node_types_digest(), c.token,
-        seconds_setting("CODEFYUI_WORKER_HEARTBEAT_S", 10.0, 0.05, 3600)};
+        seconds_setting("CODEFYUI_WORKER_HEARTBEAT_S", 10.0, 0.05, 3600), {}};
       registry = system.spawn(actors::worker_registry, std::move(workers_config), bridge, store,
                               seconds_setting("CODEFYUI_WORKER_RESUME_GRACE_S",
                                               actors::default_resume_grace_s, 0, 86400));
@@ -151,8 +152,8 @@ struct server::impl {
 
   /// Every request has a deadline: an actor that cannot answer (busy for good, or gone) costs
   /// its caller this long at most, never a thread forever.
-  template <class T, class... Ts>
-  std::optional<T> ask_actor(const caf::actor& who, bool throw_errors, Ts&&... xs) {
+  template <class T, class Handle, class... Ts>
+  std::optional<T> ask_actor(const Handle& who, bool throw_errors, Ts&&... xs) {
     return ask_within<T>(who, caf::duration{actors::request_deadline}, throw_errors,
                          std::forward<Ts>(xs)...);
   }
@@ -172,8 +173,8 @@ struct server::impl {
     return ask_registry<enrollment>(true, verb, name).value();
   }
 
-  template <class T, class... Ts>
-  std::optional<T> ask_within(const caf::actor& who, caf::duration timeout, bool throw_errors,
+  template <class T, class Handle, class... Ts>
+  std::optional<T> ask_within(const Handle& who, caf::duration timeout, bool throw_errors,
                               Ts&&... xs) {
     caf::scoped_actor self{system};
     std::optional<T> answer;
@@ -196,10 +197,10 @@ struct server::impl {
   caf::actor_system system;
   std::shared_ptr<storage::run_store> store;
   actors::store_handles stores;
-  caf::actor queue;
+  actors::run_queue_actor queue;
   actors::curve_keys curve;  // empty unless the wire is encrypted
   std::shared_ptr<actors::zmq_bridge> bridge;
-  caf::actor registry;
+  actors::worker_registry_actor registry;
   std::chrono::milliseconds stop_deadline{actors::default_stop_deadline_ms};
   std::once_flag stopped;
 };
@@ -210,10 +211,15 @@ server::server(config cfg) : impl_(std::make_unique<impl>(cfg)) {}
 
 server::~server() {
   shutdown();
-  for (const auto& a : {impl_->queue, impl_->stores.execution_cache, impl_->stores.run_outputs,
-                        impl_->stores.node_state, impl_->registry})
-    if (a)
-      caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  auto quit = [](const auto& actor) {
+    if (actor)
+      caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
+  };
+  quit(impl_->queue);
+  quit(impl_->stores.execution_cache);
+  quit(impl_->stores.run_outputs);
+  quit(impl_->stores.node_state);
+  quit(impl_->registry);
   // The bridge's thread stops before the actor system goes (it sends to the registry).
   impl_->bridge.reset();
 }
@@ -268,19 +274,16 @@ erase_result server::erase(const std::string& run_id) {
   return impl_->ask<erase_result>(false, atoms::erase::value, run_id).value_or(erase_result::unknown);
 }
 
-std::string server::status() {
-  auto children = nlohmann::json::array();
-  children.push_back(
-    nlohmann::json::parse(impl_->ask<std::string>(false, atoms::status::value).value_or("null")));
-  for (const auto& store : {impl_->stores.execution_cache, impl_->stores.run_outputs,
-                            impl_->stores.node_state})
-    children.push_back(nlohmann::json::parse(
-      impl_->ask_actor<std::string>(store, false, atoms::status::value).value_or("null")));
+server_status server::status() {
+  server_status out;
+  out.home = impl_->home;
+  out.queue = queue();
+  out.stores = caches();
   if (impl_->registry)
-    children.push_back(nlohmann::json::parse(
-      impl_->ask_registry<std::string>(false, atoms::status::value).value_or("null")));
-  nlohmann::json root{{"kind", "server"}, {"home", impl_->home.string()}, {"children", children}};
-  return json_text(root);
+    out.registry_json = impl_->ask_registry<std::string>(false, atoms::status::value).value_or("null");
+  if (impl_->bridge)
+    out.bridge = impl_->bridge->stats();
+  return out;
 }
 
 std::string server::zmq_endpoint() const {
@@ -317,35 +320,20 @@ std::string server::workers() {
                                        {"node_types_digest", runtime::node_types_digest()}});
   if (!impl_->registry)
     return none;
-  auto listing = nlohmann::json::parse(
-    impl_->ask_registry<std::string>(false, atoms::workers::value).value_or(none));
-  // Each device's slots, from the run queue, whose keys are "<worker>/<device>".
-  auto queue = nlohmann::json::parse(impl_->ask<std::string>(false, atoms::status::value).value_or("{}"));
-  std::map<std::string, nlohmann::json> slots;
-  if (queue.is_object())
-    for (const auto& q : queue["state"]["queues"])
-      slots[q["device"].get<std::string>()] = {{"taken", q["running"].size()},
-                                               {"limit", q["limit"]},
-                                               {"waiting", q["waiting"].size()},
-                                               {"shared", q["shared"]}};
-  for (auto& w : listing["workers"])
-    for (auto& d : w["devices"]) {
-      auto s = slots.find(w["name"].get<std::string>() + "/" + d["name"].get<std::string>());
-      d["slots"] = s != slots.end() ? s->second : nlohmann::json(nullptr);
-    }
-  return json_text(listing);
+  return impl_->ask_registry<std::string>(false, atoms::workers::value).value_or(none);
 }
 
-std::string server::health() {
-  nlohmann::json caches = nlohmann::json::object();
-  auto add = [&](const storage::store_budget& budget, const caf::actor& store) {
-    caches[std::string{budget.name}] = nlohmann::json::parse(
-      impl_->ask_actor<std::string>(store, false, atoms::health::value).value_or("null"));
-  };
-  add(storage::execution_cache_budget, impl_->stores.execution_cache);
-  add(storage::run_output_store_budget, impl_->stores.run_outputs);
-  add(storage::node_state_store_budget, impl_->stores.node_state);
-  return json_text(nlohmann::json{{"status", "ok"}, {"caches", caches}});
+run_queue_status server::queue() {
+  return impl_->ask<run_queue_status>(false, atoms::status::value).value_or(run_queue_status{});
+}
+
+std::vector<cache_store_status> server::caches() {
+  std::vector<cache_store_status> out;
+  for (const auto& store : {impl_->stores.execution_cache, impl_->stores.run_outputs,
+                            impl_->stores.node_state})
+    if (auto status = impl_->ask_actor<cache_store_status>(store, false, atoms::status::value))
+      out.push_back(std::move(*status));
+  return out;
 }
 
 std::optional<std::string> server::recorded_outputs(const std::string& run_id) {

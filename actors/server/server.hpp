@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "messages/actor_status.hpp"
 #include "messages/run_event.hpp"
 #include "messages/run_outcome.hpp"
 #include "messages/run_request.hpp"
@@ -14,6 +15,17 @@
 #include "storage/run_store.hpp"
 
 namespace cdui {
+
+/// The server's actors as they are now (cdui::server::status()).
+struct server_status {
+  std::filesystem::path home;
+  run_queue_status queue;                  // with its run actors
+  std::vector<cache_store_status> stores;  // execution cache, run output store, node state store
+  /// The worker registry's part of the tree, as JSON text; empty when the server takes no workers.
+  std::string registry_json;
+  /// The ZeroMQ bridge's counters; nullopt when the server takes no workers.
+  std::optional<bridge_status> bridge;
+};
 
 /// The embeddable cdui runtime: an actor system with the run queue and the runs, over the durable
 /// run store $CODEFYUI_HOME/cdui.db. The CLI's embedded mode, the HTTP server and the tests use it;
@@ -91,7 +103,8 @@ public:
   /// The bound ZeroMQ endpoint agents connect to; empty without a bridge.
   [[nodiscard]] std::string zmq_endpoint() const;
 
-  /// Every worker and the refused connections, as JSON text (GET /api/workers).
+  /// Every worker and the refused connections, as JSON text; each device's "slots" are left to the
+  /// caller, which has them in status().queue (apps/status_json.hpp adds them for GET /api/workers).
   [[nodiscard]] std::string workers();
 
   /// Drains a worker (no new runs; its running runs finish) or undrains it. False when no worker
@@ -109,12 +122,14 @@ public:
   /// for it with the reason "worker 'N' was removed by an operator".
   [[nodiscard]] enrollment remove_worker(const std::string& name);
 
-  /// The actor tree as JSON text: each actor's kind, state and mailbox size.
-  [[nodiscard]] std::string status();
+  /// The actor tree: each actor's state and mailbox size (the HTTP API writes it as /api/status).
+  [[nodiscard]] server_status status();
 
-  /// What the three in-memory stores hold against their budgets, as JSON text in seed 000's
-  /// /api/health shape: {"status": "ok", "caches": {...}}.
-  [[nodiscard]] std::string health();
+  /// The run queue's part of status(): its slots, lane and floating runs, with its run actors.
+  [[nodiscard]] run_queue_status queue();
+
+  /// What the three in-memory stores hold against their budgets (/api/health).
+  [[nodiscard]] std::vector<cache_store_status> caches();
 
   /// The outputs a record_outputs run left in the run output store, described node by node and
   /// port by port (JSON text {node: {port: {...}}}); nullopt when the store does not hold them.

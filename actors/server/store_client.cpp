@@ -16,7 +16,7 @@ constexpr auto store_timeout = std::chrono::seconds(30);
 
 /// The value held under `key`, if any and if it holds a T.
 template <class T>
-std::optional<T> get(caf::actor_system& system, const caf::actor& store, const std::string& instance,
+std::optional<T> get(caf::actor_system& system, const cache_store_actor& store, const std::string& instance,
                      const std::string& key) {
   std::optional<T> found;
   if (!store)
@@ -33,7 +33,7 @@ std::optional<T> get(caf::actor_system& system, const caf::actor& store, const s
   return found;
 }
 
-void put(const caf::actor& store, const std::string& instance, const std::string& key, std::any value,
+void put(const cache_store_actor& store, const std::string& instance, const std::string& key, std::any value,
          std::int64_t bytes) {
   if (store)
     caf::anon_send(store, atoms::put::value, instance, key,

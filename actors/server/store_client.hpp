@@ -2,18 +2,18 @@
 
 #include <string>
 
-#include <caf/actor.hpp>
 #include <caf/fwd.hpp>
 
+#include "actors/server/fwd.hpp"
 #include "runtime/run_stores.hpp"
 
 namespace cdui::actors {
 
 /// The three cache_store actors of a server.
 struct store_handles {
-  caf::actor execution_cache;
-  caf::actor run_outputs;
-  caf::actor node_state;
+  cache_store_actor execution_cache;
+  cache_store_actor run_outputs;
+  cache_store_actor node_state;
 };
 
 /// The server's stores as one run's engine sees them: each call is a request to a cache_store

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <set>
 
 #include <caf/all.hpp>
@@ -28,13 +27,17 @@ using policy::worker_name_rule;
 
 namespace {
 
-using self_ptr = caf::stateful_actor<worker_registry_state>*;
+using self_ptr = worker_registry_actor::stateful_pointer<worker_registry_state>;
 
 /// How often late heartbeats are looked for: a quarter of the interval, so that a late worker is
 /// seen Degraded before it is Disconnected; at most once a second, at least every 10 ms.
 std::chrono::milliseconds tick_interval(const worker_table& table) {
   return std::chrono::milliseconds(std::clamp<std::int64_t>(table.settings().heartbeat_ms / 4, 10, 1000));
 }
+
+/// How long the registry waits for a proxy's answer to an outputs request: the proxy answers
+/// within outputs_timeout_ms (and a tick); past this, the proxy is gone.
+constexpr std::int64_t proxy_outputs_deadline_ms = outputs_timeout_ms + 5000;
 
 template <class T>
 void reply(self_ptr self, const std::string& identity, wire::message_type type, const T& payload) {
@@ -102,59 +105,64 @@ nlohmann::json bridge_json(const zmq_bridge& bridge) {
             {"refused", refused}}}};
 }
 
+bool is_connected(const worker_record* w) {
+  return w != nullptr && w->status != worker_status::disconnected;
+}
+
+std::size_t runs_of(const worker_registry_state& st, const std::string& name) {
+  return static_cast<std::size_t>(std::count_if(
+    st.placed.begin(), st.placed.end(), [&](const auto& p) { return p.second.worker == name; }));
+}
+
 /// Tells the run queue whether the worker's slots admit runs now.
 void announce(self_ptr self, const worker_record& w) {
   if (!self->state.queue)
     return;
   // A one-shot worker executes a single run, then its agent exits: once it has one, it is closed.
-  bool busy_one_shot = w.one_shot
-                       && (!w.running_runs.empty()
-                           || std::any_of(self->state.runs.begin(), self->state.runs.end(),
-                                          [&](const auto& r) { return r.second.worker == w.name; }));
+  bool busy_one_shot = w.one_shot && (!w.running_runs.empty() || runs_of(self->state, w.name) > 0);
   self->send(self->state.queue, atoms::worker_update::value, w.name, w.devices,
              w.accepts_runs() && !busy_one_shot, w.one_shot);
 }
 
-/// The runs of `identity`'s worker, or nullptr when the connection is no worker's or the run is
-/// not one it was given: a worker reports on its own runs only.
-/// Asks the agent to send the run's events again after what the server has; at most once a
-/// second for the same cursor (the request, or the replay, may be lost too).
-constexpr std::int64_t resend_again_ms = 1000;
-
-void ask_resend(self_ptr self, const std::string& identity, const std::string& run_id,
-                remote_run& run) {
-  auto now = now_ms();
-  if (run.resend_asked == run.cursor && now - run.resend_asked_ms < resend_again_ms)
-    return;
-  run.resend_asked = run.cursor;
-  run.resend_asked_ms = now;
-  reply(self, identity, wire::message_type::resend, run_cursor{run_id, run.cursor});
-}
-
-remote_run* run_of(self_ptr self, const std::string& identity, const std::string& run_id) {
-  const auto* w = self->state.table->by_identity(identity);
-  auto i = self->state.runs.find(run_id);
-  if (w == nullptr || i == self->state.runs.end() || i->second.worker != w->name) {
-    spdlog::warn("worker registry: a report on run {} from a connection that was not given it",
-                 run_id);
-    return nullptr;
+/// The worker's proxy; a fresh one, monitored, when it has none (it joins now, has runs to
+/// adopt, or its proxy died). A fresh proxy takes the worker's connection from the table.
+worker_proxy_actor& proxy_of(self_ptr self, const std::string& name) {
+  auto& st = self->state;
+  auto i = st.proxies.find(name);
+  if (i != st.proxies.end())
+    return i->second;
+  worker_setup setup;
+  setup.name = name;
+  if (const auto* w = st.table->by_name(name)) {
+    if (w->status != worker_status::disconnected)
+      setup.identity = w->identity;
+    setup.disconnected_ms = w->disconnected_ms;
   }
-  return &i->second;
+  setup.bridge = st.bridge;
+  setup.registry = caf::actor_cast<worker_supervisor_actor>(self);
+  setup.resume_grace_ms = st.resume_grace_ms;
+  setup.server_version = st.table->settings().version;
+  setup.heartbeat_ms = st.table->settings().heartbeat_ms;
+  auto proxy = self->spawn(worker_proxy, std::move(setup));
+  self->monitor(proxy);
+  return st.proxies.emplace(name, std::move(proxy)).first->second;
 }
 
-void end_run(self_ptr self, const std::string& run_id, run_status status, const std::string& why) {
-  auto i = self->state.runs.find(run_id);
-  if (i == self->state.runs.end())
+/// Ends a run no proxy follows (any more), with no event: the run actor adds the end event.
+void end_placed(self_ptr self, const std::string& run_id, run_status status, const std::string& why) {
+  auto i = self->state.placed.find(run_id);
+  if (i == self->state.placed.end())
     return;
-  self->send(i->second.run, atoms::finished::value, run_outcome{status, why, "{}"});
-  self->state.runs.erase(i);
+  caf::anon_send(i->second.run, atoms::finished::value, run_outcome{status, why, "{}"});
+  self->state.placed.erase(i);
 }
 
 void on_hello(self_ptr self, const std::string& identity, const hello& h) {
-  auto& table = *self->state.table;
+  auto& st = self->state;
+  auto& table = *st.table;
   auto verdict = table.hello(identity, h, now_ms());
   if (!verdict.accepted) {
-    auto n = ++self->state.refused_hellos;
+    auto n = ++st.refused_hellos;
     if (worth_logging(n))
       spdlog::warn("refused agent {} (cdui {}; {} refused so far): {}", text::quoted(h.name),
                    text::quoted(h.version), n, verdict.reason);
@@ -167,34 +175,23 @@ void on_hello(self_ptr self, const std::string& identity, const hello& h) {
   const auto& w = *table.by_name(h.name);
   spdlog::info("worker '{}' joined ({} devices, status {}{}{})", h.name, h.devices.size(),
                to_string(w.status), w.reason.empty() ? "" : ": ", w.reason);
-  welcome answer{table.settings().version, static_cast<std::uint32_t>(table.settings().heartbeat_ms),
-                 {}, {}};
-  // The runs it still has: resumed from where the server's record of them ends (or adopted after
-  // a server restart); any other it is told to forget.
+  // The proxy welcomes it, and ends the runs it no longer has; they are not its any more.
+  self->send(proxy_of(self, h.name), atoms::wire_in::value, identity, h);
   std::set<std::string> listed{h.running_runs.begin(), h.running_runs.end()};
-  auto& runs = self->state.runs;
-  for (const auto& id : h.running_runs) {
-    auto i = runs.find(id);
-    if (i != runs.end() && i->second.worker == h.name) {
-      answer.resume.push_back({id, i->second.cursor});
-      if (i->second.adopting_since_ms != 0)
-        spdlog::info("run {} adopted: worker '{}' still executes it", id, h.name);
-      i->second.adopting_since_ms = 0;
-    } else {
-      answer.forget.push_back(id);
-    }
-  }
-  // Runs it was given and no longer has: their process ended while the connection was down.
-  std::vector<std::string> lost;
-  for (const auto& [id, run] : runs)
-    if (run.worker == h.name && !listed.count(id))
-      lost.push_back(id);
-  reply(self, identity, wire::message_type::welcome, answer);
-  for (const auto& id : lost)
-    end_run(self, id, run_status::failed,
-            "worker '" + h.name + "' came back without the run: its process ended while the "
-            "worker was not connected, and its end was not reported");
+  for (auto i = st.placed.begin(); i != st.placed.end();)
+    i = i->second.worker == h.name && !listed.count(i->first) ? st.placed.erase(i) : std::next(i);
   announce(self, w);
+}
+
+/// A message from an agent about its runs, to its worker's proxy; nothing when the connection is
+/// no worker's.
+template <class T>
+bool route(self_ptr self, const std::string& identity, const T& msg) {
+  const auto* w = self->state.table->by_identity(identity);
+  if (w == nullptr)
+    return false;
+  self->send(proxy_of(self, w->name), atoms::wire_in::value, identity, msg);
+  return true;
 }
 
 /// A new credential for `name` (enroll, or re-key when `rekey`), its hash in cdui.db.
@@ -241,39 +238,135 @@ enrollment remove_worker(self_ptr self, const std::string& name) {
   }
   st.store->remove_worker(name);
   auto reason = "worker '" + name + "' was removed by an operator";
-  bool connected = !removed->identity.empty() && removed->status != worker_status::disconnected;
+  auto runs = runs_of(st, name);
+  for (auto i = st.placed.begin(); i != st.placed.end();)
+    i = i->second.worker == name ? st.placed.erase(i) : std::next(i);
+  if (auto i = st.proxies.find(name); i != st.proxies.end()) {
+    // It stops and fails its runs, refuses the connection and quits: an end the registry expects.
+    self->demonitor(i->second.address());
+    self->send(i->second, atoms::remove::value, reason);
+    st.proxies.erase(i);
+  }
+  if (st.queue)
+    self->send(st.queue, atoms::worker_gone::value, name, reason);
+  spdlog::info("{}: {} run(s) it executed failed", reason, runs);
+  return e;
+}
+
+/// A proxy ended that was not told to: the runs it followed cannot be followed any more (their
+/// cursors went with it), so they end failed, with the reason, and the agent is told to stop them.
+/// The worker stays: a fresh proxy takes its connection from the table, and its agent, which keeps
+/// its heartbeats, is told to forget those runs at its next hello.
+void proxy_down(self_ptr self, const caf::down_msg& down) {
+  auto& st = self->state;
+  auto i = std::find_if(st.proxies.begin(), st.proxies.end(),
+                        [&](const auto& p) { return p.second.address() == down.source; });
+  if (i == st.proxies.end())
+    return;  // removed, and told to quit
+  auto name = i->first;
+  st.proxies.erase(i);
+  auto reason = "the server's actor for worker '" + name + "' ended unexpectedly ("
+                + caf::to_string(down.reason) + "); the run's events can no longer be followed, so "
+                "it is failed and stopped on the worker";
+  const auto* w = st.table->by_name(name);
   std::vector<std::string> ids;
-  for (const auto& [id, run] : st.runs)
+  for (const auto& [id, run] : st.placed)
     if (run.worker == name)
       ids.push_back(id);
   for (const auto& id : ids) {
-    if (connected)
-      reply(self, removed->identity, wire::message_type::stop_run, stop_run{id, true});
-    end_run(self, id, run_status::failed, reason);
+    if (is_connected(w))
+      reply(self, w->identity, wire::message_type::stop_run, stop_run{id, true});
+    end_placed(self, id, run_status::failed, reason);
   }
-  if (connected)
-    reply(self, removed->identity, wire::message_type::refused, refused{reason, false});
-  if (st.queue)
-    self->send(st.queue, atoms::worker_gone::value, name, reason);
-  spdlog::info("{}: {} run(s) it executed failed", reason, ids.size());
-  return e;
+  spdlog::error("worker registry: the actor of worker '{}' ended unexpectedly ({}); {} run(s) it "
+                "followed failed; a fresh one takes its place",
+                name, caf::to_string(down.reason), ids.size());
+  if (w != nullptr) {
+    proxy_of(self, name);
+    announce(self, *w);
+  }
+}
+
+void on_tick(self_ptr self) {
+  auto& st = self->state;
+  auto now = now_ms();
+  for (const auto& name : st.table->tick(now)) {
+    const auto& w = *st.table->by_name(name);
+    spdlog::info("worker '{}' is {}{}{}", name, to_string(w.status),
+                 w.reason.empty() ? "" : ": ", w.reason);
+    if (w.status == worker_status::disconnected)
+      if (auto i = st.proxies.find(name); i != st.proxies.end())
+        self->send(i->second, atoms::worker_lost::value, w.disconnected_ms);
+    announce(self, w);
+  }
+  // Each proxy gives up the runs past the resume grace and the outputs requests past their time.
+  for (const auto& [name, proxy] : st.proxies)
+    self->send(proxy, atoms::tick::value);
+  self->delayed_send(self, tick_interval(*st.table), atoms::tick::value);
+}
+
+caf::result<outputs_reply> ask_outputs(self_ptr self, const std::string& run_id,
+                                       const std::string& worker) {
+  auto& st = self->state;
+  if (!is_connected(st.table->by_name(worker)))
+    return outputs_reply{run_id, false, "",
+                         "worker '" + worker + "' is not connected; run " + run_id
+                           + "'s recorded outputs stay on it, and can be read while it is",
+                         true};
+  auto rp = self->make_response_promise<outputs_reply>();
+  self->request(proxy_of(self, worker), std::chrono::milliseconds(proxy_outputs_deadline_ms),
+                atoms::outputs::value, run_id)
+    .then([rp](outputs_reply& r) mutable { rp.deliver(std::move(r)); },
+          [rp, run_id, worker](caf::error& e) mutable {
+            // Its proxy died holding the request.
+            rp.deliver(outputs_reply{run_id, false, "",
+                                     "the server's actor for worker '" + worker + "' did not answer"
+                                       " for run " + run_id + "'s recorded outputs ("
+                                       + caf::to_string(e) + ")",
+                                     true});
+          });
+  return rp;
+}
+
+std::string status_json(self_ptr self) {
+  auto& st = self->state;
+  auto workers = workers_json(*st.table);
+  nlohmann::json children = nlohmann::json::array({bridge_json(*st.bridge)});
+  for (const auto& w : workers["workers"]) {
+    auto name = w["name"].get<std::string>();
+    children.push_back({{"kind", "worker"}, {"name", w["name"]}, {"runs", runs_of(st, name)}, {"state", w}});
+  }
+  nlohmann::json j{{"kind", "worker_registry"},
+                   {"mailbox", self->mailbox().size()},
+                   {"state",
+                    {{"workers", workers["workers"].size()},
+                     {"refused_connections", workers["refused_connections"].size()},
+                     {"heartbeat_ms", st.table->settings().heartbeat_ms}}},
+                   {"children", children}};
+  return json_text(j);
 }
 
 } // namespace
 
-caf::behavior worker_registry(self_ptr self, worker_table::config cfg,
-                              std::shared_ptr<zmq_bridge> bridge,
-                              std::shared_ptr<storage::run_store> store,
-                              std::int64_t resume_grace_ms) {
+worker_registry_actor::behavior_type worker_registry(self_ptr self, worker_table::config cfg,
+                                                     std::shared_ptr<zmq_bridge> bridge,
+                                                     std::shared_ptr<storage::run_store> store,
+                                                     std::int64_t resume_grace_ms) {
   for (const auto& w : store->enrolled_workers())
     cfg.enrolled[w.name] = w.credential_hash;
   self->state.table = std::make_unique<worker_table>(std::move(cfg));
   self->state.bridge = std::move(bridge);
   self->state.store = std::move(store);
   self->state.resume_grace_ms = resume_grace_ms;
+  self->set_down_handler([=](caf::down_msg& down) { proxy_down(self, down); });
   self->delayed_send(self, tick_interval(*self->state.table), atoms::tick::value);
-  return guarded_behavior(
+  return guarded_typed_behavior<worker_registry_actor>(
     "worker registry",
+    [=](atoms::released, const std::string& run_id, const std::string& worker) {
+      auto i = self->state.placed.find(run_id);
+      if (i != self->state.placed.end() && i->second.worker == worker)
+        self->state.placed.erase(i);
+    },
     [=](atoms::wire_in, const std::string& identity, const hello& h) { on_hello(self, identity, h); },
     [=](atoms::wire_in, const std::string& identity, const heartbeat& h) {
       auto& table = *self->state.table;
@@ -290,160 +383,43 @@ caf::behavior worker_registry(self_ptr self, worker_table::config cfg,
         announce(self, *w);
     },
     [=](atoms::wire_in, const std::string& identity, const run_update& u) {
-      auto* run = run_of(self, identity, u.run_id);
-      if (run == nullptr)
-        return;
-      // Events are taken in cursor order only: a replay's old ones are dropped, and after a gap
-      // (a message lost on the way) the agent is asked to send again from the last one held.
-      std::vector<run_event> fresh;
-      bool gap = false;
-      for (const auto& e : u.events) {
-        if (e.cursor <= run->cursor)
-          continue;
-        if (e.cursor != run->cursor + 1) {
-          gap = true;
-          break;
-        }
-        run->cursor = e.cursor;
-        fresh.push_back(e);
-      }
-      if (!fresh.empty()) {
-        run->resend_asked.reset();
-        self->send(run->run, atoms::append::value, std::move(fresh));
-      }
-      if (gap)
-        ask_resend(self, identity, u.run_id, *run);
+      if (!route(self, identity, u))
+        spdlog::warn("worker registry: a report on run {} from a connection that was not given it",
+                     u.run_id);
     },
-    [=](atoms::wire_in, const std::string& identity, const run_done& d) {
-      const auto* w = self->state.table->by_identity(identity);
-      if (w == nullptr)
-        return;
-      if (auto* run = run_of(self, identity, d.run_id)) {
-        if (run->cursor < d.last_cursor) {
-          // Not every event is here yet: they come again, then the end.
-          ask_resend(self, identity, d.run_id, *run);
-          return;
-        }
-        self->send(run->run, atoms::finished::value, d.outcome);
-        self->state.runs.erase(d.run_id);
-      }
-      // Recorded, or not this server's to record (it ended here already): the agent may forget it.
-      reply(self, identity, wire::message_type::run_ack, run_ack{d.run_id});
+    [=](atoms::wire_in, const std::string& identity, const run_done& d) { route(self, identity, d); },
+    [=](atoms::wire_in, const std::string& identity, const outputs_reply& r) { route(self, identity, r); },
+    [=](atoms::outputs, const std::string& run_id, const std::string& worker) {
+      return ask_outputs(self, run_id, worker);
     },
-    [=](atoms::wire_in, const std::string& identity, const outputs_reply& r) {
-      auto& st = self->state;
-      const auto* w = st.table->by_identity(identity);
-      auto i = st.outputs_waiting.find(r.run_id);
-      if (w == nullptr || i == st.outputs_waiting.end())
-        return;
-      auto& waiting = i->second;
-      auto mine = std::stable_partition(waiting.begin(), waiting.end(),
-                                        [&](const pending_outputs& p) { return p.worker != w->name; });
-      for (auto p = mine; p != waiting.end(); ++p)
-        p->promise.deliver(r);
-      waiting.erase(mine, waiting.end());
-      if (waiting.empty())
-        st.outputs_waiting.erase(i);
-    },
-    [=](atoms::outputs, const std::string& run_id,
-        const std::string& worker) -> caf::result<outputs_reply> {
-      auto& st = self->state;
-      const auto* w = st.table->by_name(worker);
-      if (w == nullptr || w->status == worker_status::disconnected)
-        return outputs_reply{run_id, false, "",
-                             "worker '" + worker + "' is not connected; run " + run_id
-                               + "'s recorded outputs stay on it, and can be read while it is",
-                             true};
-      auto& waiting = st.outputs_waiting[run_id];
-      auto rp = self->make_response_promise<outputs_reply>();
-      waiting.push_back({rp, worker, now_ms()});
-      reply(self, w->identity, wire::message_type::outputs_request, outputs_request{run_id});
-      return rp;
-    },
-    [=](atoms::attach, const caf::actor& queue) { self->state.queue = queue; },
+    [=](atoms::attach, const run_queue_actor& queue) { self->state.queue = queue; },
     [=](atoms::adopt, const std::string& run_id, const std::string& worker, const caf::actor& run,
         std::uint64_t cursor) {
-      self->state.runs[run_id] = remote_run{run, worker, cursor, now_ms(), std::nullopt, 0};
+      self->state.placed[run_id] = placed_run{worker, run};
+      self->send(proxy_of(self, worker), atoms::adopt::value, run_id, run, cursor);
     },
     [=](atoms::assign, assign_run& a, const std::string& worker, const caf::actor& run) {
       auto& st = self->state;
       const auto* w = st.table->by_name(worker);
-      st.runs[a.run_id] = remote_run{run, worker, 0, 0, std::nullopt, 0};
+      st.placed[a.run_id] = placed_run{worker, run};
       // Late or drained since the run was admitted, it is still connected: the run goes to it (a
       // drain lets admitted runs finish; a worker that is really gone ends it after the grace).
-      if (w == nullptr || w->status == worker_status::disconnected) {
+      if (!is_connected(w)) {
         // Admitted while the worker was there, and it went between: the run never reached it.
-        end_run(self, a.run_id, run_status::failed,
-                "worker '" + worker + "' went away before the run could be sent to it");
+        end_placed(self, a.run_id, run_status::failed,
+                   "worker '" + worker + "' went away before the run could be sent to it");
         return;
       }
-      spdlog::info("run {} goes to worker '{}' on {}", a.run_id, worker, a.devices.front());
-      reply(self, w->identity, wire::message_type::assign_run, a);
+      self->send(proxy_of(self, worker), atoms::assign::value, std::move(a), run);
       if (w->one_shot)
         announce(self, *w);
     },
     [=](atoms::stop, const std::string& run_id, bool interrupt) {
-      auto& st = self->state;
-      auto i = st.runs.find(run_id);
-      if (i == st.runs.end())
-        return;
-      const auto* w = st.table->by_name(i->second.worker);
-      if (w == nullptr || w->status == worker_status::disconnected) {
-        // Nobody to tell: the run ends here; its worker, if it comes back, is told no more.
-        end_run(self, run_id, interrupt ? run_status::interrupted : run_status::cancelled,
-                "worker '" + i->second.worker + "' was not connected when the run was stopped");
-        return;
-      }
-      spdlog::info("run {}: asking worker '{}' to {} it", run_id, w->name,
-                   interrupt ? "interrupt" : "cancel");
-      reply(self, w->identity, wire::message_type::stop_run, stop_run{run_id, interrupt});
+      auto i = self->state.placed.find(run_id);
+      if (i != self->state.placed.end())
+        self->send(proxy_of(self, i->second.worker), atoms::stop::value, run_id, interrupt);
     },
-    [=](atoms::tick) {
-      auto& st = self->state;
-      auto now = now_ms();
-      for (const auto& name : st.table->tick(now)) {
-        const auto& w = *st.table->by_name(name);
-        spdlog::info("worker '{}' is {}{}{}", name, to_string(w.status),
-                     w.reason.empty() ? "" : ": ", w.reason);
-        announce(self, w);
-      }
-      // A worker gone longer than the grace period, or one that has not brought back a run the
-      // last server left running: those runs end interrupted (seed 001).
-      std::vector<std::string> expired;
-      for (const auto& [id, run] : st.runs) {
-        const auto* w = st.table->by_name(run.worker);
-        bool connected = w != nullptr && w->status != worker_status::disconnected;
-        auto since = run.adopting_since_ms != 0 ? run.adopting_since_ms
-                     : !connected && w != nullptr ? w->disconnected_ms
-                                                  : 0;
-        if (!connected && since != 0 && now - since > st.resume_grace_ms)
-          expired.push_back(id);
-      }
-      for (const auto& id : expired) {
-        auto worker = st.runs[id].worker;
-        char grace[32];
-        std::snprintf(grace, sizeof grace, "%g s", static_cast<double>(st.resume_grace_ms) / 1000.0);
-        end_run(self, id, run_status::interrupted,
-                "worker '" + worker + "' was not connected for " + grace
-                  + " (CODEFYUI_WORKER_RESUME_GRACE_S), so the run is given up");
-      }
-      // Agents that did not answer a request for recorded outputs in time.
-      for (auto i = st.outputs_waiting.begin(); i != st.outputs_waiting.end();) {
-        auto& waiting = i->second;
-        auto late = std::stable_partition(waiting.begin(), waiting.end(), [&](const pending_outputs& p) {
-          return now - p.asked_ms <= outputs_timeout_ms;
-        });
-        for (auto p = late; p != waiting.end(); ++p)
-          p->promise.deliver(outputs_reply{i->first, false, "",
-                                           "worker '" + p->worker + "' did not send run " + i->first
-                                             + "'s recorded outputs within "
-                                             + std::to_string(outputs_timeout_ms / 1000) + " s",
-                                           true});
-        waiting.erase(late, waiting.end());
-        i = waiting.empty() ? st.outputs_waiting.erase(i) : std::next(i);
-      }
-      self->delayed_send(self, tick_interval(*self->state.table), atoms::tick::value);
-    },
+    [=](atoms::tick) { on_tick(self); },
     [=](atoms::drain, const std::string& name, bool draining) {
       // seed 001: "Drain stops new runs from being placed on a worker while its running runs finish".
       auto& table = *self->state.table;
@@ -458,19 +434,10 @@ caf::behavior worker_registry(self_ptr self, worker_table::config cfg,
     [=](atoms::rekey, const std::string& name) { return give_credential(self, name, true); },
     [=](atoms::remove, const std::string& name) { return remove_worker(self, name); },
     [=](atoms::workers) { return json_text(workers_json(*self->state.table)); },
-    [=](atoms::status) {
-      auto workers = workers_json(*self->state.table);
-      nlohmann::json children = nlohmann::json::array({bridge_json(*self->state.bridge)});
-      for (const auto& w : workers["workers"])
-        children.push_back({{"kind", "worker"}, {"name", w["name"]}, {"state", w}});
-      nlohmann::json j{{"kind", "worker_registry"},
-                       {"mailbox", self->mailbox().size()},
-                       {"state",
-                        {{"workers", workers["workers"].size()},
-                         {"refused_connections", workers["refused_connections"].size()},
-                         {"heartbeat_ms", self->state.table->settings().heartbeat_ms}}},
-                       {"children", children}};
-      return json_text(j);
+    [=](atoms::status) { return status_json(self); },
+    [=](atoms::proxy_of, const std::string& name) {
+      auto i = self->state.proxies.find(name);
+      return i != self->state.proxies.end() ? i->second : worker_proxy_actor{};
     }
   );
 }

@@ -215,7 +215,8 @@ port_values train(node_call& call, const std::string& device_name, devices::memo
     }
     double loss_sum = 0.0;
     std::int64_t samples = 0;
-    std::int64_t window = 0;  // micro-batches accumulated since the last step
+    std::int64_t trained = 0;  // batches of this epoch trained so far
+    std::int64_t window = 0;   // micro-batches accumulated since the last step
     auto epoch_start = clock::now();
     optimizer->zero_grad();
     for (std::int64_t b = 0; b < batches_per_epoch; ++b) {
@@ -241,6 +242,7 @@ port_values train(node_call& call, const std::string& device_name, devices::memo
       auto scaled = accumulate > 1 ? batch_loss / static_cast<double>(accumulate) : batch_loss;
       (scaler ? scaler->scale(scaled) : scaled).backward();
       ++totals.batches;
+      ++trained;
       ++window;
       // A window never spans an epoch: the epoch's last micro-batches step as a short window.
       if (window == accumulate || b + 1 == batches_per_epoch) {
@@ -273,11 +275,16 @@ port_values train(node_call& call, const std::string& device_name, devices::memo
       optimizer->zero_grad();  // a Stop discards the pending window: no step on the way out
       break;
     }
-    if (samples == 0)
+    if (trained == 0)
       break;
-    ++totals.epochs_run;
-    totals.last_train_loss = loss_sum / static_cast<double>(samples);
-    call.metric("train_loss", totals.last_train_loss, epoch);
+    // Only a whole epoch counts: one that max_steps cut short gets no train_loss (its mean would
+    // be over part of the data), and resuming from optimizer_state runs it again.
+    if (trained == batches_per_epoch) {
+      ++totals.epochs_run;
+      totals.last_train_loss = loss_sum / static_cast<double>(samples);
+      call.metric("train_loss", totals.last_train_loss, epoch);
+    }
+    // Validation runs either way: it measures the model the node hands on.
     if (val_loader) {
       // Validation runs under the same autocast as training, so the two curves stay comparable.
       auto v = evaluate(net, *val_loader, loss.get(), device, choice.ran);

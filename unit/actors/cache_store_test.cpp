@@ -8,20 +8,26 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/server/server.hpp"
-#include "unit/test_graphs.hpp"
-#include "unit/test_home.hpp"
+#include "testkit/embedded.hpp"
+#include "testkit/graphs.hpp"
+#include "testkit/home.hpp"
 
 using nlohmann::json;
 
 namespace {
 
+using cdui::test::server_config;
+
 /// A seeded run of the moons graph, with `n_samples` points (16 bytes each: two float32 inputs
 /// and an int64 target).
 cdui::run_request moons_run(int epochs, int max_steps = 0, int hidden = 16, int n_samples = 512) {
-  auto g = cdui::test::moons_graph_json(epochs, max_steps, hidden);
-  g["nodes"][0]["params"]["n_samples"] = n_samples;
+  cdui::test::moons_options o;
+  o.epochs = epochs;
+  o.max_steps = max_steps;
+  o.hidden = hidden;
+  o.samples = n_samples;
   cdui::run_request r;
-  r.graph_json = g.dump();
+  r.graph_json = cdui::test::moons_graph_json(o).dump();
   r.has_seed = true;
   r.seed = 3;
   return r;
@@ -35,8 +41,12 @@ std::string run_to_end(cdui::server& srv, const cdui::run_request& r) {
   return submitted.run_id;
 }
 
-json caches(cdui::server& srv) {
-  return json::parse(srv.health())["caches"];
+/// The three stores' status, by name.
+std::map<std::string, cdui::cache_store_status> caches(cdui::server& srv) {
+  std::map<std::string, cdui::cache_store_status> out;
+  for (auto& c : srv.caches())
+    out[c.name] = c;
+  return out;
 }
 
 /// Each node's node_status values, in order, e.g. {"data": ["running", "completed"]}.
@@ -76,12 +86,13 @@ BOOST_AUTO_TEST_SUITE(cache_store_test)
 
 BOOST_AUTO_TEST_CASE(record_outputs_keeps_every_nodes_outputs_and_health_counts_their_bytes) {
   cdui::test::temp_home home;
-  cdui::server srv{{home.path(), 2}};
+  cdui::server srv{server_config(home.path())};
   auto health = caches(srv);
-  BOOST_TEST(health["run_output_store"] == json({{"runs", 0},
-                                                 {"max_runs", 20},
-                                                 {"bytes", 0},
-                                                 {"max_bytes", 2147483648LL}}));
+  BOOST_TEST(health["run_output_store"].count_name == "runs");
+  BOOST_TEST(health["run_output_store"].entries == 0u);
+  BOOST_TEST(health["run_output_store"].max_entries == 20);
+  BOOST_TEST(health["run_output_store"].bytes == 0);
+  BOOST_TEST(health["run_output_store"].max_bytes == 2147483648LL);
 
   auto recorded = moons_run(1, 2);
   recorded.record_outputs = true;
@@ -104,14 +115,14 @@ BOOST_AUTO_TEST_CASE(record_outputs_keeps_every_nodes_outputs_and_health_counts_
   BOOST_TEST(!srv.recorded_outputs(plain).has_value());
 
   // The loader and the model pass on the dataset and the module they were given: counted once.
-  health = caches(srv)["run_output_store"];
-  BOOST_TEST(health["runs"] == 1);
+  auto outputs = caches(srv)["run_output_store"];
+  BOOST_TEST(outputs.entries == 1u);
   auto optimizer_bytes = nodes["loop"]["optimizer_state"]["bytes"].get<std::int64_t>();
   BOOST_TEST(optimizer_bytes > 0);
-  BOOST_TEST(health["bytes"] == 512 * 16 + 82 * 4 + optimizer_bytes);
+  BOOST_TEST(outputs.bytes == 512 * 16 + 82 * 4 + optimizer_bytes);
 
   BOOST_TEST((srv.erase(id) == cdui::erase_result::erased));
-  BOOST_TEST(caches(srv)["run_output_store"]["runs"] == 0);
+  BOOST_TEST(caches(srv)["run_output_store"].entries == 0u);
   BOOST_TEST(!srv.recorded_outputs(id).has_value());
 }
 
@@ -120,10 +131,10 @@ BOOST_AUTO_TEST_CASE(the_run_output_store_evicts_the_least_recently_recorded_run
   // 1 MB holds two runs of 30,000 samples (480,000 bytes of dataset each), not three.
   scoped_env budget{"CODEFYUI_RUN_OUTPUT_STORE_MAX_MB", "1"};
   scoped_env bad{"CODEFYUI_NODE_STATE_STORE_MAX_MB", "lots"};
-  cdui::server srv{{home.path(), 2}};
+  cdui::server srv{server_config(home.path())};
   auto health = caches(srv);
-  BOOST_TEST(health["run_output_store"]["max_bytes"] == 1024 * 1024);
-  BOOST_TEST(health["node_state_store"]["max_bytes"] == 1073741824LL);  // the default stays
+  BOOST_TEST(health["run_output_store"].max_bytes == 1024 * 1024);
+  BOOST_TEST(health["node_state_store"].max_bytes == 1073741824LL);  // the default stays
   std::vector<std::string> ids;
   for (int i = 0; i < 3; ++i) {
     auto r = moons_run(1, 1, 16, 30000);
@@ -133,15 +144,15 @@ BOOST_AUTO_TEST_CASE(the_run_output_store_evicts_the_least_recently_recorded_run
   BOOST_TEST(!srv.recorded_outputs(ids[0]).has_value());
   BOOST_TEST(srv.recorded_outputs(ids[1]).has_value());
   BOOST_TEST(srv.recorded_outputs(ids[2]).has_value());
-  health = caches(srv)["run_output_store"];
-  BOOST_TEST(health["runs"] == 2);
-  BOOST_TEST(health["bytes"].get<std::int64_t>() <= 1024 * 1024);
-  BOOST_TEST(health["bytes"].get<std::int64_t>() > 2 * 480000);
+  auto outputs = caches(srv)["run_output_store"];
+  BOOST_TEST(outputs.entries == 2u);
+  BOOST_TEST(outputs.bytes <= 1024 * 1024);
+  BOOST_TEST(outputs.bytes > 2 * 480000);
 }
 
 BOOST_AUTO_TEST_CASE(weights_persistent_runs_start_from_the_weights_the_last_one_left) {
   cdui::test::temp_home home;
-  cdui::server srv{{home.path(), 2}};
+  cdui::server srv{server_config(home.path())};
   auto persistent = [](cdui::run_request r) {
     r.weights_persistent = true;
     return r;
@@ -149,9 +160,10 @@ BOOST_AUTO_TEST_CASE(weights_persistent_runs_start_from_the_weights_the_last_one
   auto first = run_to_end(srv, persistent(moons_run(5)));
   BOOST_TEST(final_metrics(srv, first)["model"]["weights_restored"] == false);
   auto health = caches(srv)["node_state_store"];
-  BOOST_TEST(health["modules"] == 1);
-  BOOST_TEST(health["bytes"] == 82 * 4);
-  BOOST_TEST(health["max_modules"] == 200);
+  BOOST_TEST(health.entries == 1u);
+  BOOST_TEST(health.count_name == "modules");
+  BOOST_TEST(health.bytes == 82 * 4);
+  BOOST_TEST(health.max_entries == 200);
 
   auto resumed = run_to_end(srv, persistent(moons_run(1)));
   auto fresh = run_to_end(srv, moons_run(1));
@@ -164,12 +176,12 @@ BOOST_AUTO_TEST_CASE(weights_persistent_runs_start_from_the_weights_the_last_one
   // Another architecture is another module: fresh weights, and a second entry.
   auto wider = run_to_end(srv, persistent(moons_run(1, 0, 32)));
   BOOST_TEST(final_metrics(srv, wider)["model"]["weights_restored"] == false);
-  BOOST_TEST(caches(srv)["node_state_store"]["modules"] == 2);
+  BOOST_TEST(caches(srv)["node_state_store"].entries == 2u);
 }
 
 BOOST_AUTO_TEST_CASE(an_editor_sessions_execution_cache_reruns_only_what_changed) {
   cdui::test::temp_home home;
-  cdui::server srv{{home.path(), 2}};
+  cdui::server srv{server_config(home.path())};
   auto interactive = [](cdui::run_request r, const std::string& session) {
     r.lane = "interactive";
     r.session = session;
@@ -179,10 +191,11 @@ BOOST_AUTO_TEST_CASE(an_editor_sessions_execution_cache_reruns_only_what_changed
   for (const auto& [node, statuses] : node_statuses(srv, first))
     BOOST_TEST(statuses.front() == "running", node);
   auto health = caches(srv)["execution_cache"];
-  BOOST_TEST(health["instances"] == 1);
-  BOOST_TEST(health["entries"] == 6);  // every node
-  BOOST_TEST(health["max_bytes_each"] == 1073741824LL);
-  BOOST_TEST(health["max_entries_each"] == 256);
+  BOOST_TEST(health.per_instance);
+  BOOST_TEST(health.instances == 1u);
+  BOOST_TEST(health.entries == 6u);  // every node
+  BOOST_TEST(health.max_bytes == 1073741824LL);  // each
+  BOOST_TEST(health.max_entries == 256);
 
   // The loop's max_steps changed: everything upstream of it comes from the cache.
   auto edited = run_to_end(srv, interactive(moons_run(1, 3), "tab-1"));
@@ -199,18 +212,18 @@ BOOST_AUTO_TEST_CASE(an_editor_sessions_execution_cache_reruns_only_what_changed
   BOOST_TEST(node_statuses(srv, other)["data"].front() == "running");
   auto queued = run_to_end(srv, moons_run(1, 3));
   BOOST_TEST(node_statuses(srv, queued)["data"].front() == "running");
-  BOOST_TEST(caches(srv)["execution_cache"]["instances"] == 2);
+  BOOST_TEST(caches(srv)["execution_cache"].instances == 2u);
 
   BOOST_TEST(srv.close_session("tab-1"));
   BOOST_TEST(!srv.close_session("tab-1"));
-  BOOST_TEST(caches(srv)["execution_cache"]["instances"] == 1);
+  BOOST_TEST(caches(srv)["execution_cache"].instances == 1u);
   auto reopened = run_to_end(srv, interactive(moons_run(1, 3), "tab-1"));
   BOOST_TEST(node_statuses(srv, reopened)["data"].front() == "running");
 }
 
 BOOST_AUTO_TEST_CASE(a_session_keeps_its_seed_and_another_seed_misses_the_cache) {
   cdui::test::temp_home home;
-  cdui::server srv{{home.path(), 2}};
+  cdui::server srv{server_config(home.path())};
   auto unseeded = [](int max_steps) {
     auto r = moons_run(1, max_steps);
     r.has_seed = false;
@@ -241,15 +254,12 @@ BOOST_AUTO_TEST_CASE(a_session_keeps_its_seed_and_another_seed_misses_the_cache)
 
 BOOST_AUTO_TEST_CASE(the_status_tree_lists_the_three_stores) {
   cdui::test::temp_home home;
-  cdui::server srv{{home.path(), 2}};
-  auto status = json::parse(srv.status());
+  cdui::server srv{server_config(home.path())};
   std::vector<std::string> names;
-  for (const auto& child : status["children"])
-    if (child["kind"] == "cache_store") {
-      names.push_back(child["name"].get<std::string>());
-      BOOST_TEST(child["mailbox"].is_number());
-      BOOST_TEST(child["state"]["hits"] == 0);
-    }
+  for (const auto& store : srv.status().stores) {
+    names.push_back(store.name);
+    BOOST_TEST(store.hits == 0u);
+  }
   BOOST_TEST(names == (std::vector<std::string>{"execution_cache", "run_output_store",
                                                 "node_state_store"}));
 }

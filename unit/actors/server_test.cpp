@@ -9,14 +9,17 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/server/server.hpp"
-#include "unit/test_graphs.hpp"
-#include "unit/test_home.hpp"
+#include "testkit/embedded.hpp"
+#include "testkit/graphs.hpp"
+#include "testkit/home.hpp"
 
 using namespace std::chrono_literals;
 
 namespace {
 
-using cdui::test::moons_graph;
+using cdui::test::server_config;
+
+using cdui::test::moons_graph_json;
 
 cdui::run_request request(std::string graph, std::string name = "") {
   cdui::run_request r;
@@ -25,6 +28,10 @@ cdui::run_request request(std::string graph, std::string name = "") {
   r.has_seed = true;
   r.seed = 7;
   return r;
+}
+
+cdui::run_request request(const nlohmann::json& graph, std::string name = "") {
+  return request(graph.dump(), std::move(name));
 }
 
 cdui::run_status status_of(cdui::server& srv, const std::string& id) {
@@ -63,8 +70,8 @@ BOOST_AUTO_TEST_SUITE(server_test)
 
 BOOST_AUTO_TEST_CASE(a_run_trains_to_success_and_its_folder_holds_graph_events_and_log) {
   cdui::test::temp_home home;
-  cdui::server srv{{home.path(), 2}};
-  auto submitted = srv.submit(request(moons_graph(2), "moons"));
+  cdui::server srv{server_config(home.path())};
+  auto submitted = srv.submit(request(moons_graph_json(2), "moons"));
   BOOST_REQUIRE_MESSAGE(submitted.ok(), submitted.error);
   auto done = srv.wait(submitted.run_id);
   BOOST_TEST(to_string(done.status) == "succeeded");
@@ -98,10 +105,10 @@ BOOST_AUTO_TEST_CASE(a_run_trains_to_success_and_its_folder_holds_graph_events_a
 
 BOOST_AUTO_TEST_CASE(the_cpu_slot_runs_two_at_a_time_and_starts_the_rest_in_submit_order) {
   cdui::test::temp_home home;
-  cdui::server srv{{home.path(), 2}};
+  cdui::server srv{server_config(home.path())};
   std::vector<std::string> ids;
   for (int i = 0; i < 4; ++i) {
-    auto s = srv.submit(request(moons_graph(1'000'000)));
+    auto s = srv.submit(request(moons_graph_json(1'000'000)));
     BOOST_REQUIRE_MESSAGE(s.ok(), s.error);
     ids.push_back(s.run_id);
   }
@@ -127,10 +134,10 @@ BOOST_AUTO_TEST_CASE(the_cpu_slot_runs_two_at_a_time_and_starts_the_rest_in_subm
 
 BOOST_AUTO_TEST_CASE(a_queued_run_cancelled_never_starts) {
   cdui::test::temp_home home;
-  cdui::server srv{{home.path(), 2}};
+  cdui::server srv{server_config(home.path())};
   std::vector<std::string> ids;
   for (int i = 0; i < 3; ++i)
-    ids.push_back(srv.submit(request(moons_graph(1'000'000))).run_id);
+    ids.push_back(srv.submit(request(moons_graph_json(1'000'000))).run_id);
   await_status(srv, ids[0], cdui::run_status::running);
   await_status(srv, ids[1], cdui::run_status::running);
   BOOST_TEST(srv.cancel(ids[2]));
@@ -146,8 +153,8 @@ BOOST_AUTO_TEST_CASE(a_queued_run_cancelled_never_starts) {
 
 BOOST_AUTO_TEST_CASE(a_running_run_cancelled_stops_between_batches) {
   cdui::test::temp_home home;
-  cdui::server srv{{home.path(), 2}};
-  auto id = srv.submit(request(moons_graph(1'000'000))).run_id;
+  cdui::server srv{server_config(home.path())};
+  auto id = srv.submit(request(moons_graph_json(1'000'000))).run_id;
   await_status(srv, id, cdui::run_status::running);
   // Wait for training to be under way (a progress event) before stopping it.
   std::uint64_t cursor = 0;
@@ -168,8 +175,8 @@ BOOST_AUTO_TEST_CASE(a_running_run_cancelled_stops_between_batches) {
 
 BOOST_AUTO_TEST_CASE(events_long_poll_returns_when_events_arrive_or_the_wait_ends) {
   cdui::test::temp_home home;
-  cdui::server srv{{home.path(), 2}};
-  auto id = srv.submit(request(moons_graph(1, 4))).run_id;
+  cdui::server srv{server_config(home.path())};
+  auto id = srv.submit(request(moons_graph_json(1, 4))).run_id;
   auto done = srv.wait(id);
   BOOST_TEST(to_string(done.status) == "succeeded");
   auto all = srv.events(id, 0);
@@ -188,13 +195,13 @@ BOOST_AUTO_TEST_CASE(events_long_poll_returns_when_events_arrive_or_the_wait_end
 
 BOOST_AUTO_TEST_CASE(refusals_name_what_was_wrong) {
   cdui::test::temp_home home;
-  cdui::server srv{{home.path(), 2}};
-  auto invalid = srv.submit(request(R"({"nodes": [{"id": "x", "type": "Nope"}]})"));
+  cdui::server srv{server_config(home.path())};
+  auto invalid = srv.submit(request(std::string{R"({"nodes": [{"id": "x", "type": "Nope"}]})"}));
   BOOST_TEST(!invalid.ok());
   BOOST_TEST(invalid.error.find("node 'x'") != std::string::npos);
   BOOST_TEST(invalid.error.find("unknown node type 'Nope'") != std::string::npos);
 
-  auto r = request(moons_graph(1));
+  auto r = request(moons_graph_json(1));
   r.device = "gpu";
   auto bad_device = srv.submit(r);
   BOOST_TEST(!bad_device.ok());
@@ -207,8 +214,8 @@ BOOST_AUTO_TEST_CASE(refusals_name_what_was_wrong) {
 
 BOOST_AUTO_TEST_CASE(cuda_on_a_machine_without_cuda_runs_on_the_cpu_with_a_warning) {
   cdui::test::temp_home home;
-  cdui::server srv{{home.path(), 2}};
-  auto r = request(moons_graph(1, 2));
+  cdui::server srv{server_config(home.path())};
+  auto r = request(moons_graph_json(1, 2));
   r.device = "cuda:1";
   auto s = srv.submit(r);
   BOOST_REQUIRE(s.ok());
@@ -225,10 +232,10 @@ BOOST_AUTO_TEST_CASE(cuda_on_a_machine_without_cuda_runs_on_the_cpu_with_a_warni
 
 BOOST_AUTO_TEST_CASE(a_run_over_a_sim_cards_memory_fails_with_the_oom_text_and_the_next_run_fits) {
   cdui::test::temp_home home;
-  cdui::server srv{{home.path(), 2, "1x256KiB"}};
+  cdui::server srv{server_config(home.path(), "1x256KiB")};
   // 2-8192-2 holds ~160 KiB of weights, as much again of gradients, twice that of Adam state.
-  auto big = srv.submit(request(moons_graph(1, 4, 8192, "sim:0")));
-  auto small = srv.submit(request(moons_graph(1, 4, 16, "sim:0")));
+  auto big = srv.submit(request(moons_graph_json(1, 4, 8192, "sim:0")));
+  auto small = srv.submit(request(moons_graph_json(1, 4, 16, "sim:0")));
   BOOST_REQUIRE(big.ok() && small.ok());
   auto failed = srv.wait(big.run_id);
   BOOST_TEST(failed.queue_key == "sim:0");
@@ -249,11 +256,11 @@ BOOST_AUTO_TEST_CASE(a_run_over_a_sim_cards_memory_fails_with_the_oom_text_and_t
 
 BOOST_AUTO_TEST_CASE(five_runs_on_one_sim_card_wait_at_positions_one_to_four_and_start_in_order) {
   cdui::test::temp_home home;
-  cdui::server srv{{home.path(), 2, "1x1GiB"}};
+  cdui::server srv{server_config(home.path(), "1x1GiB")};
   std::vector<std::string> ids;
-  ids.push_back(srv.submit(request(moons_graph(1'000'000, 0, 16, "sim:0"))).run_id);
+  ids.push_back(srv.submit(request(moons_graph_json(1'000'000, 0, 16, "sim:0"))).run_id);
   for (int i = 0; i < 4; ++i)
-    ids.push_back(srv.submit(request(moons_graph(1, 3, 16, "sim:0"))).run_id);
+    ids.push_back(srv.submit(request(moons_graph_json(1, 3, 16, "sim:0"))).run_id);
   await_status(srv, ids[0], cdui::run_status::running);
   for (std::size_t i = 1; i < ids.size(); ++i) {
     auto info = srv.info(ids[i]);
@@ -282,16 +289,16 @@ BOOST_AUTO_TEST_CASE(five_runs_on_one_sim_card_wait_at_positions_one_to_four_and
 
 BOOST_AUTO_TEST_CASE(a_device_set_run_holds_both_cards_and_is_not_starved) {
   cdui::test::temp_home home;
-  cdui::server srv{{home.path(), 2, "2x1GiB"}};
-  auto first = srv.submit(request(moons_graph(1'000'000, 0, 16, "sim:0"))).run_id;
+  cdui::server srv{server_config(home.path(), "2x1GiB")};
+  auto first = srv.submit(request(moons_graph_json(1'000'000, 0, 16, "sim:0"))).run_id;
   await_status(srv, first, cdui::run_status::running);
-  auto r = request(moons_graph(1, 2));
+  auto r = request(moons_graph_json(1, 2));
   r.devices = {"sim:1", "sim:0"};
   auto set = srv.submit(r);
   BOOST_REQUIRE_MESSAGE(set.ok(), set.error);
   std::vector<std::string> singles;
   for (int i = 0; i < 3; ++i)
-    singles.push_back(srv.submit(request(moons_graph(1, 2, 16, "sim:1"))).run_id);
+    singles.push_back(srv.submit(request(moons_graph_json(1, 2, 16, "sim:1"))).run_id);
   std::this_thread::sleep_for(300ms);
   // sim:1 is free, yet nothing starts on it: the set run waits at its front and reserves it.
   BOOST_TEST(to_string(status_of(srv, set.run_id)) == "queued");
@@ -309,7 +316,7 @@ BOOST_AUTO_TEST_CASE(a_device_set_run_holds_both_cards_and_is_not_starved) {
   auto events = srv.events(set.run_id, 0);
   BOOST_TEST(nlohmann::json::parse(events.events.front().data)["device"] == "sim:1");
 
-  auto lacking = request(moons_graph(1, 2));
+  auto lacking = request(moons_graph_json(1, 2));
   lacking.devices = {"sim:0", "sim:5"};
   auto refused = srv.submit(lacking);
   BOOST_TEST(refused.error.find("this server does not offer sim:5 (it offers cpu, sim:0, sim:1)")
@@ -319,10 +326,10 @@ BOOST_AUTO_TEST_CASE(a_device_set_run_holds_both_cards_and_is_not_starved) {
 BOOST_AUTO_TEST_CASE(a_limit_override_from_the_environment_admits_two_on_a_card) {
   cdui::test::temp_home home;
   ::setenv("CODEFYUI_RUN_QUEUE_MAX_CONCURRENT", "sim:0=2,bad", 1);
-  cdui::server srv{{home.path(), 2, "1x1GiB"}};
+  cdui::server srv{server_config(home.path(), "1x1GiB")};
   ::unsetenv("CODEFYUI_RUN_QUEUE_MAX_CONCURRENT");
-  auto a = srv.submit(request(moons_graph(1'000'000, 0, 16, "sim:0"))).run_id;
-  auto b = srv.submit(request(moons_graph(1'000'000, 0, 16, "sim:0"))).run_id;
+  auto a = srv.submit(request(moons_graph_json(1'000'000, 0, 16, "sim:0"))).run_id;
+  auto b = srv.submit(request(moons_graph_json(1'000'000, 0, 16, "sim:0"))).run_id;
   await_status(srv, a, cdui::run_status::running);
   await_status(srv, b, cdui::run_status::running);
   srv.cancel(a);
@@ -331,12 +338,12 @@ BOOST_AUTO_TEST_CASE(a_limit_override_from_the_environment_admits_two_on_a_card)
 
 BOOST_AUTO_TEST_CASE(the_interactive_lane_starts_at_once_and_refuses_over_its_limit) {
   cdui::test::temp_home home;
-  cdui::server srv{{home.path(), 2, "1x1GiB"}};
-  auto queued = srv.submit(request(moons_graph(1'000'000, 0, 16, "sim:0"))).run_id;
+  cdui::server srv{server_config(home.path(), "1x1GiB")};
+  auto queued = srv.submit(request(moons_graph_json(1'000'000, 0, 16, "sim:0"))).run_id;
   await_status(srv, queued, cdui::run_status::running);
   std::vector<std::string> lane;
   for (auto session : {"tab-1", "tab-2"}) {
-    auto r = request(moons_graph(1'000'000, 0, 16, "sim:0"));
+    auto r = request(moons_graph_json(1'000'000, 0, 16, "sim:0"));
     r.lane = "interactive";
     r.session = session;
     auto s = srv.submit(r);
@@ -346,14 +353,14 @@ BOOST_AUTO_TEST_CASE(the_interactive_lane_starts_at_once_and_refuses_over_its_li
   // Both start beside the queued run although sim:0 admits one: they skip the queue.
   for (const auto& id : lane)
     await_status(srv, id, cdui::run_status::running);
-  auto third = request(moons_graph(1));
+  auto third = request(moons_graph_json(1));
   third.lane = "interactive";
   auto refused = srv.submit(third);
   BOOST_TEST(refused.unavailable);
   BOOST_TEST(refused.error.find("interactive lane is full") != std::string::npos, refused.error);
   srv.cancel(lane[0]);
   srv.wait(lane[0]);
-  auto same_tab = request(moons_graph(1));
+  auto same_tab = request(moons_graph_json(1));
   same_tab.lane = "interactive";
   same_tab.session = "tab-2";
   auto again = srv.submit(same_tab);
@@ -368,17 +375,17 @@ BOOST_AUTO_TEST_CASE(a_restart_queues_waiting_runs_again_in_order_and_interrupts
   std::string running;
   std::vector<std::string> waiting;
   {
-    cdui::server srv{{home.path(), 2, "1x1GiB", true}};
-    running = srv.submit(request(moons_graph(1'000'000, 0, 16, "sim:0"))).run_id;
+    cdui::server srv{server_config(home.path(), "1x1GiB", true)};
+    running = srv.submit(request(moons_graph_json(1'000'000, 0, 16, "sim:0"))).run_id;
     for (int i = 0; i < 3; ++i)
-      waiting.push_back(srv.submit(request(moons_graph(1, 2, 16, "sim:0"))).run_id);
+      waiting.push_back(srv.submit(request(moons_graph_json(1, 2, 16, "sim:0"))).run_id);
     await_status(srv, running, cdui::run_status::running);
     srv.shutdown();
     BOOST_TEST(to_string(srv.info(running)->status) == "interrupted");
     BOOST_TEST(to_string(srv.info(waiting[0])->status) == "queued");
-    BOOST_TEST(srv.submit(request(moons_graph(1))).unavailable);
+    BOOST_TEST(srv.submit(request(moons_graph_json(1))).unavailable);
   }
-  cdui::server srv{{home.path(), 2, "1x1GiB", true}};
+  cdui::server srv{server_config(home.path(), "1x1GiB", true)};
   auto stopped = event_types(srv, running);
   BOOST_TEST(stopped.back() == "execution_stopped");
   std::vector<cdui::run_info> done;
@@ -394,9 +401,9 @@ BOOST_AUTO_TEST_CASE(a_restart_queues_waiting_runs_again_in_order_and_interrupts
 
 BOOST_AUTO_TEST_CASE(metrics_erase_and_status_report_what_the_store_holds) {
   cdui::test::temp_home home;
-  cdui::server srv{{home.path(), 2}};
-  auto long_run = srv.submit(request(moons_graph(1'000'000))).run_id;
-  auto id = srv.submit(request(moons_graph(2))).run_id;
+  cdui::server srv{server_config(home.path())};
+  auto long_run = srv.submit(request(moons_graph_json(1'000'000))).run_id;
+  auto id = srv.submit(request(moons_graph_json(2))).run_id;
   srv.wait(id);
   auto loss = srv.metrics(id, "train_loss");
   BOOST_REQUIRE(loss.has_value());
@@ -404,12 +411,11 @@ BOOST_AUTO_TEST_CASE(metrics_erase_and_status_report_what_the_store_holds) {
   BOOST_TEST(loss->at(0).node == "loop");
   BOOST_TEST(!srv.metrics("nosuchid").has_value());
 
-  auto status = nlohmann::json::parse(srv.status());
-  auto queue = status["children"][0];
-  BOOST_TEST(queue["kind"] == "run_queue");
-  BOOST_TEST(queue["mailbox"].is_number());
-  BOOST_TEST(queue["children"].size() == 1u);  // the long run's actor
-  BOOST_TEST(queue["children"][0]["state"]["status"] == "running");
+  auto queue = srv.status().queue;
+  BOOST_TEST(queue.runs == 1u);
+  BOOST_REQUIRE(queue.children.size() == 1u);  // the long run's actor
+  BOOST_TEST(queue.children[0].id == long_run);
+  BOOST_TEST((queue.children[0].status == cdui::run_status::running));
 
   BOOST_TEST((srv.erase(long_run) == cdui::erase_result::active));
   BOOST_TEST((srv.erase(id) == cdui::erase_result::erased));
@@ -421,7 +427,7 @@ BOOST_AUTO_TEST_CASE(metrics_erase_and_status_report_what_the_store_holds) {
 BOOST_AUTO_TEST_CASE(a_bad_sim_spec_is_refused_naming_the_entry) {
   cdui::test::temp_home home;
   try {
-    cdui::server srv{{home.path(), 2, "2x8GiB,huge"}};
+    cdui::server srv{server_config(home.path(), "2x8GiB,huge")};
     BOOST_FAIL("the server should have refused the spec");
   } catch (const std::invalid_argument& e) {
     BOOST_TEST(std::string{e.what()}.find("'huge'") != std::string::npos, e.what());

@@ -3,7 +3,7 @@
 #include <stdexcept>
 
 #include "apps/http_settings.hpp"
-#include "unit/test_env.hpp"
+#include "testkit/env.hpp"
 
 using namespace cdui::apps;
 using cdui::test::scoped_env;

@@ -11,7 +11,7 @@ using cdui::policy::worker_table;
 namespace {
 
 worker_table table() {
-  return worker_table{{"0.1.0", "nodes-A", "secret-token", 1000}};
+  return worker_table{{"0.1.0", "nodes-A", "secret-token", 1000, {}}};
 }
 
 cdui::hello hello_from(const std::string& name, const std::string& version = "0.1.0",

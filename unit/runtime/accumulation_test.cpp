@@ -10,7 +10,7 @@
 #include "unit/runtime/linear_regression.hpp"
 #include "unit/runtime/run_helpers.hpp"
 #include "unit/runtime/saved_weights.hpp"
-#include "unit/test_home.hpp"
+#include "testkit/home.hpp"
 
 using cdui::test::linear_from;
 using cdui::test::linear_graph;

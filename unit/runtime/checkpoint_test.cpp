@@ -8,8 +8,8 @@
 
 #include "unit/runtime/run_helpers.hpp"
 #include "unit/runtime/saved_weights.hpp"
-#include "unit/test_graphs.hpp"
-#include "unit/test_home.hpp"
+#include "testkit/graphs.hpp"
+#include "testkit/home.hpp"
 
 using cdui::run_status;
 using cdui::test::add_edge;
@@ -21,6 +21,7 @@ using cdui::test::recorded_run;
 using cdui::test::require_succeeded;
 using cdui::test::run_graph;
 using cdui::test::same_weights;
+using cdui::test::with_data_roots;
 using nlohmann::json;
 namespace fs = std::filesystem;
 
@@ -81,7 +82,7 @@ json load_only(const std::filesystem::path& checkpoint, const json& layers) {
   return doc;
 }
 
-/// A short moons run (test_graphs.hpp) whose trained model goes to a `type` saver "save" at `path`.
+/// A short moons run (testkit/graphs.hpp) whose trained model goes to a `type` saver "save" at `path`.
 json saved_to(const std::string& type, const std::string& path) {
   json doc = cdui::test::moons_graph_json(1, 2);
   add_node(doc, "save", type, {{"path", path}});
@@ -320,20 +321,22 @@ BOOST_AUTO_TEST_CASE(an_absolute_saver_path_needs_an_output_root) {
 BOOST_AUTO_TEST_CASE(a_loader_reads_another_run_s_checkpoint_but_not_the_home_s_files) {
   home_with_a_run h;
   auto earlier = h.home / "runs" / "r0";
-  require_succeeded(run_graph(train_and_checkpoint(1), earlier, {""}));
+  require_succeeded(run_graph(train_and_checkpoint(1), earlier, with_data_roots("")));
   auto ckpt = earlier / "checkpoints" / "ckpt.pt";
   // No data root at all: another run's checkpoints/ folder is readable in its home.
-  auto loaded = run_graph(load_only(ckpt, moons_layers()), h.run_dir, {""});
+  auto loaded = run_graph(load_only(ckpt, moons_layers()), h.run_dir, with_data_roots(""));
   require_succeeded(loaded);
   BOOST_TEST(loaded.metrics["resume"]["path"] == ckpt.string());
 
   auto token = h.home / "session.token";
-  expect_load_failure(run_graph(load_only(token, moons_layers()), h.run_dir, {h.home.string()}),
-                      token, "inside cdui's home");
+  expect_load_failure(
+    run_graph(load_only(token, moons_layers()), h.run_dir, with_data_roots(h.home.string())), token,
+    "inside cdui's home");
   auto graph = earlier / "graph.json";
   std::ofstream{graph} << "{}";
-  expect_load_failure(run_graph(load_only(graph, moons_layers()), h.run_dir, {h.home.string()}),
-                      graph, "inside cdui's home");
+  expect_load_failure(
+    run_graph(load_only(graph, moons_layers()), h.run_dir, with_data_roots(h.home.string())), graph,
+    "inside cdui's home");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

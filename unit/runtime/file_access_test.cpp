@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 
 #include "runtime/file_access.hpp"
-#include "unit/test_home.hpp"
+#include "testkit/home.hpp"
 
 using cdui::runtime::file_access;
 using cdui::runtime::file_decision;

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/fit.hpp"
-#include "unit/test_graphs.hpp"
+#include "testkit/graphs.hpp"
 
 using nlohmann::json;
 using namespace cdui::runtime;

@@ -11,8 +11,8 @@
 
 #include "messages/text.hpp"
 #include "unit/runtime/run_helpers.hpp"
-#include "unit/test_graphs.hpp"
-#include "unit/test_home.hpp"
+#include "testkit/graphs.hpp"
+#include "testkit/home.hpp"
 
 using cdui::run_status;
 using cdui::test::add_edge;
@@ -573,6 +573,51 @@ BOOST_AUTO_TEST_CASE(max_steps_stops_at_exactly_that_many_steps) {
   BOOST_TEST(whole.metrics["loop"]["stopped_at_max_steps"] == true);
 }
 
+BOOST_AUTO_TEST_CASE(an_epoch_cut_short_by_max_steps_does_not_count) {
+  cdui::test::temp_home home;
+  json doc = moons_graph();  // 8 batches per epoch
+  add_edge(doc, "test_loader.dataloader", "loop.val_dataloader");
+  add_node(doc, "ckpt", "CheckpointSaver", {{"path", "ckpt.pt"}});
+  add_edge(doc, "loop.model", "ckpt.model");
+  add_edge(doc, "loop.optimizer_state", "ckpt.optimizer_state");
+
+  // The same seed trains the same first epoch: its train_loss is the one to report.
+  params(doc, "loop")["epochs"] = 1;
+  auto one_epoch = run_graph(doc, home.path());
+  require_succeeded(one_epoch);
+  auto first_epoch_loss = one_epoch.metrics["loop"]["final_train_loss"].get<double>();
+
+  // 11 steps: epoch 1 whole, epoch 2 stopped after 3 of its 8 batches.
+  params(doc, "loop")["epochs"] = 5;
+  params(doc, "loop")["max_steps"] = 11;
+  auto run = run_graph(doc, home.path());
+  require_succeeded(run);
+  const auto& loop = run.metrics["loop"];
+  BOOST_TEST(loop["stopped_at_max_steps"] == true);
+  BOOST_TEST(loop["total_batches"] == 11);
+  BOOST_TEST(loop["total_epochs_run"] == 1);
+  BOOST_TEST(run.steps("loop", "train_loss") == std::vector<std::int64_t>({1}),
+             boost::test_tools::per_element());
+  BOOST_TEST(loop["final_train_loss"].get<double>() == first_epoch_loss);
+  // Validation still measures the model as max_steps left it, under the partial epoch's number.
+  BOOST_TEST(run.steps("loop", "val_loss") == std::vector<std::int64_t>({1, 2}),
+             boost::test_tools::per_element());
+  BOOST_TEST(loop["final_val_loss"].get<double>() == run.series("loop", "val_loss").back());
+  // A resume from this checkpoint runs epoch 2 again.
+  BOOST_TEST(run.metrics["ckpt"]["epoch"] == 1);
+
+  // Stopped inside the first epoch: no epoch counts, and there is no train_loss to report.
+  params(doc, "loop")["max_steps"] = 3;
+  auto partial = run_graph(doc, home.path());
+  require_succeeded(partial);
+  BOOST_TEST(partial.metrics["loop"]["total_epochs_run"] == 0);
+  BOOST_TEST(partial.metrics["loop"]["final_train_loss"].is_null());
+  BOOST_TEST(partial.series("loop", "train_loss").empty());
+  BOOST_TEST(partial.steps("loop", "val_loss") == std::vector<std::int64_t>({1}),
+             boost::test_tools::per_element());
+  BOOST_TEST(partial.metrics["ckpt"]["epoch"] == 0);
+}
+
 BOOST_AUTO_TEST_CASE(without_max_steps_every_epoch_runs) {
   cdui::test::temp_home home;
   auto run = run_graph(moons_graph(), home.path());
@@ -795,7 +840,7 @@ BOOST_AUTO_TEST_CASE(a_model_for_other_data_is_refused_by_the_loop) {
 
 namespace {
 
-/// A csv classifier (test_graphs.hpp) over `path`: Linear(features -> classes), one epoch.
+/// A csv classifier (testkit/graphs.hpp) over `path`: Linear(features -> classes), one epoch.
 json csv_graph(const std::string& path, int classes, json extra = json::object()) {
   json data = {{"name", "csv"}, {"path", path}};
   data.update(extra);

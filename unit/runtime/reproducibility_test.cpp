@@ -7,7 +7,7 @@
 
 #include "unit/runtime/run_helpers.hpp"
 #include "unit/runtime/saved_weights.hpp"
-#include "unit/test_home.hpp"
+#include "testkit/home.hpp"
 
 using cdui::test::add_edge;
 using cdui::test::add_node;

@@ -20,6 +20,8 @@
 #include "messages/run_outcome.hpp"
 #include "runtime/engine.hpp"
 #include "runtime/validate.hpp"
+#include "testkit/env.hpp"
+#include "testkit/graphs.hpp"
 
 namespace cdui::test {
 
@@ -80,28 +82,6 @@ inline runtime::validated_graph require_valid(const nlohmann::json& doc) {
   return std::get<runtime::validated_graph>(std::move(result));
 }
 
-/// Sets an environment variable until it goes out of scope, then puts back what was there.
-class scoped_env {
-public:
-  scoped_env(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name))
-      old_ = old;
-    ::setenv(name, value.c_str(), 1);
-  }
-  ~scoped_env() {
-    if (old_)
-      ::setenv(name_, old_->c_str(), 1);
-    else
-      ::unsetenv(name_);
-  }
-  scoped_env(const scoped_env&) = delete;
-  scoped_env& operator=(const scoped_env&) = delete;
-
-private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
-
 struct run_options {
   /// CODEFYUI_DATA_ROOTS while the run executes: the tests' CSV files and checkpoints of earlier
   /// runs lie in temporary folders (runtime/file_access.hpp reads only under data roots).
@@ -111,6 +91,13 @@ struct run_options {
   /// Sees every event as it is emitted; may raise the run's stop flag.
   std::function<void(const recorded_event&, std::atomic<bool>& stop)> on_event;
 };
+
+/// The default options with other data roots ("": none at all).
+inline run_options with_data_roots(std::string roots) {
+  run_options options;
+  options.data_roots = std::move(roots);
+  return options;
+}
 
 /// Validates and executes `doc` with `run_dir` as the run's folder, recording every event.
 inline recorded_run run_graph(const nlohmann::json& doc, const std::filesystem::path& run_dir,
@@ -166,36 +153,7 @@ inline void add_edge(nlohmann::json& doc, const std::string& from, const std::st
 /// three epochs with a progress event every batch, and an EvaluateModel on the test split.
 /// Node ids: data, test_data, loader, test_loader, model, loss, opt, loop, eval.
 inline nlohmann::json moons_graph() {
-  return R"({
-    "nodes": [
-      {"id": "data", "type": "Dataset", "params": {"name": "moons", "n_samples": 256, "noise": 0.1}},
-      {"id": "test_data", "type": "Dataset",
-       "params": {"name": "moons", "split": "test", "n_samples": 256, "noise": 0.1}},
-      {"id": "loader", "type": "DataLoader", "params": {"batch_size": 32, "shuffle": true}},
-      {"id": "test_loader", "type": "DataLoader", "params": {"batch_size": 128, "shuffle": false}},
-      {"id": "model", "type": "Model", "params": {"layers": [
-        {"type": "Linear", "out_features": 32},
-        {"type": "ReLU"},
-        {"type": "Linear", "out_features": 2}
-      ]}},
-      {"id": "loss", "type": "Loss", "params": {"kind": "cross_entropy"}},
-      {"id": "opt", "type": "Optimizer", "params": {"name": "adam", "lr": 0.01}},
-      {"id": "loop", "type": "TrainingLoop", "params": {"epochs": 3, "progress_interval_ms": 0}},
-      {"id": "eval", "type": "EvaluateModel"}
-    ],
-    "edges": [
-      {"from": "data.dataset", "to": "loader.dataset"},
-      {"from": "test_data.dataset", "to": "test_loader.dataset"},
-      {"from": "data.dataset", "to": "model.dataset"},
-      {"from": "model.model", "to": "loop.model"},
-      {"from": "loader.dataloader", "to": "loop.dataloader"},
-      {"from": "loss.loss_fn", "to": "loop.loss_fn"},
-      {"from": "opt.optimizer", "to": "loop.optimizer"},
-      {"from": "loop.model", "to": "eval.model"},
-      {"from": "test_loader.dataloader", "to": "eval.dataloader"},
-      {"from": "loss.loss_fn", "to": "eval.loss_fn"}
-    ]
-  })"_json;
+  return moons_graph_json(evaluated_moons());
 }
 
 } // namespace cdui::test

@@ -7,7 +7,7 @@
 
 #include "storage/credentials.hpp"
 #include "storage/run_store.hpp"
-#include "unit/test_home.hpp"
+#include "testkit/home.hpp"
 
 using namespace cdui::storage;
 

@@ -8,7 +8,7 @@
 
 #include "storage/home.hpp"
 #include "storage/server_files.hpp"
-#include "unit/test_home.hpp"
+#include "testkit/home.hpp"
 
 namespace fs = std::filesystem;
 using cdui::storage::home_lock;
@@ -94,6 +94,36 @@ BOOST_AUTO_TEST_CASE(the_home_lock_prepares_the_home_and_server_json_is_private)
   BOOST_TEST_REQUIRE(agent.has_value());
   BOOST_TEST(mode_of(home / "agents") == 0700u);
   BOOST_TEST(mode_of(home / "agents" / "w1") == 0700u);
+}
+
+BOOST_AUTO_TEST_CASE(a_start_that_fails_leaves_the_token_file_as_it_found_it) {
+  using cdui::storage::new_session_token;
+  using cdui::storage::read_token;
+  cdui::test::temp_home tmp;
+  auto home = tmp.path();
+  auto file = cdui::storage::token_path(home);
+  {
+    new_session_token first{home};
+    BOOST_TEST(read_token(home).value_or("") == first.token());
+    BOOST_TEST(mode_of(file) == 0600u);
+  }
+  BOOST_TEST(!fs::exists(file));  // there was none before
+
+  std::string kept;
+  {
+    new_session_token started{home};
+    started.keep();
+    kept = started.token();
+  }
+  BOOST_TEST(read_token(home).value_or("") == kept);
+
+  {
+    new_session_token failed{home};
+    BOOST_TEST(failed.token() != kept);
+    BOOST_TEST(read_token(home).value_or("") == failed.token());  // written before the server binds
+  }
+  BOOST_TEST(read_token(home).value_or("") == kept);
+  BOOST_TEST(mode_of(file) == 0600u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -6,7 +6,7 @@
 
 #include "storage/home.hpp"
 #include "storage/run_directory.hpp"
-#include "unit/test_home.hpp"
+#include "testkit/home.hpp"
 
 BOOST_AUTO_TEST_SUITE(run_directory_test)
 

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "storage/run_store.hpp"
-#include "unit/test_home.hpp"
+#include "testkit/home.hpp"
 
 using cdui::run_status;
 using cdui::storage::damaged_store;

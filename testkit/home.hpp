@@ -5,6 +5,8 @@
 #include <random>
 #include <string>
 
+#include <unistd.h>
+
 namespace cdui::test {
 
 /// A fresh temporary $CODEFYUI_HOME, removed with everything in it when the test ends.
@@ -31,5 +33,16 @@ public:
 private:
   std::filesystem::path path_;
 };
+
+/// An empty folder `cdui-bench-WHAT-PID` under `parent`, for a benchmark that removes it itself
+/// once it succeeded (a failed one leaves it, with its logs).
+inline std::filesystem::path fresh_temp_dir(const std::string& what,
+                                            const std::filesystem::path& parent
+                                            = std::filesystem::temp_directory_path()) {
+  auto dir = parent / ("cdui-bench-" + what + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
 
 } // namespace cdui::test

@@ -2,7 +2,7 @@
 
 #include <chrono>
 #include <csignal>
-#include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -16,37 +16,59 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+extern char** environ;
+
 namespace cdui::test {
 
-/// A child process with its stdout and stderr captured. The destructor kills and reaps it if it is
-/// still running, so a failing test never leaves a process behind.
+/// A child process with this process's environment and `env` over it; its stdout and stderr are
+/// captured (out(), err()), or both written to `log` when one is given. The destructor kills
+/// (SIGKILL) and reaps it if it is still running, so a failing test never leaves a process behind.
 class process {
 public:
-  process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env) {
-    int out[2], err[2];
-    if (::pipe(out) != 0 || ::pipe(err) != 0)
+  process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+          const std::optional<std::filesystem::path>& log = std::nullopt) {
+    // Everything the child needs is built before the fork: this process has threads, and the
+    // child may call only async-signal-safe functions until it execs.
+    std::vector<std::string> env_text;
+    for (char** e = environ; *e != nullptr; ++e) {
+      std::string kv = *e;
+      if (!env.count(kv.substr(0, kv.find('='))))
+        env_text.push_back(kv);
+    }
+    for (const auto& [k, v] : env)
+      env_text.push_back(k + "=" + v);
+    std::vector<char*> args, envp;
+    for (const auto& a : argv)
+      args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    for (auto& e : env_text)
+      envp.push_back(e.data());
+    envp.push_back(nullptr);
+
+    // Close-on-exec: no other child started meanwhile keeps these open (a daemon would hold a
+    // pipe alive); dup2 gives the child's own copies without the flag.
+    int out[2] = {-1, -1}, err[2] = {-1, -1};
+    if (log) {
+      out[1] = err[1] = ::open(log->c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+      if (out[1] < 0)
+        throw std::runtime_error("cannot open " + log->string());
+    } else if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
       throw std::runtime_error("pipe failed");
+    }
     pid_ = ::fork();
     if (pid_ < 0)
       throw std::runtime_error("fork failed");
     if (pid_ == 0) {
       ::dup2(out[1], STDOUT_FILENO);
       ::dup2(err[1], STDERR_FILENO);
-      // Only the duplicates stay open: a daemon the command starts must not keep the pipes alive.
-      ::close(out[0]);
-      ::close(err[0]);
-      ::close(out[1]);
-      ::close(err[1]);
-      for (const auto& [k, v] : env)
-        ::setenv(k.c_str(), v.c_str(), 1);
-      std::vector<char*> args;
-      for (const auto& a : argv)
-        args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      ::execv(args[0], args.data());
+      ::execve(args[0], args.data(), envp.data());
       ::_exit(127);
     }
     ::close(out[1]);
+    if (log) {
+      closed_ = true;
+      return;
+    }
     ::close(err[1]);
     out_fd_ = out[0];
     err_fd_ = err[0];
@@ -88,6 +110,23 @@ public:
     return exit_code_;
   }
 
+  /// Whether it has exited (and been reaped).
+  [[nodiscard]] bool exited() { return wait_for(std::chrono::milliseconds(0)).has_value(); }
+
+  /// SIGTERM, then SIGKILL if it has not exited after `grace`; the seconds it took to exit
+  /// (0 when it had exited already).
+  double stop(std::chrono::milliseconds grace = std::chrono::seconds(60)) {
+    if (exited())
+      return 0;
+    auto start = std::chrono::steady_clock::now();
+    signal(SIGTERM);
+    if (!wait_for(grace)) {
+      signal(SIGKILL);
+      wait_for(std::chrono::seconds(10));
+    }
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+
   /// Waits until stdout contains `text`; false after `timeout` or when the process has exited.
   bool wait_for_output(const std::string& text, std::chrono::milliseconds timeout) {
     auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -104,6 +143,7 @@ public:
     return false;
   }
 
+  /// What it wrote so far (empty when it writes to a log file).
   [[nodiscard]] std::string out() {
     std::lock_guard<std::mutex> lock{mutex_};
     return out_;
@@ -149,5 +189,24 @@ private:
   bool closed_ = false;
   std::optional<int> exit_code_;
 };
+
+/// A command that has exited: its exit code, stdout and stderr.
+struct finished_command {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+/// Runs `argv` with `env` over this environment and waits for it; throws after `timeout`.
+inline finished_command run_command(const std::vector<std::string>& argv,
+                                    const std::map<std::string, std::string>& env,
+                                    std::chrono::milliseconds timeout) {
+  process p{argv, env};
+  auto code = p.wait_for(timeout);
+  if (!code)
+    throw std::runtime_error(argv.at(0) + (argv.size() > 1 ? " " + argv[1] : "")
+                             + " did not exit in time; stdout:\n" + p.out() + "\nstderr:\n" + p.err());
+  return {*code, p.out(), p.err()};
+}
 
 } // namespace cdui::test

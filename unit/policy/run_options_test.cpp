@@ -2,7 +2,7 @@
 // name is measured in characters.
 #include <boost/test/unit_test.hpp>
 
-#include "actors/server/run_options.hpp"
+#include "actors/policy/run_options.hpp"
 
 using namespace cdui;
 using nlohmann::json;
@@ -11,8 +11,8 @@ namespace {
 
 /// The refusal's sentence for `body`, empty when it is accepted.
 std::string refusal(const json& body) {
-  auto parsed = actors::parse_submission(body);
-  auto* err = std::get_if<actors::submission_error>(&parsed);
+  auto parsed = policy::parse_submission(body);
+  auto* err = std::get_if<policy::submission_error>(&parsed);
   return err ? err->message : "";
 }
 

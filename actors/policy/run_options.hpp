@@ -7,7 +7,7 @@
 
 #include "messages/run_request.hpp"
 
-namespace cdui::actors {
+namespace cdui::policy {
 
 /// run_request::worker for target {"pool": "one-shot"} (a worker name cannot hold a ':').
 inline constexpr const char* one_shot_pool = "pool:one-shot";
@@ -39,4 +39,4 @@ struct submission_error {
 /// The options of a request as an options object; apply_options reads it back to the same request.
 [[nodiscard]] nlohmann::json options_json(const run_request& request);
 
-} // namespace cdui::actors
+} // namespace cdui::policy

@@ -1,4 +1,4 @@
-#include "actors/server/run_options.hpp"
+#include "actors/policy/run_options.hpp"
 
 #include <limits>
 
@@ -6,7 +6,7 @@
 #include "messages/json_text.hpp"
 #include "messages/text.hpp"
 
-namespace cdui::actors {
+namespace cdui::policy {
 
 namespace {
 
@@ -194,4 +194,4 @@ nlohmann::json options_json(const run_request& r) {
   return o;
 }
 
-} // namespace cdui::actors
+} // namespace cdui::policy

@@ -1,0 +1,65 @@
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/atom.hpp>
+
+#include "actors/common/zmq_socket_thread.hpp"
+#include "messages/wire.hpp"
+
+/// What the agent's actors say to each other (the worker's side of DESIGN.md, "Actors"):
+///
+/// ```
+/// cdui::agent (facade, run() blocks) ──(stop)──> agent ──(ended, reason, refused)──> the facade
+/// agent ──(link, wire_link)──> run_supervisor       welcomed: report on it; empty: do not
+/// agent ──(resend, cursor)──> run_supervisor        the welcome's resume, or the server's resend
+/// agent ──(forget)──> run_supervisor                the server no longer follows the run
+/// agent ──(ack)──> run_supervisor                   the server recorded the run's end
+/// agent ──(stop, interrupt: bool)──> run_supervisor stop_run: SIGUSR1 (true) or SIGTERM
+/// agent ──(quit)──> run_supervisor                  the agent stops; the run's process goes on
+/// run_supervisor ──(started, id)──> agent           its process runs
+/// run_supervisor ──(ended, id)──> agent             its process has ended (outputs may be read)
+/// run_supervisor ──(tick)──> itself                 follows events.jsonl and the process
+/// run_supervisor ──(unsent, end: bool, bytes, cursor)──> itself   the socket could not send
+/// anyone ──(supervisor, id)──> agent -> caf::actor  the supervisor of a run (introspection, tests)
+/// ```
+///
+/// The agent monitors each run supervisor: one that quits normally is done with its run (the
+/// server acknowledged or forgot it, or the agent stops); one that dies otherwise fails its run.
+namespace cdui::actors {
+
+namespace agent_atoms {
+using link = caf::atom_constant<caf::atom("cd_link")>;
+using resend = caf::atom_constant<caf::atom("cd_resend")>;
+using forget = caf::atom_constant<caf::atom("cd_forget")>;
+using ack = caf::atom_constant<caf::atom("cd_ack")>;
+using unsent = caf::atom_constant<caf::atom("cd_unsent")>;
+using started = caf::atom_constant<caf::atom("cd_started")>;
+using supervisor = caf::atom_constant<caf::atom("cd_superv")>;
+} // namespace agent_atoms
+
+/// The agent's connection as a run supervisor sees it: set while a server has welcomed it, empty
+/// otherwise. Weak: a replaced connection's socket goes when the agent drops it.
+struct wire_link {
+  std::weak_ptr<zmq_socket_thread> socket;
+};
+
+/// Sends `payload` as one wire message ([envelope][payload]) on `link`; false when there is no
+/// connection. `sent` is told, on the socket's thread, whether the socket took it.
+template <class T>
+bool send_to_server(const wire_link& link, wire::message_type type, const T& payload,
+                    zmq_socket_thread::sent_handler sent = {}) {
+  auto socket = link.socket.lock();
+  if (!socket)
+    return false;
+  socket->send({wire::encode_envelope({wire::protocol_version, type, 0, ""}), wire::encode(payload)},
+               std::move(sent));
+  return true;
+}
+
+} // namespace cdui::actors
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cdui::actors::wire_link)

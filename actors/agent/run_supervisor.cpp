@@ -1,0 +1,275 @@
+#include "actors/agent/run_supervisor.hpp"
+
+#include <chrono>
+#include <csignal>
+#include <fstream>
+#include <vector>
+
+#include <sys/wait.h>
+
+#include <caf/all.hpp>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actors/common/run_process.hpp"
+#include "messages/atoms.hpp"
+#include "messages/json_text.hpp"
+#include "storage/home.hpp"
+#include "storage/run_directory.hpp"
+
+namespace cdui::actors {
+
+namespace {
+
+using self_ptr = caf::stateful_actor<supervisor_state>*;
+
+/// How often a supervisor looks at its run: its events go out within this while it executes; an
+/// ended run only waits for its acknowledgement.
+constexpr auto executing_tick = std::chrono::milliseconds(20);
+constexpr auto ended_tick = std::chrono::milliseconds(100);
+
+/// Prepares the run's folder and starts its process; the reason when it cannot.
+std::optional<std::string> launch(self_ptr self, const run_launch& l) {
+  auto& st = self->state;
+  const auto& plan = l.plan;
+  try {
+    // <home>/agents/<worker>/runs/<id>: run_directory makes runs/<id> under the agent's folder.
+    storage::run_directory folder{st.setup.dir.parent_path().parent_path(), l.run.run_id,
+                                  l.run.graph_json};
+    nlohmann::json run{{"run_id", l.run.run_id},
+                       {"name", l.run.name},
+                       {"worker", st.setup.worker},
+                       {"seed", l.run.seed},
+                       {"device", plan.device},
+                       {"visible_devices", plan.visible_devices},
+                       {"device_aliases", plan.device_aliases},
+                       {"options", nlohmann::json::parse(l.run.options_json, nullptr, false)}};
+    storage::write_file_atomic(folder.path() / "run.json", json_text(run, 2) + "\n");
+  } catch (const std::exception& e) {
+    return std::string{"cannot prepare the run's folder on the worker: "} + e.what();
+  }
+  // A stop can come as soon as the new process has a pid: start_exec keeps it waiting until
+  // `cdui exec` installs its handlers. Its own session: the run outlives a signal to the agent's
+  // process group.
+  pid_t pid = start_exec(st.setup.exec_binary, st.setup.dir, false, -1, plan.environment());
+  if (pid < 0)
+    return "cannot start the run's process (fork failed)";
+  // An agent that restarts finds the process again by it (the run outlives the agent).
+  storage::write_file_atomic(st.setup.dir / "exec.pid", std::to_string(pid) + "\n");
+  st.pid = pid;
+  spdlog::info("agent '{}': run {} started (pid {}) on {}", st.setup.worker, l.run.run_id, pid,
+               l.run.devices.front());
+  return std::nullopt;
+}
+
+/// Takes over a run an earlier agent process of this name left: still executing, or ended.
+void recover(self_ptr self) {
+  auto& st = self->state;
+  st.child = false;
+  st.pid = run_process_pid(st.setup.dir);
+  if (!run_process_alive(st.pid, st.setup.dir)) {
+    st.pid = -1;
+    st.ended = read_outcome(st.setup.dir).value_or(run_outcome{
+      run_status::failed, "the run's process ended while its agent was not running, without an outcome",
+      "{}"});
+  }
+  const char* state = st.ended ? "ended" : "still executing";
+  if (st.setup.after_failure)
+    spdlog::info("agent '{}': a new supervisor follows run {} ({})", st.setup.worker,
+                 st.setup.run_id, state);
+  else
+    spdlog::info("agent '{}': found run {} from an earlier agent ({})", st.setup.worker,
+                 st.setup.run_id, state);
+}
+
+/// Events the run appended since the last call, in order: only whole lines (the last one may
+/// still be being written), only those after the last cursor sent.
+std::vector<run_event> new_events(supervisor_state& st) {
+  std::vector<run_event> events;
+  std::ifstream in{st.setup.dir / "events.jsonl", std::ios::binary};
+  if (!in)
+    return events;
+  in.seekg(static_cast<std::streamoff>(st.sent_bytes));
+  std::string line;
+  while (events.size() < max_events_per_update && std::getline(in, line) && !in.eof()) {
+    st.sent_bytes += line.size() + 1;
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object() || !j["type"].is_string())
+      continue;
+    auto cursor = j.value("cursor", std::uint64_t{0});
+    if (cursor <= st.sent_cursor)
+      continue;  // the server has it (after a rewind to its cursor)
+    st.sent_cursor = cursor;
+    events.push_back({cursor, j.value("time_ms", std::int64_t{0}), j["type"].get<std::string>(),
+                      json_text(j["data"])});
+  }
+  return events;
+}
+
+/// Written in the run's folder once the server has its end (or has forgotten it): a restarted
+/// agent does not take the run over again.
+void mark_acked(self_ptr self) {
+  storage::write_file_atomic(self->state.setup.dir / "acked", "");
+}
+
+/// Whether its process has ended since the last look (a child is reaped here).
+bool process_exited(supervisor_state& st, int& status) {
+  if (st.ended || st.pid <= 0)
+    return false;
+  return st.child ? ::waitpid(st.pid, &status, WNOHANG) == st.pid
+                  : !run_process_alive(st.pid, st.setup.dir);
+}
+
+/// One look at the run: new events out, its end once its process has exited. False when the
+/// supervisor is done (a forgotten run whose process has exited).
+bool pump(self_ptr self) {
+  auto& st = self->state;
+  int status = 0;
+  bool exited = process_exited(st, status);
+  bool linked = !st.link.socket.expired();
+  // Read after the exit check: once it has exited, everything it wrote is in the file. What could
+  // not be sent is read again (the socket says so with an unsent), so nothing is skipped.
+  bool caught_up = true;
+  if (linked && !st.forgotten) {
+    auto bytes = st.sent_bytes;
+    auto cursor = st.sent_cursor;
+    auto events = new_events(st);
+    if (!events.empty()) {
+      caught_up = events.size() < max_events_per_update;
+      auto me = caf::actor_cast<caf::actor>(self);
+      if (!send_to_server(st.link, wire::message_type::run_update,
+                          run_update{st.setup.run_id, std::move(events)}, [me, bytes, cursor](bool sent) {
+                            if (!sent)
+                              caf::anon_send(me, agent_atoms::unsent::value, false, bytes, cursor);
+                          })) {
+        st.sent_bytes = bytes;
+        st.sent_cursor = cursor;
+        caught_up = false;
+      }
+    }
+  }
+  if (exited && st.forgotten) {
+    mark_acked(self);
+    self->quit();
+    return false;
+  }
+  if (exited) {
+    st.ended = read_outcome(st.setup.dir).value_or(run_outcome{
+      run_status::failed,
+      st.child ? process_exit_reason(status)
+               : "the run's process ended without an outcome while its agent was restarting",
+      "{}"});
+    spdlog::info("agent '{}': run {} ended {}{}{}", st.setup.worker, st.setup.run_id,
+                 to_string(st.ended->status), st.ended->error.empty() ? "" : ": ", st.ended->error);
+    self->send(st.setup.agent, atoms::ended::value, st.setup.run_id);
+  }
+  // The end goes after the last event, and again after a reconnect until it is acknowledged.
+  if (st.ended && linked && caught_up && !st.end_sent && !st.forgotten) {
+    auto me = caf::actor_cast<caf::actor>(self);
+    st.end_sent = send_to_server(st.link, wire::message_type::run_done,
+                                 run_done{st.setup.run_id, *st.ended, st.sent_cursor}, [me](bool sent) {
+                                   if (!sent)
+                                     caf::anon_send(me, agent_atoms::unsent::value, true,
+                                                    std::uint64_t{0}, std::uint64_t{0});
+                                 });
+  }
+  return true;
+}
+
+void schedule_tick(self_ptr self) {
+  self->delayed_send(self, self->state.ended ? ended_tick : executing_tick, atoms::tick::value);
+}
+
+} // namespace
+
+int run_process_pid(const std::filesystem::path& dir) {
+  int pid = -1;
+  std::ifstream in{dir / "exec.pid"};
+  in >> pid;
+  return in ? pid : -1;
+}
+
+bool run_process_alive(int pid, const std::filesystem::path& dir) {
+  if (pid <= 0 || ::kill(pid, 0) != 0)
+    return false;
+  std::ifstream in{"/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary};
+  std::string cmdline{std::istreambuf_iterator<char>{in}, {}};
+  return cmdline.find(std::string{"exec"} + '\0' + dir.string()) != std::string::npos;
+}
+
+caf::behavior run_supervisor(self_ptr self, supervisor_setup setup) {
+  auto& st = self->state;
+  st.setup = std::move(setup);
+  st.link = st.setup.link;
+  if (st.setup.launch) {
+    if (auto why = launch(self, *st.setup.launch)) {
+      // Answered at once, never followed: the server fails the run with the reason.
+      send_to_server(st.link, wire::message_type::run_done,
+                     run_done{st.setup.run_id,
+                              {run_status::failed, "worker '" + st.setup.worker + "': " + *why, "{}"},
+                              0});
+      self->quit();
+      return {};
+    }
+    self->send(st.setup.agent, agent_atoms::started::value, st.setup.run_id);
+  } else {
+    recover(self);
+    if (st.ended)
+      self->send(st.setup.agent, atoms::ended::value, st.setup.run_id);
+  }
+  schedule_tick(self);
+  return {
+    [=](atoms::tick) {
+      if (pump(self))
+        schedule_tick(self);
+    },
+    [=](agent_atoms::link, wire_link link) { self->state.link = std::move(link); },
+    [=](agent_atoms::unsent, bool end, std::uint64_t bytes, std::uint64_t cursor) {
+      auto& st = self->state;
+      if (end) {
+        st.end_sent = false;  // the next look sends it again
+      } else if (bytes < st.sent_bytes) {
+        // Some of what was read never left: from there, again.
+        st.sent_bytes = bytes;
+        st.sent_cursor = cursor;
+      }
+    },
+    [=](agent_atoms::resend, std::uint64_t cursor) {
+      auto& st = self->state;
+      if (cursor < st.sent_cursor) {
+        // Some of what was sent never arrived (the connection was down): from its cursor, again.
+        st.sent_bytes = 0;
+        st.sent_cursor = cursor;
+      }
+      st.end_sent = false;  // the next look sends what is missing, then the end
+    },
+    [=](agent_atoms::forget) {
+      auto& st = self->state;
+      if (st.ended) {  // its end was recorded; only the acknowledgement was lost
+        mark_acked(self);
+        self->quit();
+        return;
+      }
+      spdlog::info("agent '{}': the server no longer follows run {}; stopping it", st.setup.worker,
+                   st.setup.run_id);
+      st.forgotten = true;
+      if (st.pid > 0)
+        ::kill(st.pid, SIGTERM);
+    },
+    [=](agent_atoms::ack) {
+      mark_acked(self);
+      self->quit();
+    },
+    [=](atoms::stop, bool interrupt) {
+      auto& st = self->state;
+      if (st.ended || st.pid <= 0)
+        return;
+      spdlog::info("agent '{}': {} run {}", st.setup.worker, interrupt ? "interrupting" : "cancelling",
+                   st.setup.run_id);
+      ::kill(st.pid, interrupt ? SIGUSR1 : SIGTERM);
+    },
+    [=](atoms::quit) { self->quit(); },
+  };
+}
+
+} // namespace cdui::actors

@@ -1,0 +1,80 @@
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include <caf/actor.hpp>
+#include <caf/fwd.hpp>
+#include <caf/stateful_actor.hpp>
+
+#include "actors/agent/protocol.hpp"
+#include "actors/policy/launch_plan.hpp"
+#include "messages/run_outcome.hpp"
+#include "messages/worker.hpp"
+
+namespace cdui::actors {
+
+/// A run to start: what the server sent, and how the worker starts it.
+struct run_launch {
+  assign_run run;
+  policy::launch_plan plan;
+};
+
+/// What a run supervisor starts with.
+struct supervisor_setup {
+  std::string run_id;
+  /// The worker's name, for the log and the run's errors.
+  std::string worker;
+  /// The run's folder on the worker: <home>/agents/<worker>/runs/<id>.
+  std::filesystem::path dir;
+  /// A new run, to start from its plan; none: a run an earlier agent process left in `dir`.
+  std::optional<run_launch> launch;
+  /// The `cdui` binary that runs `exec RUNDIR`.
+  std::filesystem::path exec_binary;
+  /// The connection to report on (empty: not welcomed yet).
+  wire_link link;
+  caf::actor agent;
+  /// Takes over from a supervisor of this run that died (for the log).
+  bool after_failure = false;
+};
+
+struct supervisor_state {
+  supervisor_setup setup;
+  wire_link link;
+  int pid = -1;
+  /// False for a run an earlier agent process started: not our child, watched through /proc.
+  bool child = true;
+  /// How much of events.jsonl was sent: bytes read, and the last event cursor sent.
+  std::uint64_t sent_bytes = 0;
+  std::uint64_t sent_cursor = 0;
+  /// Set once its process has ended; kept until the server acknowledges it (run_ack).
+  std::optional<run_outcome> ended;
+  /// Whether run_done went out since the last (re)connect; it follows the run's last event.
+  bool end_sent = false;
+  /// The server no longer follows it: stop it, report nothing.
+  bool forgotten = false;
+  static inline const char* name = "run_supervisor";
+};
+
+/// The most events one run_update carries, so that a replay is many messages, not one huge one.
+inline constexpr std::size_t max_events_per_update = 500;
+
+/// One run on the worker (DESIGN.md, "Actors", agent side): starts its `cdui exec RUNDIR` process
+/// from the launch plan (or takes over one an earlier agent left), follows its events.jsonl and
+/// sends the new whole lines as run_update while linked, then run_done from outcome.json once the
+/// process has ended, again after each reconnect until the server acknowledges it. Quits normally
+/// when the run is acknowledged or forgotten, and on (quit), leaving the process to run on. Its
+/// handlers are not guarded: a supervisor that fails dies, and the agent, which monitors it, fails
+/// the run and stops its process. Protocol: see actors/agent/protocol.hpp.
+caf::behavior run_supervisor(caf::stateful_actor<supervisor_state>* self, supervisor_setup setup);
+
+/// Whether the `cdui exec` of the run folder `dir` is still running as `pid` (it may be an earlier
+/// agent's child, which waitpid cannot watch).
+[[nodiscard]] bool run_process_alive(int pid, const std::filesystem::path& dir);
+
+/// The pid in the run folder's exec.pid (-1 when there is none).
+[[nodiscard]] int run_process_pid(const std::filesystem::path& dir);
+
+} // namespace cdui::actors

@@ -1,0 +1,208 @@
+#include "actors/policy/placement.hpp"
+
+#include <algorithm>
+
+#include "actors/policy/run_options.hpp"
+
+namespace cdui::policy {
+
+namespace {
+
+using devices::kind_of;
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string list;
+  for (const auto& n : names)
+    list += (list.empty() ? "" : ", ") + n;
+  return list;
+}
+
+std::vector<std::string> names_of(const local_devices& local) {
+  std::vector<std::string> names;
+  for (const auto& d : local.devices)
+    names.push_back(d.name);
+  return names;
+}
+
+/// A single-device run of this server: its option, else the hint, else the CPU.
+std::variant<placement, std::string> local_run(const run_request& req, const device_hint& hint,
+                                               const local_devices& local) {
+  std::string text = req.device;
+  std::string field = "option 'device'";
+  if (text.empty()) {
+    text = hint.device;
+    field = hint.field;
+  }
+  placement p;
+  if (text.empty()) {
+    p.keys = {{"", "cpu"}};
+    return p;
+  }
+  auto parsed = devices::parse_device(text);
+  if (auto* err = std::get_if<devices::device_parse_error>(&parsed))
+    return field + ": " + err->message;
+  auto resolved = devices::resolve_device(std::get<devices::device_spec>(parsed), local.counts);
+  p.keys = {{"", resolved.name}};
+  // A node's device falls back with its own warning when it runs; warn here only for the option.
+  if (!req.device.empty()) {
+    p.fallback_warning = resolved.fallback_warning;
+    p.run_device = resolved.name;
+  }
+  return p;
+}
+
+/// A device set of this server: each must name a device it offers, exactly.
+std::variant<placement, std::string> device_set(const std::vector<std::string>& set,
+                                                const local_devices& local) {
+  placement p;
+  for (const auto& text : set) {
+    auto parsed = devices::parse_device(text);
+    std::optional<std::string> key;
+    if (auto* spec = std::get_if<devices::device_spec>(&parsed); spec && !spec->malformed) {
+      auto resolved = devices::resolve_device(*spec, local.counts);
+      if (!resolved.fallback_warning)
+        key = resolved.name;
+    }
+    if (!key || std::none_of(local.devices.begin(), local.devices.end(),
+                             [&](const auto& d) { return d.name == *key; }))
+      return "option 'target.devices': this server does not offer " + text + " (it offers "
+             + joined(names_of(local)) + ")";
+    p.keys.push_back({"", *key});
+  }
+  p.run_device = p.keys.front().device;
+  return p;
+}
+
+/// A named worker's run: its devices, by the worker's own names. A worker must have connected
+/// since the server started and offer every device; one that is away now is no refusal (the run
+/// waits for it).
+std::variant<placement, std::string> worker_run(const run_request& req, const device_hint& hint,
+                                                const known_workers& workers, bool resuming) {
+  auto w = workers.find(req.worker);
+  std::vector<std::string> wanted = req.devices;
+  if (w == workers.end() && !(resuming && !wanted.empty())) {
+    std::vector<std::string> known;
+    for (const auto& [name, _] : workers)
+      known.push_back(name);
+    return "option 'target.worker': no worker named '" + req.worker
+           + "' has connected to this server since it started"
+           + (known.empty() ? std::string{" (none has)"} : " (known: " + joined(known) + ")");
+  }
+  if (w != workers.end() && req.record_outputs && w->second.one_shot)
+    return "option 'record_outputs': worker '" + req.worker + "' is a one-shot worker, which exits "
+           "when its run ends, taking the outputs with it";
+  placement p;
+  if (w == workers.end()) {
+    // Checked when it was submitted; the worker has not come back yet.
+    for (const auto& d : wanted)
+      p.keys.push_back({req.worker, d});
+    return p;
+  }
+  const auto& offered = w->second.devices;
+  std::string field = "option 'target.devices'";
+  if (wanted.empty() && !req.device.empty()) {
+    wanted = {req.device};
+    field = "option 'device'";
+  }
+  if (wanted.empty()) {
+    // A node's device param names a card inside the run (renumbered from 0), not the worker's:
+    // it says which kind the run needs, and the run gets the worker's first card of that kind.
+    // Without one: seed 001, a worker run starts on the worker's first accelerator.
+    std::string kind;
+    if (!hint.device.empty()) {
+      kind = hint.device == "auto" ? "" : kind_of(hint.device);
+      field = hint.field;
+    }
+    auto first = std::find_if(offered.begin(), offered.end(), [&](const std::string& d) {
+      return kind.empty() ? d != "cpu" : kind_of(d) == kind;
+    });
+    if (first == offered.end() && kind.empty())
+      first = std::find(offered.begin(), offered.end(), "cpu");
+    if (first == offered.end())
+      return field + ": worker '" + req.worker + "' offers no " + kind + " device (it offers "
+             + joined(offered) + ")";
+    wanted = {*first};
+  }
+  for (const auto& d : wanted) {
+    if (std::find(offered.begin(), offered.end(), d) == offered.end())
+      return field + ": worker '" + req.worker + "' does not offer " + d + " (it offers "
+             + joined(offered) + ")";
+    p.keys.push_back({req.worker, d});
+  }
+  return p;
+}
+
+/// A run for any worker or the pool: the kind it asks for (its option's, else the hint's, else
+/// none: the first accelerator free); refused when nothing this server knows offers it (never when
+/// `resuming`: no worker has reconnected yet, and it waits for them as it did before).
+std::variant<placement, std::string> floating(const run_request& req, const device_hint& hint,
+                                              const local_devices& local,
+                                              const known_workers& workers, bool resuming) {
+  floating_run f;
+  f.pool = req.worker == one_shot_pool;
+  f.keeps_outputs = req.record_outputs;
+  std::string device = req.device.empty() ? hint.device : req.device;
+  f.kind = device.empty() || device == "auto" ? "" : kind_of(device);
+  placement p;
+  p.floating = f;
+  auto offers = [&](const std::vector<std::string>& devices) {
+    return std::any_of(devices.begin(), devices.end(), [&](const std::string& d) { return f.fits(d); });
+  };
+  if (resuming)
+    return p;
+  for (const auto& [name, w] : workers)
+    if ((!f.pool || w.one_shot) && offers(w.devices))
+      return p;
+  if (!f.pool && offers(names_of(local)))
+    return p;
+  std::string what = f.kind.empty() ? "an accelerator" : "a " + f.kind + " device";
+  return f.pool ? "option 'target.pool': no one-shot worker offering " + what
+                    + " has connected to this server since it started"
+                : "option 'target.worker' \"any\": neither this server nor a worker that has "
+                  "connected since it started offers " + what
+                    + (f.kind.empty() ? " (give option 'device' \"cpu\" for a CPU slot)" : "");
+}
+
+} // namespace
+
+bool floating_run::fits(const std::string& device) const {
+  return kind.empty() ? kind_of(device) != "cpu" : kind_of(device) == kind;
+}
+
+std::string placement::queue_key() const {
+  if (floating)
+    return floating->pool ? "one-shot" : "any";
+  return keys.front().str();
+}
+
+std::variant<placement, std::string> place(const run_request& req, const device_hint& hint,
+                                           const local_devices& local, const known_workers& workers,
+                                           bool resuming) {
+  if (is_placed_later(req.worker))
+    return floating(req, hint, local, workers, resuming);
+  if (!req.worker.empty())
+    return worker_run(req, hint, workers, resuming);
+  if (!req.devices.empty())
+    return device_set(req.devices, local);
+  return local_run(req, hint, local);
+}
+
+std::optional<slot_key> free_slot(const floating_run& run, const known_workers& workers,
+                                  const local_devices& local, const admission& slots) {
+  for (const auto& [name, w] : workers) {
+    if (!w.open || (run.pool && !w.one_shot) || (run.keeps_outputs && w.one_shot))
+      continue;
+    for (const auto& d : w.devices) {
+      slot_key key{name, d};
+      if (run.fits(d) && slots.idle(key.str()))
+        return key;
+    }
+  }
+  if (!run.pool)
+    for (const auto& d : local.devices)
+      if (run.fits(d.name) && slots.idle(d.name))
+        return slot_key{"", d.name};
+  return std::nullopt;
+}
+
+} // namespace cdui::policy

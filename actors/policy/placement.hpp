@@ -1,0 +1,88 @@
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "actors/policy/admission.hpp"
+#include "devices/device.hpp"
+#include "messages/run_request.hpp"
+#include "messages/slot_key.hpp"
+
+namespace cdui::policy {
+
+/// The first node of a graph that names a device: the device as written, and the field that
+/// names it in refusals ("node 'id' (Type), param 'device'"). Empty device: no node names one.
+struct device_hint {
+  std::string device;
+  std::string field;
+};
+
+/// This server's own devices, as placement sees them.
+struct local_devices {
+  std::vector<devices::offered_device> devices;
+  devices::host_devices counts;
+};
+
+/// A worker as the queue knows it: the devices it offers (its own names) and whether its slots
+/// admit runs now (it is connected and not draining).
+struct known_worker {
+  std::vector<std::string> devices;
+  /// Each device's card UUID, in the same order (empty: unknown, never matched).
+  std::vector<std::string> uuids;
+  bool open = false;
+  bool one_shot = false;
+};
+/// Every worker seen since the server started, by name.
+using known_workers = std::map<std::string, known_worker>;
+
+/// A run for any worker or the one-shot pool, waiting for a free slot of its device kind.
+struct floating_run {
+  std::string kind;  // cpu, cuda, sim, ...; empty: the first accelerator of any kind
+  bool pool = false;  // the one-shot pool: one-shot workers only, never this server
+  bool keeps_outputs = false;  // record_outputs: never a one-shot worker, which exits with them
+
+  /// Whether the run may take `device`: one of its kind, or any accelerator when it names none.
+  [[nodiscard]] bool fits(const std::string& device) const;
+};
+
+/// Where a run goes.
+struct placement {
+  /// The slots it queues for: one, or a device set (all taken at once). Empty for a floating run.
+  std::vector<slot_key> keys;
+  /// A run for any worker or the pool: placed when a slot of its kind is free (free_slot()).
+  std::optional<floating_run> floating;
+  /// The device its run context names (the option's, or a device set's first); empty: its nodes
+  /// decide. Always empty for a worker run, whose devices are renumbered inside the run.
+  std::string run_device;
+  /// The device option could not be honoured as written: a run_warning of kind device_fallback.
+  std::optional<std::string> fallback_warning;
+
+  /// The queue the run waits in: its first slot's, or "any" / "one-shot" until it is placed.
+  [[nodiscard]] std::string queue_key() const;
+};
+
+/// Where a submitted run goes, or the refusal's sentence naming the option or node at fault:
+/// - no target: the device option, else `hint` (the first node naming one), else the CPU, on this
+///   server, resolved with the fallback rules (a fallback of the option is warned of);
+/// - target.devices alone: a device set of this server; each must be one it offers, exactly;
+/// - target.worker NAME: that worker's devices (target.devices or the device option, else the
+///   first of the hint's kind, else its first accelerator, else its CPU); the worker must have
+///   connected since the server started (unless `resuming` with devices already chosen) and offer
+///   each. A one-shot worker cannot keep recorded outputs;
+/// - target.worker "any" / the pool: floating; refused when nothing known offers its kind.
+/// `resuming`: a run queued before a restart, re-placed before its workers have said hello.
+[[nodiscard]] std::variant<placement, std::string> place(const run_request& req, const device_hint& hint,
+                                                         const local_devices& local,
+                                                         const known_workers& workers, bool resuming);
+
+/// The slot a floating run takes now: the first one of its kind that would start it at once
+/// (admission::idle), on open workers in name order (never a one-shot worker for a run that keeps
+/// outputs, only one-shot workers for the pool), then this server's (not for the pool). nullopt:
+/// none is free; it keeps waiting, so it never jumps a device's queue.
+[[nodiscard]] std::optional<slot_key> free_slot(const floating_run& run, const known_workers& workers,
+                                                const local_devices& local, const admission& slots);
+
+} // namespace cdui::policy

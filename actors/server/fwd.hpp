@@ -1,0 +1,92 @@
+#pragma once
+
+// The server's actors as typed handles: each names every message its actor handles and what it
+// answers, so that sending one a message it does not handle is a compile error, not a message
+// dropped at run time. Run actors stay dynamically typed (the queue and the registry talk to them
+// through these handles' messages only).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include "actors/server/stored_item.hpp"
+#include "messages/actor_status.hpp"
+#include "messages/atoms.hpp"
+#include "messages/run_event.hpp"
+#include "messages/run_outcome.hpp"
+#include "messages/run_request.hpp"
+#include "messages/worker.hpp"
+#include "storage/run_store.hpp"
+
+namespace cdui::actors {
+
+/// One of the server's three in-memory stores (cache_store.hpp).
+using cache_store_actor = caf::typed_actor<
+  caf::replies_to<atoms::put, std::string, std::string, stored_item, std::int64_t>::with<bool>,
+  caf::replies_to<atoms::get, std::string, std::string>::with<stored_item>,
+  caf::replies_to<atoms::erase, std::string, std::string>::with<bool>,
+  caf::replies_to<atoms::drop, std::string>::with<bool>,
+  caf::replies_to<atoms::status>::with<cache_store_status>>;
+
+/// The supervisor of runs (run_queue.hpp).
+using run_queue_actor = caf::typed_actor<
+  caf::replies_to<atoms::submit, run_request>::with<submit_result>,
+  caf::replies_to<atoms::info, std::string>::with<run_info>,
+  caf::replies_to<atoms::list, std::string, std::uint64_t, std::uint64_t>::with<storage::run_page>,
+  caf::replies_to<atoms::cancel, std::string>::with<bool>,
+  caf::replies_to<atoms::events, std::string, std::uint64_t, std::uint32_t>::with<event_batch>,
+  caf::replies_to<atoms::wait, std::string>::with<run_info>,
+  caf::replies_to<atoms::erase, std::string>::with<erase_result>,
+  caf::reacts_to<atoms::ended, std::string>,
+  caf::reacts_to<atoms::worker_update, std::string, std::vector<device_offer>, bool, bool>,
+  caf::reacts_to<atoms::worker_gone, std::string, std::string>,
+  caf::replies_to<atoms::drop, std::string>::with<bool>,
+  caf::replies_to<atoms::shutdown>::with<bool>,
+  caf::replies_to<atoms::status>::with<run_queue_status>>;
+
+/// What a worker proxy tells its supervisor, the registry.
+using worker_supervisor_actor =
+  caf::typed_actor<caf::reacts_to<atoms::released, std::string, std::string>>;
+
+/// One worker as the server sees it: its connection, the runs it executes, its pending outputs
+/// requests (worker_proxy.hpp). Only the registry talks to it: wire messages come routed by the
+/// connection's identity, an accepted hello first.
+using worker_proxy_actor = caf::typed_actor<
+  caf::reacts_to<atoms::wire_in, std::string, hello>,
+  caf::reacts_to<atoms::wire_in, std::string, run_update>,
+  caf::reacts_to<atoms::wire_in, std::string, run_done>,
+  caf::reacts_to<atoms::wire_in, std::string, outputs_reply>,
+  caf::reacts_to<atoms::worker_lost, std::int64_t>,
+  caf::reacts_to<atoms::assign, assign_run, caf::actor>,
+  caf::reacts_to<atoms::adopt, std::string, caf::actor, std::uint64_t>,
+  caf::reacts_to<atoms::stop, std::string, bool>,
+  caf::replies_to<atoms::outputs, std::string>::with<outputs_reply>,
+  caf::reacts_to<atoms::remove, std::string>,
+  caf::reacts_to<atoms::tick>,
+  caf::replies_to<atoms::status>::with<std::string>>;
+
+/// The supervisor of workers (worker_registry.hpp). Run actors stay caf::actor in its messages.
+using worker_registry_actor = worker_supervisor_actor::extend<
+  caf::reacts_to<atoms::wire_in, std::string, hello>,
+  caf::reacts_to<atoms::wire_in, std::string, heartbeat>,
+  caf::reacts_to<atoms::wire_in, std::string, run_update>,
+  caf::reacts_to<atoms::wire_in, std::string, run_done>,
+  caf::reacts_to<atoms::wire_in, std::string, outputs_reply>,
+  caf::replies_to<atoms::outputs, std::string, std::string>::with<outputs_reply>,
+  caf::reacts_to<atoms::attach, run_queue_actor>,
+  caf::reacts_to<atoms::adopt, std::string, std::string, caf::actor, std::uint64_t>,
+  caf::reacts_to<atoms::assign, assign_run, std::string, caf::actor>,
+  caf::reacts_to<atoms::stop, std::string, bool>,
+  caf::reacts_to<atoms::tick>,
+  caf::replies_to<atoms::drain, std::string, bool>::with<bool>,
+  caf::replies_to<atoms::enroll, std::string>::with<enrollment>,
+  caf::replies_to<atoms::rekey, std::string>::with<enrollment>,
+  caf::replies_to<atoms::remove, std::string>::with<enrollment>,
+  caf::replies_to<atoms::workers>::with<std::string>,
+  caf::replies_to<atoms::status>::with<std::string>,
+  caf::replies_to<atoms::proxy_of, std::string>::with<worker_proxy_actor>>;
+
+} // namespace cdui::actors

@@ -1,0 +1,39 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "actors/server/run_actor.hpp"
+#include "actors/server/run_queue.hpp"
+
+namespace cdui::actors {
+
+/// A run ready to be handed to its actor.
+struct prepared_run {
+  run_setup setup;
+  /// The slots it queues for (empty for a floating run), by slot_key::str().
+  std::vector<std::string> keys;
+  /// The queue it waits in: its first slot's, or "any" / "one-shot" until a floating run is placed.
+  std::string queue_key;
+  /// The run's first events: run_warning {kind, message}, e.g. a device_fallback, or an
+  /// isolation_fallback (a queued run on a thread although runs are isolated in processes).
+  std::vector<std::pair<std::string, std::string>> warnings;
+  /// A run for any worker or the one-shot pool: placed when a slot of its kind is free.
+  std::optional<policy::floating_run> floating;
+};
+
+/// Validates a submit's graph (once), places it (policy::place), checks the interactive lane and
+/// assembles its run context (seed, threads, flags, stores, isolation). A worker run's slots are
+/// opened or closed as its worker is now. `resuming`: a run queued before a restart, whose workers
+/// may not have reconnected yet. A refusal comes back as the submit's answer.
+[[nodiscard]] std::variant<prepared_run, submit_result> prepare_run(run_queue_state& st,
+                                                                    const run_request& req,
+                                                                    bool resuming = false);
+
+/// A fresh run id: 8 hex digits that name no run folder and no stored run.
+[[nodiscard]] std::string new_run_id(const run_queue_state& st);
+
+} // namespace cdui::actors

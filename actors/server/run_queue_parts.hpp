@@ -1,0 +1,50 @@
+#pragma once
+
+// The run queue's parts, one job per file, internal to the run queue:
+// run_queue.cpp (messages, and each run's way through the queue), run_queue_recovery.cpp (a
+// restart's unfinished runs, and run actors that die), run_queue_workers.cpp (workers' slots and
+// the shared budgets) and run_queue_status.cpp (its part of /api/status).
+
+#include <string>
+#include <vector>
+
+#include <caf/fwd.hpp>
+#include <caf/stateful_actor.hpp>
+
+#include "actors/server/run_preparation.hpp"
+#include "actors/server/run_queue.hpp"
+#include "messages/actor_status.hpp"
+#include "messages/worker.hpp"
+
+namespace cdui::actors::queue_parts {
+
+using self_ptr = run_queue_actor::stateful_pointer<run_queue_state>;
+
+/// Spawns a run's actor and monitors it (run_actor_down).
+caf::actor spawn_run(self_ptr self, run_setup setup);
+/// Hands a prepared run to a new actor and queues it (or, interactive, starts it at once).
+void launch(self_ptr self, prepared_run p, const run_request& req);
+/// Places the floating runs that can be, and grants every run that can start now.
+void pump(self_ptr self);
+/// A run has ended, or its actor has: its slots are free, it leaves the lane, what can start does.
+void forget(self_ptr self, const std::string& id);
+/// Takes a floating run out before it is placed; false when it is not floating.
+bool remove_floating(run_queue_state& st, const std::string& id);
+
+/// After a restart (policy::recovery_plan): runs that were running end interrupted, worker runs
+/// wait to be adopted, queued runs are queued again in their original order.
+void resume(self_ptr self);
+/// A run actor ended before its run did: the run fails with the reason (a worker is told to stop
+/// it), and its slots go to the next run.
+void run_actor_down(self_ptr self, const caf::down_msg& down);
+
+/// A worker joined, changed or went: its devices' slots open or close, keyed worker/device.
+void worker_update(self_ptr self, const std::string& name, const std::vector<device_offer>& offers,
+                   bool open, bool one_shot);
+/// An operator removed the worker: its slots close for good and the runs waiting for it fail.
+void worker_gone(self_ptr self, const std::string& name, const std::string& reason);
+
+/// The queue's status with each run actor's as its children.
+caf::result<run_queue_status> status_tree(self_ptr self);
+
+} // namespace cdui::actors::queue_parts

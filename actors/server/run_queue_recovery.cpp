@@ -1,0 +1,121 @@
+// The run queue's part that ends runs no actor will end: a restart's unfinished runs
+// (policy::recovery_plan) and runs whose actor died. See run_queue_parts.hpp.
+#include "actors/server/run_queue_parts.hpp"
+
+#include <algorithm>
+#include <memory>
+
+#include <caf/all.hpp>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actors/policy/recovery_plan.hpp"
+#include "messages/atoms.hpp"
+#include "messages/clock.hpp"
+#include "messages/json_text.hpp"
+
+namespace cdui::actors {
+
+using namespace queue_parts;
+
+namespace {
+
+/// Ends a run that has no actor (a restart's bookkeeping, or a run whose actor died) in the store:
+/// its end event, then its status.
+void end_in_store(run_queue_state& st, run_info info, storage::run_directory* dir,
+                  run_status status, const std::string& reason) {
+  if (status == run_status::failed)
+    append_stored_event(*st.cfg.store, dir, info.id, "execution_error",
+                        json_text(nlohmann::json{{"kind", "error"}, {"error", reason}}));
+  else
+    append_stored_event(*st.cfg.store, dir, info.id, "execution_stopped",
+                        json_text(nlohmann::json{{"reason", reason}}));
+  info.status = status;
+  info.error = reason;
+  info.finished_ms = now_ms();
+  info.queue_position = 0;
+  st.cfg.store->update(info);
+}
+
+} // namespace
+
+void queue_parts::resume(self_ptr self) {
+  auto& st = self->state;
+  auto unfinished = st.cfg.store->unfinished();
+  std::vector<run_info> infos;
+  for (const auto& run : unfinished)
+    infos.push_back(run.info);
+  auto plan = policy::recovery_plan(infos, static_cast<bool>(st.registry));
+  for (std::size_t i = 0; i < plan.size(); ++i) {
+    auto& step = plan[i];
+    const auto& stored = unfinished[i];
+    std::unique_ptr<storage::run_directory> dir;
+    try {
+      dir = std::make_unique<storage::run_directory>(st.cfg.home, stored.info.id, stored.graph_json);
+    } catch (const std::exception&) {
+    }
+    if (step.what == policy::recovery_step::action::end) {
+      end_in_store(st, stored.info, dir.get(), step.status, step.reason);
+      continue;
+    }
+    step.request.graph_json = stored.graph_json;
+    auto prepared = prepare_run(st, step.request, true);
+    if (auto* refusal = std::get_if<submit_result>(&prepared)) {
+      end_in_store(st, stored.info, dir.get(), run_status::failed,
+                   policy::not_requeued + refusal->error);
+      continue;
+    }
+    if (!dir) {
+      end_in_store(st, stored.info, nullptr, run_status::failed,
+                   std::string{policy::not_requeued} + "its folder is gone");
+      continue;
+    }
+    auto& p = std::get<prepared_run>(prepared);
+    p.setup.info = stored.info;
+    p.setup.dir = std::move(dir);
+    if (step.what == policy::recovery_step::action::requeue) {
+      launch(self, std::move(p), step.request);
+      continue;
+    }
+    // A worker run that was running: its actor starts as running, it holds its slots, and the
+    // registry waits for its worker to report it (or ends it after the grace period).
+    auto id = p.setup.info.id;
+    auto worker = p.setup.worker;
+    auto cursor = st.cfg.store->last_cursor(id);
+    p.setup.context.run_id = id;
+    p.setup.context.run_dir = p.setup.dir->path();
+    auto run = spawn_run(self, std::move(p.setup));
+    st.started.insert(id);
+    st.remote.insert(id);
+    st.slots.hold(id, p.keys);
+    caf::anon_send(st.registry, atoms::adopt::value, id, worker, run, cursor);
+  }
+  pump(self);
+}
+
+void queue_parts::run_actor_down(self_ptr self, const caf::down_msg& down) {
+  auto& st = self->state;
+  auto i = std::find_if(st.runs.begin(), st.runs.end(),
+                        [&](const auto& run) { return run.second.address() == down.source; });
+  if (i == st.runs.end())
+    return;  // it quit after its run ended, as told
+  auto id = i->first;
+  auto reason = "the run's actor ended unexpectedly (" + caf::to_string(down.reason)
+                + "); the run is failed and its slots are freed";
+  spdlog::error("run {}: {}", id, reason);
+  if (st.remote.count(id) && st.registry)
+    caf::anon_send(st.registry, atoms::stop::value, id, false);
+  st.slots.remove(id);
+  remove_floating(st, id);
+  if (auto stored = st.cfg.store->find(id); stored && !is_final(stored->info.status)) {
+    std::unique_ptr<storage::run_directory> dir;
+    try {
+      dir = std::make_unique<storage::run_directory>(st.cfg.home, id, stored->graph_json);
+    } catch (const std::exception&) {
+    }
+    end_in_store(st, stored->info, dir.get(), run_status::failed, reason);
+  }
+  forget(self, id);
+}
+
+} // namespace cdui::actors

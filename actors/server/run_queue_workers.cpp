@@ -1,0 +1,81 @@
+// The run queue's part that follows the workers: their slots, and the shared budgets of cards
+// several offerers offer (policy::card_groups). See run_queue_parts.hpp.
+#include "actors/server/run_queue_parts.hpp"
+
+#include <algorithm>
+
+#include <caf/all.hpp>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actors/policy/card_groups.hpp"
+#include "messages/atoms.hpp"
+#include "messages/slot_key.hpp"
+
+namespace cdui::actors {
+
+using namespace queue_parts;
+
+namespace {
+
+/// Rebuilds the shared budgets (policy::card_groups) and logs the limits they lower for `joined`.
+void regroup(self_ptr self, const std::string& joined) {
+  auto& st = self->state;
+  for (const auto& lowered : st.groups.regroup(st.slots, st.local, st.workers, joined))
+    spdlog::warn("{}", lowered.sentence());
+}
+
+/// Closes a worker's slot `key` and fails the runs waiting in it with `reason`.
+void close_worker_slot(self_ptr self, const std::string& key, const std::string& reason) {
+  auto& st = self->state;
+  st.slots.set_open(key, false);
+  std::vector<std::string> waiting;
+  for (const auto& slot : st.slots.slots())
+    if (slot.key == key)
+      waiting = slot.waiting;
+  for (const auto& id : waiting)
+    if (st.slots.remove(id))
+      if (auto run = st.runs.find(id); run != st.runs.end())
+        caf::anon_send(run->second, atoms::stop::value, reason);
+}
+
+} // namespace
+
+void queue_parts::worker_update(self_ptr self, const std::string& name, const std::vector<device_offer>& offers,
+                   bool open, bool one_shot) {
+  auto& st = self->state;
+  policy::known_worker w{{}, {}, open, one_shot};
+  for (const auto& d : offers) {
+    w.devices.push_back(d.name);
+    w.uuids.push_back(d.uuid);
+  }
+  // Devices it no longer offers: their slots close, and the runs waiting for them fail.
+  if (auto before = st.workers.find(name); before != st.workers.end())
+    for (const auto& d : before->second.devices)
+      if (std::find(w.devices.begin(), w.devices.end(), d) == w.devices.end())
+        close_worker_slot(self, slot_key{name, d}.str(), "worker '" + name + "' no longer offers " + d);
+  for (const auto& d : offers) {
+    slot_key key{name, d.name};
+    st.slots.set_limit(key.str(), policy::worker_slot_limit(key, d.uuid, st.cfg.limits, st.local, st.slots));
+    st.slots.set_open(key.str(), open);
+  }
+  st.workers[name] = std::move(w);
+  regroup(self, name);
+  if (!st.shutting_down)
+    pump(self);
+}
+
+void queue_parts::worker_gone(self_ptr self, const std::string& name, const std::string& reason) {
+  auto& st = self->state;
+  // Its slots, whether it joined since the start or only has runs queued from before it.
+  std::vector<std::string> keys;
+  for (const auto& slot : st.slots.slots())
+    if (slot_key::offered_by(slot.key, name))
+      keys.push_back(slot.key);
+  for (const auto& key : keys)
+    close_worker_slot(self, key, reason);
+  st.workers.erase(name);
+  regroup(self, "");
+}
+
+} // namespace cdui::actors

@@ -1,0 +1,288 @@
+#include "actors/server/worker_proxy.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
+#include <caf/all.hpp>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actors/common/guarded.hpp"
+#include "messages/clock.hpp"
+#include "messages/json_text.hpp"
+#include "messages/run_outcome.hpp"
+
+namespace cdui::actors {
+
+namespace {
+
+using self_ptr = worker_proxy_actor::stateful_pointer<worker_proxy_state>;
+
+/// Asks the agent to send the run's events again after what the server has; at most once a
+/// second for the same cursor (the request, or the replay, may be lost too).
+constexpr std::int64_t resend_again_ms = 1000;
+
+bool connected(const worker_proxy_state& st) { return !st.setup.identity.empty(); }
+
+template <class T>
+void reply(self_ptr self, wire::message_type type, const T& payload) {
+  self->state.setup.bridge->send(self->state.setup.identity, type, wire::encode(payload));
+}
+
+void ask_resend(self_ptr self, const std::string& run_id, remote_run& run) {
+  auto now = now_ms();
+  if (run.resend_asked == run.cursor && now - run.resend_asked_ms < resend_again_ms)
+    return;
+  run.resend_asked = run.cursor;
+  run.resend_asked_ms = now;
+  reply(self, wire::message_type::resend, run_cursor{run_id, run.cursor});
+}
+
+/// The run, when this worker was given it: a worker reports on its own runs only.
+remote_run* run_of(self_ptr self, const std::string& run_id) {
+  auto i = self->state.runs.find(run_id);
+  if (i == self->state.runs.end()) {
+    spdlog::warn("worker registry: a report on run {} from a connection that was not given it",
+                 run_id);
+    return nullptr;
+  }
+  return &i->second;
+}
+
+/// Forgets the run and tells the registry, which routes to this proxy by run id.
+void release(self_ptr self, const std::string& run_id) {
+  self->state.runs.erase(run_id);
+  self->send(self->state.setup.registry, atoms::released::value, run_id, self->state.setup.name);
+}
+
+void end_run(self_ptr self, const std::string& run_id, run_status status, const std::string& why) {
+  auto i = self->state.runs.find(run_id);
+  if (i == self->state.runs.end())
+    return;
+  caf::anon_send(i->second.run, atoms::finished::value, run_outcome{status, why, "{}"});
+  release(self, run_id);
+}
+
+/// An accepted hello: the welcome, with the runs it still has resumed from where the server's
+/// record of them ends (or adopted after a server restart) and any other forgotten; runs it was
+/// given and no longer has end failed.
+void on_hello(self_ptr self, const std::string& identity, const hello& h) {
+  auto& st = self->state;
+  st.setup.identity = identity;
+  st.setup.disconnected_ms = 0;
+  welcome answer{st.setup.server_version, static_cast<std::uint32_t>(st.setup.heartbeat_ms), {}, {}};
+  std::set<std::string> listed{h.running_runs.begin(), h.running_runs.end()};
+  for (const auto& id : h.running_runs) {
+    auto i = st.runs.find(id);
+    if (i != st.runs.end()) {
+      answer.resume.push_back({id, i->second.cursor});
+      if (i->second.adopting_since_ms != 0)
+        spdlog::info("run {} adopted: worker '{}' still executes it", id, h.name);
+      i->second.adopting_since_ms = 0;
+    } else {
+      answer.forget.push_back(id);
+    }
+  }
+  // Runs it was given and no longer has: their process ended while the connection was down.
+  std::vector<std::string> lost;
+  for (const auto& [id, run] : st.runs)
+    if (!listed.count(id))
+      lost.push_back(id);
+  reply(self, wire::message_type::welcome, answer);
+  for (const auto& id : lost)
+    end_run(self, id, run_status::failed,
+            "worker '" + h.name + "' came back without the run: its process ended while the "
+            "worker was not connected, and its end was not reported");
+}
+
+void on_run_update(self_ptr self, const run_update& u) {
+  auto* run = run_of(self, u.run_id);
+  if (run == nullptr)
+    return;
+  // Events are taken in cursor order only: a replay's old ones are dropped, and after a gap
+  // (a message lost on the way) the agent is asked to send again from the last one held.
+  std::vector<run_event> fresh;
+  bool gap = false;
+  for (const auto& e : u.events) {
+    if (e.cursor <= run->cursor)
+      continue;
+    if (e.cursor != run->cursor + 1) {
+      gap = true;
+      break;
+    }
+    run->cursor = e.cursor;
+    fresh.push_back(e);
+  }
+  if (!fresh.empty()) {
+    run->resend_asked.reset();
+    caf::anon_send(run->run, atoms::append::value, std::move(fresh));
+  }
+  if (gap)
+    ask_resend(self, u.run_id, *run);
+}
+
+void on_run_done(self_ptr self, const run_done& d) {
+  if (auto* run = run_of(self, d.run_id)) {
+    if (run->cursor < d.last_cursor) {
+      // Not every event is here yet: they come again, then the end.
+      ask_resend(self, d.run_id, *run);
+      return;
+    }
+    caf::anon_send(run->run, atoms::finished::value, d.outcome);
+    release(self, d.run_id);
+  }
+  // Recorded, or not this server's to record (it ended here already): the agent may forget it.
+  reply(self, wire::message_type::run_ack, run_ack{d.run_id});
+}
+
+void on_assign(self_ptr self, assign_run& a, const caf::actor& run) {
+  auto& st = self->state;
+  st.runs[a.run_id] = remote_run{run, 0, 0, std::nullopt, 0};
+  if (!connected(st)) {
+    // The registry saw it connected; its connection went between.
+    end_run(self, a.run_id, run_status::failed,
+            "worker '" + st.setup.name + "' went away before the run could be sent to it");
+    return;
+  }
+  spdlog::info("run {} goes to worker '{}' on {}", a.run_id, st.setup.name, a.devices.front());
+  reply(self, wire::message_type::assign_run, a);
+}
+
+void on_stop(self_ptr self, const std::string& run_id, bool interrupt) {
+  auto& st = self->state;
+  if (!st.runs.count(run_id))
+    return;
+  if (!connected(st)) {
+    // Nobody to tell: the run ends here; its worker, if it comes back, is told no more.
+    end_run(self, run_id, interrupt ? run_status::interrupted : run_status::cancelled,
+            "worker '" + st.setup.name + "' was not connected when the run was stopped");
+    return;
+  }
+  spdlog::info("run {}: asking worker '{}' to {} it", run_id, st.setup.name,
+               interrupt ? "interrupt" : "cancel");
+  reply(self, wire::message_type::stop_run, stop_run{run_id, interrupt});
+}
+
+/// An operator removed the worker: its runs are stopped there and end failed, its connection is
+/// refused for good, and the proxy quits.
+void on_remove(self_ptr self, const std::string& reason) {
+  auto& st = self->state;
+  std::vector<std::string> ids;
+  for (const auto& [id, run] : st.runs)
+    ids.push_back(id);
+  for (const auto& id : ids) {
+    if (connected(st))
+      reply(self, wire::message_type::stop_run, stop_run{id, true});
+    end_run(self, id, run_status::failed, reason);
+  }
+  if (connected(st))
+    reply(self, wire::message_type::refused, refused{reason, false});
+  self->quit();
+}
+
+void on_tick(self_ptr self) {
+  auto& st = self->state;
+  auto now = now_ms();
+  // Gone longer than the grace period, or not back with a run the last server left running:
+  // those runs end interrupted (seed 001).
+  std::vector<std::string> expired;
+  for (const auto& [id, run] : st.runs) {
+    auto since = run.adopting_since_ms != 0 ? run.adopting_since_ms : st.setup.disconnected_ms;
+    if (!connected(st) && since != 0 && now - since > st.setup.resume_grace_ms)
+      expired.push_back(id);
+  }
+  for (const auto& id : expired) {
+    char grace[32];
+    std::snprintf(grace, sizeof grace, "%g s", static_cast<double>(st.setup.resume_grace_ms) / 1000.0);
+    end_run(self, id, run_status::interrupted,
+            "worker '" + st.setup.name + "' was not connected for " + grace
+              + " (CODEFYUI_WORKER_RESUME_GRACE_S), so the run is given up");
+  }
+  // An agent that did not answer a request for recorded outputs in time.
+  for (auto i = st.outputs_waiting.begin(); i != st.outputs_waiting.end();) {
+    auto& waiting = i->second;
+    auto late = std::stable_partition(waiting.begin(), waiting.end(), [&](const pending_outputs& p) {
+      return now - p.asked_ms <= outputs_timeout_ms;
+    });
+    for (auto p = late; p != waiting.end(); ++p)
+      p->promise.deliver(outputs_reply{i->first, false, "",
+                                       "worker '" + st.setup.name + "' did not send run " + i->first
+                                         + "'s recorded outputs within "
+                                         + std::to_string(outputs_timeout_ms / 1000) + " s",
+                                       true});
+    waiting.erase(late, waiting.end());
+    i = waiting.empty() ? st.outputs_waiting.erase(i) : std::next(i);
+  }
+}
+
+std::string status_json(self_ptr self) {
+  const auto& st = self->state;
+  nlohmann::json runs = nlohmann::json::array();
+  for (const auto& [id, run] : st.runs)
+    runs.push_back({{"id", id}, {"cursor", run.cursor}, {"adopting", run.adopting_since_ms != 0}});
+  std::size_t waiting = 0;
+  for (const auto& [id, w] : st.outputs_waiting)
+    waiting += w.size();
+  return json_text(nlohmann::json{{"kind", "worker"},
+                    {"name", st.setup.name},
+                    {"mailbox", self->mailbox().size()},
+                    {"state",
+                     {{"connected", connected(st)},
+                      {"disconnected_ms", st.setup.disconnected_ms},
+                      {"runs", runs},
+                      {"outputs_waiting", waiting}}}});
+}
+
+} // namespace
+
+worker_proxy_actor::behavior_type worker_proxy(self_ptr self, worker_setup setup) {
+  self->state.setup = std::move(setup);
+  // It ends with its registry, whatever the reason: nobody else routes it messages.
+  self->monitor(self->state.setup.registry);
+  self->set_down_handler([=](const caf::down_msg& down) {
+    if (down.source == self->state.setup.registry.address())
+      self->quit(down.reason);
+  });
+  return guarded_typed_behavior<worker_proxy_actor>(
+    "worker",
+    [=](atoms::wire_in, const std::string& identity, const hello& h) { on_hello(self, identity, h); },
+    [=](atoms::wire_in, const std::string&, const run_update& u) { on_run_update(self, u); },
+    [=](atoms::wire_in, const std::string&, const run_done& d) { on_run_done(self, d); },
+    [=](atoms::wire_in, const std::string&, const outputs_reply& r) {
+      auto& st = self->state;
+      auto i = st.outputs_waiting.find(r.run_id);
+      if (i == st.outputs_waiting.end())
+        return;
+      for (auto& p : i->second)
+        p.promise.deliver(r);
+      st.outputs_waiting.erase(i);
+    },
+    [=](atoms::worker_lost, std::int64_t since_ms) {
+      self->state.setup.identity.clear();
+      self->state.setup.disconnected_ms = since_ms;
+    },
+    [=](atoms::assign, assign_run& a, const caf::actor& run) { on_assign(self, a, run); },
+    [=](atoms::adopt, const std::string& run_id, const caf::actor& run, std::uint64_t cursor) {
+      self->state.runs[run_id] = remote_run{run, cursor, now_ms(), std::nullopt, 0};
+    },
+    [=](atoms::stop, const std::string& run_id, bool interrupt) { on_stop(self, run_id, interrupt); },
+    [=](atoms::outputs, const std::string& run_id) -> caf::result<outputs_reply> {
+      auto& st = self->state;
+      if (!connected(st))
+        return outputs_reply{run_id, false, "",
+                             "worker '" + st.setup.name + "' is not connected; run " + run_id
+                               + "'s recorded outputs stay on it, and can be read while it is",
+                             true};
+      auto rp = self->make_response_promise<outputs_reply>();
+      st.outputs_waiting[run_id].push_back({rp, now_ms()});
+      reply(self, wire::message_type::outputs_request, outputs_request{run_id});
+      return rp;
+    },
+    [=](atoms::remove, const std::string& reason) { on_remove(self, reason); },
+    [=](atoms::tick) { on_tick(self); },
+    [=](atoms::status) { return status_json(self); }
+  );
+}
+
+} // namespace cdui::actors

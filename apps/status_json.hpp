@@ -1,0 +1,26 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "actors/server/server.hpp"
+#include "messages/actor_status.hpp"
+
+namespace cdui::apps {
+
+// The HTTP edge's JSON for the structs the actors report (messages/actor_status.hpp): written
+// here alone, in the shapes docs/http-api.md gives.
+
+/// GET /api/status: the actor tree, {"kind": "server", "home", "children": [...]}.
+[[nodiscard]] nlohmann::json status_json(const server_status& status);
+
+/// GET /api/health: {"status": "ok", "caches": {name: {...}}}, seed 000's shape.
+[[nodiscard]] nlohmann::json health_json(const std::vector<cache_store_status>& caches);
+
+/// GET /api/workers: the registry's listing with each worker device's "slots" from the queue
+/// (taken, limit, waiting, shared; null for a device the queue has no slot for).
+[[nodiscard]] nlohmann::json workers_json(const std::string& listing, const run_queue_status& queue);
+
+} // namespace cdui::apps

@@ -1,0 +1,106 @@
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "messages/fields.hpp"
+#include "messages/run_status.hpp"
+
+namespace cdui {
+
+// What the server's actors say of themselves, as plain structs: the facade hands them out
+// (cdui::server::status(), health()), /metrics reads them, and the HTTP edge alone turns them into
+// /api/status's and /api/health's JSON (apps/status_json.*).
+
+/// A shared budget a slot is under: a card several offerers share, a one-shot worker's one run.
+struct shared_budget_status {
+  std::string group;  // "card:<UUID>" or "one-shot:<worker>"
+  int limit = 1;
+  std::uint64_t running = 0;          // runs holding any of the group's slots
+  std::vector<std::string> with;      // the group's other slots
+  CDUI_FIELDS(group, limit, running, with)
+};
+
+/// One device slot and its FIFO.
+struct slot_status {
+  std::string device;  // the slot key: "cuda:0", "gpu-box/cuda:1"
+  int limit = 1;
+  bool open = true;
+  std::vector<std::string> running;
+  std::vector<std::string> waiting;
+  std::vector<shared_budget_status> shared;
+  CDUI_FIELDS(device, limit, open, running, waiting, shared)
+};
+
+/// An interactive run and the editor session it belongs to.
+struct interactive_run_status {
+  std::string run_id;
+  std::string session;
+  CDUI_FIELDS(run_id, session)
+};
+
+/// A run actor.
+struct run_actor_status {
+  std::string id;
+  std::uint64_t mailbox = 0;
+  run_status status = run_status::queued;
+  std::string device;            // its queue key
+  std::uint64_t events = 0;      // the last event's cursor
+  std::uint64_t long_polls = 0;  // readers waiting for its next event
+  CDUI_FIELDS(id, mailbox, status, device, events, long_polls)
+};
+
+/// The run queue, with its run actors.
+struct run_queue_status {
+  std::uint64_t mailbox = 0;
+  std::vector<slot_status> queues;
+  int interactive_limit = 0;
+  std::vector<interactive_run_status> interactive;
+  std::vector<std::string> floating;  // runs for any worker or the pool, not placed yet
+  std::uint64_t runs = 0;             // runs that have not ended
+  bool shutting_down = false;
+  std::vector<run_actor_status> children;
+  CDUI_FIELDS(mailbox, queues, interactive_limit, interactive, floating, runs, shutting_down,
+              children)
+};
+
+/// One of the three in-memory stores against its budget.
+struct cache_store_status {
+  std::string name;  // execution_cache, run_output_store, node_state_store
+  std::uint64_t mailbox = 0;
+  /// One LRU per instance (the execution cache: one per editor session), each with the whole
+  /// budget; else one for everything.
+  bool per_instance = false;
+  std::uint64_t instances = 0;
+  std::uint64_t entries = 0;
+  std::int64_t bytes = 0;
+  std::int64_t max_bytes = 0;
+  std::int64_t max_entries = 0;
+  /// The word its entries are counted under in /api/health when it is not per instance (runs,
+  /// modules).
+  std::string count_name;
+  std::uint64_t hits = 0;
+  std::uint64_t misses = 0;
+  std::uint64_t evictions = 0;
+  std::uint64_t too_large = 0;  // values refused because they alone exceed the byte budget
+  CDUI_FIELDS(name, mailbox, per_instance, instances, entries, bytes, max_bytes, max_entries,
+              count_name, hits, misses, evictions, too_large)
+};
+
+/// What the server's ZeroMQ bridge has seen. "frames" counts whole messages, not ZeroMQ frames.
+struct bridge_status {
+  std::string endpoint;
+  bool encrypted = false;
+  std::uint64_t frames_in = 0;
+  /// Messages handed to the socket; ROUTER drops, unseen, those for a peer that has gone.
+  std::uint64_t frames_out = 0;
+  /// Peers that have sent at least one valid message (garbage senders are not remembered).
+  std::uint64_t peers = 0;
+  /// Messages refused, by wire::refusal (too_large, malformed, wrong_version, unknown_type).
+  std::array<std::uint64_t, 4> refused{};
+  CDUI_FIELDS(endpoint, encrypted, frames_in, frames_out, peers, refused)
+};
+
+} // namespace cdui

@@ -1,0 +1,201 @@
+// The worker registry and its worker proxies (actors/server/worker_registry.*, worker_proxy.*),
+// against an agent played by hand (testkit/wire_peer.hpp) on a real bridge on 127.0.0.1. A
+// scoped actor stands in for a run's actor: it receives what the registry sends the run.
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <caf/all.hpp>
+#include <nlohmann/json.hpp>
+
+#include "actors/server/worker_registry.hpp"
+#include "messages/atoms.hpp"
+#include "messages/version.hpp"
+#include "messages/wire.hpp"
+#include "storage/run_store.hpp"
+#include "testkit/home.hpp"
+#include "testkit/wire_peer.hpp"
+
+using namespace cdui;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr const char* token = "test-session-token";
+
+caf::actor_system_config quiet_config() {
+  caf::actor_system_config cfg;
+  cfg.set("scheduler.max-threads", std::size_t{2});
+  cfg.set("logger.verbosity", caf::atom("quiet"));
+  return cfg;
+}
+
+/// A registry on its own bridge, and one agent (`peer`) that joined it as worker "w1".
+struct registry_fixture {
+  registry_fixture() {
+    policy::worker_table::config table{version(), "", token, 60'000, {}};
+    registry = system.spawn(actors::worker_registry, table, bridge,
+                            std::make_shared<storage::run_store>(home.path() / "cdui.db"),
+                            std::int64_t{300'000});
+    bridge->start(registry);
+    peer.send(wire::message_type::hello,
+              test::make_hello("w1", token, {{"cpu", "cpu", "cpu-test", 1 << 30, 1 << 30}}));
+    BOOST_REQUIRE(next_of(wire::message_type::welcome));
+  }
+  ~registry_fixture() { caf::anon_send_exit(registry, caf::exit_reason::user_shutdown); }
+
+  /// The next message of `type` the agent receives (others are skipped), within 10 s.
+  std::optional<std::string> next_of(wire::message_type type) {
+    auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      auto m = peer.receive(100ms);
+      if (m && m->first == type)
+        return m->second;
+    }
+    return std::nullopt;
+  }
+
+  /// Gives the run `id` to w1, with `run` as its actor, and waits for the agent to receive it.
+  void assign(const std::string& id, const caf::actor& run) {
+    caf::anon_send(registry, atoms::assign::value,
+                   assign_run{id, id, "{}", "{}", {"cpu"}, 1}, std::string{"w1"}, run);
+    auto a = next_of(wire::message_type::assign_run);
+    BOOST_REQUIRE(a);
+    BOOST_TEST(wire::decode<assign_run>(*a)->run_id == id);
+  }
+
+  actors::worker_proxy_actor proxy(const std::string& name) {
+    actors::worker_proxy_actor answer;
+    asker->request(registry, 10s, atoms::proxy_of::value, name)
+      .receive([&](actors::worker_proxy_actor& p) { answer = std::move(p); },
+               [&](caf::error& e) { BOOST_FAIL("no answer from the registry: " + system.render(e)); });
+    return answer;
+  }
+
+  template <class Handle, class... Ts>
+  nlohmann::json ask_json(const Handle& who, Ts... xs) {
+    std::string text = "null";
+    asker->request(who, 10s, xs...)
+      .receive([&](std::string& j) { text = std::move(j); },
+               [&](caf::error& e) { BOOST_FAIL("no answer: " + system.render(e)); });
+    return nlohmann::json::parse(text);
+  }
+
+  /// The run actor's next (finished, outcome), within 10 s; (append, events) before it are skipped.
+  std::optional<run_outcome> finished_of(caf::scoped_actor& run) {
+    std::optional<run_outcome> outcome;
+    bool waiting = true;
+    while (waiting)
+      run->receive([&](atoms::finished, run_outcome& o) { outcome = std::move(o); waiting = false; },
+                   [&](atoms::append, std::vector<run_event>&) {},
+                   caf::after(10s) >> [&] { waiting = false; });
+    return outcome;
+  }
+
+  test::temp_home home;
+  caf::actor_system_config cfg = quiet_config();
+  caf::actor_system system{cfg};
+  std::shared_ptr<actors::zmq_bridge> bridge = std::make_shared<actors::zmq_bridge>("tcp://127.0.0.1:0");
+  actors::worker_registry_actor registry;
+  test::raw_peer peer{bridge->endpoint()};
+  caf::scoped_actor asker{system};
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(worker_registry_test)
+
+BOOST_FIXTURE_TEST_CASE(a_proxy_follows_its_workers_runs, registry_fixture) {
+  caf::scoped_actor run{system};
+  assign("r1", caf::actor_cast<caf::actor>(run));
+  peer.send(wire::message_type::run_update,
+            run_update{"r1", {{1, 5, "execution_start", "{}"}, {2, 6, "progress", "{}"}}});
+  run->receive([&](atoms::append, std::vector<run_event>& events) { BOOST_TEST(events.size() == 2u); },
+               caf::after(10s) >> [] { BOOST_FAIL("the run's events did not come"); });
+  auto status = ask_json(proxy("w1"), atoms::status::value);
+  BOOST_TEST(status["state"]["connected"] == true);
+  BOOST_TEST(status["state"]["runs"].dump() == R"([{"adopting":false,"cursor":2,"id":"r1"}])");
+
+  peer.send(wire::message_type::run_done, run_done{"r1", {run_status::succeeded, "", "{}"}, 2});
+  auto outcome = finished_of(run);
+  BOOST_REQUIRE(outcome);
+  BOOST_TEST(static_cast<int>(outcome->status) == static_cast<int>(run_status::succeeded));
+  auto ack = next_of(wire::message_type::run_ack);
+  BOOST_REQUIRE(ack);
+  BOOST_TEST(wire::decode<run_ack>(*ack)->run_id == "r1");
+  auto registry_status = ask_json(registry, atoms::status::value);
+  BOOST_TEST(registry_status["children"][1]["name"] == "w1");
+  BOOST_TEST(registry_status["children"][1]["runs"] == 0);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_dead_proxy_fails_its_runs_and_a_fresh_one_takes_the_worker, registry_fixture) {
+  caf::scoped_actor run{system};
+  assign("r1", caf::actor_cast<caf::actor>(run));
+  auto old_proxy = proxy("w1");
+  BOOST_REQUIRE(old_proxy);
+
+  caf::anon_send_exit(old_proxy, caf::exit_reason::kill);
+
+  // The run ends failed, saying why, and its agent is told to stop it.
+  auto outcome = finished_of(run);
+  BOOST_REQUIRE(outcome);
+  BOOST_TEST(static_cast<int>(outcome->status) == static_cast<int>(run_status::failed));
+  BOOST_TEST(outcome->error.find("the server's actor for worker 'w1' ended unexpectedly") == 0u,
+             outcome->error);
+  BOOST_TEST(outcome->error.find("it is failed and stopped on the worker") != std::string::npos);
+  auto stop = next_of(wire::message_type::stop_run);
+  BOOST_REQUIRE(stop);
+  BOOST_TEST(wire::decode<stop_run>(*stop)->run_id == "r1");
+  BOOST_TEST(wire::decode<stop_run>(*stop)->interrupt);
+
+  // The worker stays online, with a fresh proxy on the same connection that takes new runs.
+  auto workers = ask_json(registry, atoms::workers::value);
+  BOOST_REQUIRE(workers["workers"].size() == 1u);
+  BOOST_TEST(workers["workers"][0]["status"] == "online");
+  auto fresh = proxy("w1");
+  BOOST_REQUIRE(fresh);
+  BOOST_TEST((fresh.address() != old_proxy.address()));
+  caf::scoped_actor second{system};
+  assign("r2", caf::actor_cast<caf::actor>(second));
+
+  // The stopped run's end is acknowledged, not recorded: the server ended it already.
+  peer.send(wire::message_type::run_done, run_done{"r1", {run_status::interrupted, "stopped", "{}"}, 0});
+  auto ack = next_of(wire::message_type::run_ack);
+  BOOST_REQUIRE(ack);
+  BOOST_TEST(wire::decode<run_ack>(*ack)->run_id == "r1");
+  auto status = ask_json(fresh, atoms::status::value);
+  BOOST_TEST(status["state"]["runs"].size() == 1u);
+  BOOST_TEST(status["state"]["runs"][0]["id"] == "r2");
+}
+
+BOOST_FIXTURE_TEST_CASE(a_removed_workers_proxy_quits_and_is_not_replaced, registry_fixture) {
+  caf::scoped_actor run{system};
+  assign("r1", caf::actor_cast<caf::actor>(run));
+  auto old_proxy = proxy("w1");
+  caf::scoped_actor watcher{system};
+  watcher->monitor(old_proxy);
+
+  enrollment removed;
+  asker->request(registry, 10s, atoms::remove::value, std::string{"w1"})
+    .receive([&](enrollment& e) { removed = std::move(e); },
+             [&](caf::error& e) { BOOST_FAIL("no answer: " + system.render(e)); });
+  BOOST_TEST(removed.error.empty(), removed.error);
+
+  auto outcome = finished_of(run);
+  BOOST_REQUIRE(outcome);
+  BOOST_TEST(outcome->error == "worker 'w1' was removed by an operator");
+  auto refusal = next_of(wire::message_type::refused);
+  BOOST_REQUIRE(refusal);
+  BOOST_TEST(wire::decode<refused>(*refusal)->reason == "worker 'w1' was removed by an operator");
+  bool down = false;
+  watcher->receive([&](caf::down_msg& d) { down = d.source == old_proxy.address(); },
+                   caf::after(10s) >> [] {});
+  BOOST_TEST(down);
+  BOOST_TEST(!proxy("w1"));
+  BOOST_TEST(ask_json(registry, atoms::workers::value)["workers"].empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
