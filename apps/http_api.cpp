@@ -410,11 +410,10 @@ std::string prometheus_text(cdui::server& runtime) {
          "# TYPE cdui_store_max_bytes gauge\n";
   for (const auto& store : status.stores)
     out << "cdui_store_max_bytes{store=\"" << store.name << "\"} " << store.max_bytes << '\n';
-  auto workers = json::parse(runtime.workers())["workers"];
   std::map<std::string, int> by_status{{"online", 0}, {"degraded", 0}, {"draining", 0},
                                        {"disconnected", 0}};
-  for (const auto& w : workers)
-    ++by_status[w["status"].get<std::string>()];
+  for (const auto& w : status.workers.value_or(workers_status{}).workers)
+    ++by_status[w.status];
   out << "# HELP cdui_workers Workers the server has seen since it started, by status.\n"
          "# TYPE cdui_workers gauge\n";
   for (const auto& [s, n] : by_status)

@@ -3,6 +3,7 @@
 #include <map>
 
 #include "messages/slot_key.hpp"
+#include "messages/wire.hpp"
 
 namespace cdui::apps {
 
@@ -79,6 +80,61 @@ json cache_json(const cache_store_status& c) {
   return {{"kind", "cache_store"}, {"name", c.name}, {"mailbox", c.mailbox}, {"state", state}};
 }
 
+json worker_json(const worker_entry& w) {
+  json devices = json::array();
+  for (const auto& d : w.devices)
+    devices.push_back({{"name", d.name},
+                       {"kind", d.kind},
+                       {"uuid", d.uuid},
+                       {"total_bytes", d.total_bytes},
+                       {"free_bytes", d.free_bytes}});
+  return {{"name", w.name},
+          {"status", w.status},
+          {"reason", w.reason.empty() ? json(nullptr) : json(w.reason)},
+          {"version", w.version},
+          {"env_digest", w.env_digest},
+          {"node_types_digest", w.node_types_digest},
+          {"devices", devices},
+          {"running_runs", w.running_runs},
+          {"one_shot", w.one_shot},
+          {"credential", w.enrolled ? "enrolled" : "session_token"},
+          {"draining", w.draining},
+          {"connected_ms", w.connected_ms},
+          {"heartbeat_age_s", w.heartbeat_age_s}};
+}
+
+json bridge_json(const bridge_status& b) {
+  json refused = json::object();
+  for (std::size_t i = 0; i < b.refused.size(); ++i)
+    refused[wire::to_string(static_cast<wire::refusal>(i))] = b.refused[i];
+  return {{"kind", "zmq_bridge"},
+          {"state",
+           {{"endpoint", b.endpoint},
+            {"encrypted", b.encrypted},
+            {"peers", b.peers},
+            {"frames_in", b.frames_in},
+            {"frames_out", b.frames_out},
+            {"refused", refused}}}};
+}
+
+json registry_json(const workers_status& w, const std::optional<bridge_status>& bridge) {
+  json children = json::array();
+  if (bridge)
+    children.push_back(bridge_json(*bridge));
+  for (const auto& worker : w.workers)
+    children.push_back({{"kind", "worker"},
+                        {"name", worker.name},
+                        {"runs", worker.followed_runs},
+                        {"state", worker_json(worker)}});
+  return {{"kind", "worker_registry"},
+          {"mailbox", w.mailbox},
+          {"state",
+           {{"workers", w.workers.size()},
+            {"refused_connections", w.refused_connections.size()},
+            {"heartbeat_ms", w.heartbeat_ms}}},
+          {"children", children}};
+}
+
 } // namespace
 
 json status_json(const server_status& status) {
@@ -86,8 +142,8 @@ json status_json(const server_status& status) {
   children.push_back(queue_json(status.queue));
   for (const auto& c : status.stores)
     children.push_back(cache_json(c));
-  if (!status.registry_json.empty())
-    children.push_back(json::parse(status.registry_json, nullptr, false));
+  if (status.workers)
+    children.push_back(registry_json(*status.workers, status.bridge));
   return {{"kind", "server"}, {"home", status.home.string()}, {"children", children}};
 }
 
@@ -98,22 +154,33 @@ json health_json(const std::vector<cache_store_status>& caches) {
   return {{"status", "ok"}, {"caches", by_name}};
 }
 
-json workers_json(const std::string& listing_text, const run_queue_status& queue) {
-  auto listing = json::parse(listing_text, nullptr, false);
-  if (!listing.is_object())
-    return listing;
+json workers_json(const workers_status& w, const run_queue_status& queue) {
   std::map<std::string, json> slots;
   for (const auto& q : queue.queues)
     slots[q.device] = {{"taken", q.running.size()},
                        {"limit", q.limit},
                        {"waiting", q.waiting.size()},
                        {"shared", shared_json(q.shared)}};
-  for (auto& w : listing["workers"])
-    for (auto& d : w["devices"]) {
-      auto s = slots.find(slot_key{w["name"].get<std::string>(), d["name"].get<std::string>()}.str());
+  json workers = json::array();
+  for (const auto& worker : w.workers) {
+    auto entry = worker_json(worker);
+    for (auto& d : entry["devices"]) {
+      auto s = slots.find(slot_key{worker.name, d["name"].get<std::string>()}.str());
       d["slots"] = s != slots.end() ? s->second : json(nullptr);
     }
-  return listing;
+    workers.push_back(std::move(entry));
+  }
+  json enrolled = json::array();
+  for (const auto& e : w.enrolled)
+    enrolled.push_back({{"name", e.name}, {"connected", e.connected}});
+  json refused = json::array();
+  for (const auto& r : w.refused_connections)
+    refused.push_back({{"name", r.name}, {"version", r.version}, {"reason", r.reason}, {"time_ms", r.time_ms}});
+  return {{"workers", workers},
+          {"enrolled", enrolled},
+          {"refused_connections", refused},
+          {"server_version", w.server_version},
+          {"node_types_digest", w.node_types_digest}};
 }
 
 } // namespace cdui::apps

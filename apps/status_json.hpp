@@ -19,8 +19,9 @@ namespace cdui::apps {
 /// GET /api/health: {"status": "ok", "caches": {name: {...}}}, seed 000's shape.
 [[nodiscard]] nlohmann::json health_json(const std::vector<cache_store_status>& caches);
 
-/// GET /api/workers: the registry's listing with each worker device's "slots" from the queue
-/// (taken, limit, waiting, shared; null for a device the queue has no slot for).
-[[nodiscard]] nlohmann::json workers_json(const std::string& listing, const run_queue_status& queue);
+/// GET /api/workers: every worker (with each device's "slots" from the queue: taken, limit,
+/// waiting, shared; null for a device the queue has no slot for), the enrolled names and the
+/// refused connections.
+[[nodiscard]] nlohmann::json workers_json(const workers_status& workers, const run_queue_status& queue);
 
 } // namespace cdui::apps

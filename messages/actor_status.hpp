@@ -7,6 +7,7 @@
 
 #include "messages/fields.hpp"
 #include "messages/run_status.hpp"
+#include "messages/worker.hpp"
 
 namespace cdui {
 
@@ -87,6 +88,56 @@ struct cache_store_status {
   std::uint64_t too_large = 0;  // values refused because they alone exceed the byte budget
   CDUI_FIELDS(name, mailbox, per_instance, instances, entries, bytes, max_bytes, max_entries,
               count_name, hits, misses, evictions, too_large)
+};
+
+/// One worker as the Workers panel shows it (GET /api/workers).
+struct worker_entry {
+  std::string name;
+  std::string status;  // online, degraded, draining, disconnected, disabled
+  std::string reason;  // why it is degraded or disconnected; empty when online
+  std::string version;
+  std::string env_digest;
+  std::string node_types_digest;
+  std::vector<device_offer> devices;
+  std::vector<std::string> running_runs;  // as its last heartbeat listed them
+  bool one_shot = false;
+  bool enrolled = false;  // joined with its enrolled credential; else the session token
+  bool draining = false;
+  std::int64_t connected_ms = 0;
+  double heartbeat_age_s = 0;
+  std::uint64_t followed_runs = 0;  // runs the server's proxy for it follows
+  CDUI_FIELDS(name, status, reason, version, env_digest, node_types_digest, devices, running_runs,
+              one_shot, enrolled, draining, connected_ms, heartbeat_age_s, followed_runs)
+};
+
+/// An enrolled worker name and whether its worker is connected.
+struct enrolled_worker {
+  std::string name;
+  bool connected = false;
+  CDUI_FIELDS(name, connected)
+};
+
+/// An agent the server would not take, kept for the operator.
+struct refused_connection_entry {
+  std::string name;
+  std::string version;
+  std::string reason;
+  std::int64_t time_ms = 0;
+  CDUI_FIELDS(name, version, reason, time_ms)
+};
+
+/// The worker registry: every worker seen since the start, the enrolled names, the refused
+/// connections (GET /api/workers, and the registry's part of /api/status).
+struct workers_status {
+  std::uint64_t mailbox = 0;
+  std::int64_t heartbeat_ms = 0;
+  std::vector<worker_entry> workers;
+  std::vector<enrolled_worker> enrolled;
+  std::vector<refused_connection_entry> refused_connections;
+  std::string server_version;
+  std::string node_types_digest;
+  CDUI_FIELDS(mailbox, heartbeat_ms, workers, enrolled, refused_connections, server_version,
+              node_types_digest)
 };
 
 /// What the server's ZeroMQ bridge has seen. "frames" counts whole messages, not ZeroMQ frames.

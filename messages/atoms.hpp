@@ -29,7 +29,6 @@ using drop = caf::atom_constant<caf::atom("cd_drop")>;
 using health = caf::atom_constant<caf::atom("cd_health")>;
 using wire_in = caf::atom_constant<caf::atom("cd_wirein")>;
 using tick = caf::atom_constant<caf::atom("cd_tick")>;
-using workers = caf::atom_constant<caf::atom("cd_workers")>;
 using attach = caf::atom_constant<caf::atom("cd_attach")>;
 using adopt = caf::atom_constant<caf::atom("cd_adopt")>;
 using place = caf::atom_constant<caf::atom("cd_place")>;

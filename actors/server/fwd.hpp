@@ -85,8 +85,7 @@ using worker_registry_actor = worker_supervisor_actor::extend<
   caf::replies_to<atoms::enroll, std::string>::with<enrollment>,
   caf::replies_to<atoms::rekey, std::string>::with<enrollment>,
   caf::replies_to<atoms::remove, std::string>::with<enrollment>,
-  caf::replies_to<atoms::workers>::with<std::string>,
-  caf::replies_to<atoms::status>::with<std::string>,
+  caf::replies_to<atoms::status>::with<workers_status>,
   caf::replies_to<atoms::proxy_of, std::string>::with<worker_proxy_actor>>;
 
 } // namespace cdui::actors

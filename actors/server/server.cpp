@@ -280,7 +280,7 @@ server_status server::status() {
   out.queue = queue();
   out.stores = caches();
   if (impl_->registry)
-    out.registry_json = impl_->ask_registry<std::string>(false, atoms::status::value).value_or("null");
+    out.workers = workers();
   if (impl_->bridge)
     out.bridge = impl_->bridge->stats();
   return out;
@@ -312,15 +312,13 @@ bool server::drain_worker(const std::string& name, bool draining) {
               .value_or(false);
 }
 
-std::string server::workers() {
-  auto none = json_text(nlohmann::json{{"workers", nlohmann::json::array()},
-                                       {"enrolled", nlohmann::json::array()},
-                                       {"refused_connections", nlohmann::json::array()},
-                                       {"server_version", version()},
-                                       {"node_types_digest", runtime::node_types_digest()}});
+workers_status server::workers() {
+  workers_status none;
+  none.server_version = version();
+  none.node_types_digest = runtime::node_types_digest();
   if (!impl_->registry)
     return none;
-  return impl_->ask_registry<std::string>(false, atoms::workers::value).value_or(none);
+  return impl_->ask_registry<workers_status>(false, atoms::status::value).value_or(none);
 }
 
 run_queue_status server::queue() {

@@ -21,8 +21,8 @@ struct server_status {
   std::filesystem::path home;
   run_queue_status queue;                  // with its run actors
   std::vector<cache_store_status> stores;  // execution cache, run output store, node state store
-  /// The worker registry's part of the tree, as JSON text; empty when the server takes no workers.
-  std::string registry_json;
+  /// The worker registry's part; nullopt when the server takes no workers.
+  std::optional<workers_status> workers;
   /// The ZeroMQ bridge's counters; nullopt when the server takes no workers.
   std::optional<bridge_status> bridge;
 };
@@ -103,9 +103,10 @@ public:
   /// The bound ZeroMQ endpoint agents connect to; empty without a bridge.
   [[nodiscard]] std::string zmq_endpoint() const;
 
-  /// Every worker and the refused connections, as JSON text; each device's "slots" are left to the
-  /// caller, which has them in status().queue (apps/status_json.hpp adds them for GET /api/workers).
-  [[nodiscard]] std::string workers();
+  /// Every worker, the enrolled names and the refused connections (none without a ZeroMQ
+  /// endpoint). Each device's slots are in queue() (apps/status_json.hpp joins them for
+  /// GET /api/workers).
+  [[nodiscard]] workers_status workers();
 
   /// Drains a worker (no new runs; its running runs finish) or undrains it. False when no worker
   /// of that name has connected since the server started.

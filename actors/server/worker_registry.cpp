@@ -5,14 +5,12 @@
 #include <set>
 
 #include <caf/all.hpp>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include "actors/common/guarded.hpp"
 #include "actors/common/log_limit.hpp"
 #include "messages/clock.hpp"
 #include "messages/atoms.hpp"
-#include "messages/json_text.hpp"
 #include "messages/run_outcome.hpp"
 #include "messages/text.hpp"
 #include "storage/credentials.hpp"
@@ -44,67 +42,6 @@ void reply(self_ptr self, const std::string& identity, wire::message_type type, 
   self->state.bridge->send(identity, type, wire::encode(payload));
 }
 
-nlohmann::json worker_json(const worker_record& w, std::int64_t now) {
-  nlohmann::json devices = nlohmann::json::array();
-  for (const auto& d : w.devices)
-    devices.push_back({{"name", d.name},
-                       {"kind", d.kind},
-                       {"uuid", d.uuid},
-                       {"total_bytes", d.total_bytes},
-                       {"free_bytes", d.free_bytes}});
-  return {{"name", w.name},
-          {"status", to_string(w.status)},
-          {"reason", w.reason.empty() ? nlohmann::json(nullptr) : nlohmann::json(w.reason)},
-          {"version", w.version},
-          {"env_digest", w.env_digest},
-          {"node_types_digest", w.node_types_digest},
-          {"devices", devices},
-          {"running_runs", w.running_runs},
-          {"one_shot", w.one_shot},
-          {"credential", w.enrolled ? "enrolled" : "session_token"},
-          {"draining", w.draining},
-          {"connected_ms", w.connected_ms},
-          {"heartbeat_age_s", static_cast<double>(now - w.last_heartbeat_ms) / 1000.0}};
-}
-
-nlohmann::json workers_json(const worker_table& table) {
-  auto now = now_ms();
-  nlohmann::json workers = nlohmann::json::array();
-  for (const auto& [name, w] : table.workers())
-    workers.push_back(worker_json(w, now));
-  nlohmann::json refused = nlohmann::json::array();
-  for (const auto& r : table.refused())
-    refused.push_back(
-      {{"name", r.name}, {"version", r.version}, {"reason", r.reason}, {"time_ms", r.time_ms}});
-  nlohmann::json enrolled = nlohmann::json::array();
-  for (const auto& [name, hash] : table.settings().enrolled) {
-    const auto* w = table.by_name(name);
-    enrolled.push_back({{"name", name},
-                        {"connected", w != nullptr && w->status != worker_status::disconnected}});
-  }
-  return {{"workers", workers},
-          {"enrolled", enrolled},
-          {"refused_connections", refused},
-          {"server_version", table.settings().version},
-          {"node_types_digest", table.settings().node_types_digest}};
-}
-
-nlohmann::json bridge_json(const zmq_bridge& bridge) {
-  auto s = bridge.stats();
-  nlohmann::json refused = nlohmann::json::object();
-  for (auto r : {wire::refusal::too_large, wire::refusal::malformed, wire::refusal::wrong_version,
-                 wire::refusal::unknown_type})
-    refused[wire::to_string(r)] = s.refused[static_cast<std::size_t>(r)];
-  return {{"kind", "zmq_bridge"},
-          {"state",
-           {{"endpoint", s.endpoint},
-            {"encrypted", s.encrypted},
-            {"peers", s.peers},
-            {"frames_in", s.frames_in},
-            {"frames_out", s.frames_out},
-            {"refused", refused}}}};
-}
-
 bool is_connected(const worker_record* w) {
   return w != nullptr && w->status != worker_status::disconnected;
 }
@@ -112,6 +49,29 @@ bool is_connected(const worker_record* w) {
 std::size_t runs_of(const worker_registry_state& st, const std::string& name) {
   return static_cast<std::size_t>(std::count_if(
     st.placed.begin(), st.placed.end(), [&](const auto& p) { return p.second.worker == name; }));
+}
+
+/// Every worker, the enrolled names and the refused connections, as the Workers panel shows them.
+workers_status status_of(self_ptr self) {
+  const auto& st = self->state;
+  const auto& table = *st.table;
+  workers_status out;
+  out.mailbox = self->mailbox().size();
+  out.heartbeat_ms = table.settings().heartbeat_ms;
+  auto now = now_ms();
+  for (const auto& [name, w] : table.workers())
+    out.workers.push_back({w.name, std::string{to_string(w.status)}, w.reason, w.version,
+                           w.env_digest, w.node_types_digest, w.devices, w.running_runs, w.one_shot,
+                           w.enrolled, w.draining, w.connected_ms,
+                           static_cast<double>(now - w.last_heartbeat_ms) / 1000.0,
+                           runs_of(st, name)});
+  for (const auto& [name, hash] : table.settings().enrolled)
+    out.enrolled.push_back({name, is_connected(table.by_name(name))});
+  for (const auto& r : table.refused())
+    out.refused_connections.push_back({r.name, r.version, r.reason, r.time_ms});
+  out.server_version = table.settings().version;
+  out.node_types_digest = table.settings().node_types_digest;
+  return out;
 }
 
 /// Tells the run queue whether the worker's slots admit runs now.
@@ -328,24 +288,6 @@ caf::result<outputs_reply> ask_outputs(self_ptr self, const std::string& run_id,
   return rp;
 }
 
-std::string status_json(self_ptr self) {
-  auto& st = self->state;
-  auto workers = workers_json(*st.table);
-  nlohmann::json children = nlohmann::json::array({bridge_json(*st.bridge)});
-  for (const auto& w : workers["workers"]) {
-    auto name = w["name"].get<std::string>();
-    children.push_back({{"kind", "worker"}, {"name", w["name"]}, {"runs", runs_of(st, name)}, {"state", w}});
-  }
-  nlohmann::json j{{"kind", "worker_registry"},
-                   {"mailbox", self->mailbox().size()},
-                   {"state",
-                    {{"workers", workers["workers"].size()},
-                     {"refused_connections", workers["refused_connections"].size()},
-                     {"heartbeat_ms", st.table->settings().heartbeat_ms}}},
-                   {"children", children}};
-  return json_text(j);
-}
-
 } // namespace
 
 worker_registry_actor::behavior_type worker_registry(self_ptr self, worker_table::config cfg,
@@ -433,8 +375,7 @@ worker_registry_actor::behavior_type worker_registry(self_ptr self, worker_table
     [=](atoms::enroll, const std::string& name) { return give_credential(self, name, false); },
     [=](atoms::rekey, const std::string& name) { return give_credential(self, name, true); },
     [=](atoms::remove, const std::string& name) { return remove_worker(self, name); },
-    [=](atoms::workers) { return json_text(workers_json(*self->state.table)); },
-    [=](atoms::status) { return status_json(self); },
+    [=](atoms::status) { return status_of(self); },
     [=](atoms::proxy_of, const std::string& name) {
       auto i = self->state.proxies.find(name);
       return i != self->state.proxies.end() ? i->second : worker_proxy_actor{};

@@ -84,6 +84,14 @@ struct registry_fixture {
     return nlohmann::json::parse(text);
   }
 
+  workers_status workers() {
+    workers_status out;
+    asker->request(registry, 10s, atoms::status::value)
+      .receive([&](workers_status& w) { out = std::move(w); },
+               [&](caf::error& e) { BOOST_FAIL("no answer: " + system.render(e)); });
+    return out;
+  }
+
   /// The run actor's next (finished, outcome), within 10 s; (append, events) before it are skipped.
   std::optional<run_outcome> finished_of(caf::scoped_actor& run) {
     std::optional<run_outcome> outcome;
@@ -126,9 +134,10 @@ BOOST_FIXTURE_TEST_CASE(a_proxy_follows_its_workers_runs, registry_fixture) {
   auto ack = next_of(wire::message_type::run_ack);
   BOOST_REQUIRE(ack);
   BOOST_TEST(wire::decode<run_ack>(*ack)->run_id == "r1");
-  auto registry_status = ask_json(registry, atoms::status::value);
-  BOOST_TEST(registry_status["children"][1]["name"] == "w1");
-  BOOST_TEST(registry_status["children"][1]["runs"] == 0);
+  auto listing = workers();
+  BOOST_REQUIRE(listing.workers.size() == 1u);
+  BOOST_TEST(listing.workers[0].name == "w1");
+  BOOST_TEST(listing.workers[0].followed_runs == 0u);
 }
 
 BOOST_FIXTURE_TEST_CASE(a_dead_proxy_fails_its_runs_and_a_fresh_one_takes_the_worker, registry_fixture) {
@@ -152,9 +161,9 @@ BOOST_FIXTURE_TEST_CASE(a_dead_proxy_fails_its_runs_and_a_fresh_one_takes_the_wo
   BOOST_TEST(wire::decode<stop_run>(*stop)->interrupt);
 
   // The worker stays online, with a fresh proxy on the same connection that takes new runs.
-  auto workers = ask_json(registry, atoms::workers::value);
-  BOOST_REQUIRE(workers["workers"].size() == 1u);
-  BOOST_TEST(workers["workers"][0]["status"] == "online");
+  auto listing = workers();
+  BOOST_REQUIRE(listing.workers.size() == 1u);
+  BOOST_TEST(listing.workers[0].status == "online");
   auto fresh = proxy("w1");
   BOOST_REQUIRE(fresh);
   BOOST_TEST((fresh.address() != old_proxy.address()));
@@ -195,7 +204,7 @@ BOOST_FIXTURE_TEST_CASE(a_removed_workers_proxy_quits_and_is_not_replaced, regis
                    caf::after(10s) >> [] {});
   BOOST_TEST(down);
   BOOST_TEST(!proxy("w1"));
-  BOOST_TEST(ask_json(registry, atoms::workers::value)["workers"].empty());
+  BOOST_TEST(workers().workers.empty());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
