@@ -20,6 +20,7 @@
 #include "apps/daemon.hpp"
 #include "apps/run_command.hpp"
 #include "messages/json_text.hpp"
+#include "messages/slot_key.hpp"
 #include "storage/home.hpp"
 #include "storage/server_files.hpp"
 
@@ -212,7 +213,7 @@ int workers_command() {
             std::string with;
             for (const auto& k : g["with"])
               with += (with.empty() ? "" : ", ")
-                      + (k.get<std::string>().find('/') == std::string::npos
+                      + (slot_key::parse(k.get<std::string>()).local()
                            ? k.get<std::string>() + " of this server"
                            : k.get<std::string>());
             devices += " (same card as " + with + ": " + std::to_string(g["running"].get<int>())

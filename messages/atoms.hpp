@@ -26,7 +26,6 @@ using shutdown = caf::atom_constant<caf::atom("cd_shutdn")>;
 using put = caf::atom_constant<caf::atom("cd_put")>;
 using get = caf::atom_constant<caf::atom("cd_get")>;
 using drop = caf::atom_constant<caf::atom("cd_drop")>;
-using health = caf::atom_constant<caf::atom("cd_health")>;
 using wire_in = caf::atom_constant<caf::atom("cd_wirein")>;
 using tick = caf::atom_constant<caf::atom("cd_tick")>;
 using attach = caf::atom_constant<caf::atom("cd_attach")>;

@@ -142,8 +142,8 @@ private:
 /// Every column each table must have: what this build reads and writes. A store that lacks one
 /// is not a cdui store of this version.
 constexpr const char* required_columns[] = {
-  "SELECT seq, id, name, graph, options, status, error, queue_key, created_ms, started_ms, "
-  "finished_ms, final_metrics FROM runs LIMIT 0",
+  ("SELECT seq, id, name, graph, options, status, error, queue_key, created_ms, started_ms, "
+   "finished_ms, final_metrics FROM runs LIMIT 0"),
   "SELECT run_id, cursor, time_ms, type, data FROM events LIMIT 0",
   "SELECT run_id, node, name, step, value, time_ms FROM metrics LIMIT 0",
   "SELECT run_id, path, bytes FROM artifacts LIMIT 0",

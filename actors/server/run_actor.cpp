@@ -207,6 +207,20 @@ void start(self_ptr self) {
   wake_waiters(self);
 }
 
+/// Leaves the run's executor to end alone: what it emits from here on is dropped; a run in a process
+/// of its own has the process killed (with `reason`), and a thread is counted in
+/// abandoned_executors() until it returns.
+void abandon_executor(run_state& st, const std::string& reason) {
+  std::lock_guard lock{st.buffer->mutex};
+  st.buffer->closed = true;
+  if (!st.setup.exec_binary.empty()) {
+    st.buffer->kill_reason = reason;
+  } else {
+    st.buffer->abandoned = true;
+    ++abandoned;  // under the lock the thread takes when it ends, so the count is exact
+  }
+}
+
 /// After a cancel or an interrupt: a local run that has not ended by its stop deadline is ended
 /// then.
 void arm_stop_deadline(self_ptr self) {
@@ -237,16 +251,7 @@ void miss_stop_deadline(self_ptr self) {
                 + (where.empty() ? std::string{} : "; " + where + " was executing")
                 + " and never reached a stop check (CODEFYUI_STOP_DEADLINE_S); "
                 + (in_process ? "its process was killed" : "it was ended without it");
-  {
-    std::lock_guard lock{st.buffer->mutex};
-    st.buffer->closed = true;
-    if (in_process) {
-      st.buffer->kill_reason = reason;
-    } else {
-      st.buffer->abandoned = true;
-      ++abandoned;  // under the lock the thread takes when it ends, so the count is exact
-    }
-  }
+  abandon_executor(st, reason);
   append(self, "execution_stopped", json_text(nlohmann::json{{"reason", reason}}));
   if (in_process)
     return;  // the executor kills the process within a moment and posts the end
@@ -268,12 +273,18 @@ int abandoned_executors() {
 }
 
 run_state::~run_state() {
-  // The executor posts its outcome before it returns, so by the time the actor is gone it has ended
-  // or is about to; never leave a joinable thread behind.
-  if (executor.joinable()) {
-    stop->store(true);
+  // A run that ended was joined in finish(). One still executing means the actor ended first (a
+  // kill, a bug): the run's queue fails it when it hears of the actor's end, which it does only
+  // once this returns, so this must not wait for the run to reach a stop check. A process is
+  // killed (within a moment: the executor then returns); a thread is left to end alone.
+  if (!executor.joinable())
+    return;
+  stop->store(true);
+  abandon_executor(*this, "the run's actor ended before the run did");
+  if (setup.exec_binary.empty())
+    executor.detach();
+  else
     executor.join();
-  }
 }
 
 void append_stored_event(storage::run_store& store, storage::run_directory* dir,

@@ -62,6 +62,26 @@ std::uint32_t position_of(const run_queue_state& st, const std::string& id) {
   return i == st.floating.end() ? 0 : static_cast<std::uint32_t>(i - st.floating.begin() + 1);
 }
 
+/// Asks a run's actor for the caller and hands its answer on. An actor that has died meanwhile
+/// answers with an error instead; then `otherwise(promise)` answers (the run's end is the queue's
+/// to record, from the actor's down message).
+template <class T, class Otherwise, class... Ts>
+caf::result<T> ask_run(self_ptr self, const caf::actor& run, Otherwise otherwise, Ts... xs) {
+  auto rp = self->make_response_promise<T>();
+  self->request(run, caf::infinite, xs...)
+    .then([rp](T& answer) mutable { rp.deliver(std::move(answer)); },
+          [rp, otherwise](caf::error&) mutable { otherwise(rp); });
+  return rp;
+}
+
+/// A run's events after `cursor` as the store has them.
+event_batch stored_events(const run_queue_state& st, const std::string& id, std::uint64_t cursor) {
+  event_batch batch;
+  batch.events = st.cfg.store->events_after(id, cursor, max_events_per_answer);
+  batch.finished = batch.events.size() < max_events_per_answer;
+  return batch;
+}
+
 submit_result submit(self_ptr self, run_request& req) {
   auto& st = self->state;
   if (st.shutting_down)
@@ -249,28 +269,30 @@ run_queue_actor::behavior_type run_queue(self_ptr self, run_queue_config cfg) {
       bool dequeued = self->state.slots.remove(id) || remove_floating(self->state, id);
       if (dequeued)
         pump(self);  // the runs behind it move up; a device set it blocked may start
-      self->delegate(run, atoms::cancel::value, dequeued);
-      return caf::delegated<bool>{};
+      return ask_run<bool>(self, run, [](auto& rp) { rp.deliver(false); }, atoms::cancel::value,
+                           dequeued);
     },
     [=](atoms::events, const std::string& id, std::uint64_t cursor,
         std::uint32_t wait_ms) -> caf::result<event_batch> {
-      if (auto run = active(id)) {
-        self->delegate(run, atoms::events::value, cursor, wait_ms);
-        return caf::delegated<event_batch>{};
-      }
-      auto& store = *self->state.cfg.store;
-      if (!store.find(id))
+      if (auto run = active(id))
+        return ask_run<event_batch>(
+          self, run, [=](auto& rp) { rp.deliver(stored_events(self->state, id, cursor)); },
+          atoms::events::value, cursor, wait_ms);
+      if (!self->state.cfg.store->find(id))
         return unknown_run(id);
-      event_batch batch;
-      batch.events = store.events_after(id, cursor, max_events_per_answer);
-      batch.finished = batch.events.size() < max_events_per_answer;
-      return batch;
+      return stored_events(self->state, id, cursor);
     },
     [=](atoms::wait, const std::string& id) -> caf::result<run_info> {
-      if (auto run = active(id)) {
-        self->delegate(run, atoms::wait::value);
-        return caf::delegated<run_info>{};
-      }
+      if (auto run = active(id))
+        // A dead actor's run ends when the queue handles its down message: asked again then.
+        return ask_run<run_info>(
+          self, run,
+          [=](auto& rp) {
+            self->request(caf::actor_cast<run_queue_actor>(self), caf::infinite, atoms::wait::value, id)
+              .then([rp](run_info& info) mutable { rp.deliver(std::move(info)); },
+                    [rp](caf::error& e) mutable { rp.deliver(std::move(e)); });
+          },
+          atoms::wait::value);
       if (auto stored = self->state.cfg.store->find(id))
         return stored->info;
       return unknown_run(id);

@@ -20,11 +20,14 @@ using namespace queue_parts;
 
 namespace {
 
-/// Ends a run that has no actor (a restart's bookkeeping, or a run whose actor died) in the store:
-/// its end event, then its status.
+/// Ends a run that has no actor in the store: its end event, then its status. A restart's
+/// bookkeeping ends its runs with execution_stopped {reason} (the run never got to an error of its
+/// own); a run whose actor died, with execution_error {kind, error}.
+enum class end_event { stopped, error };
+
 void end_in_store(run_queue_state& st, run_info info, storage::run_directory* dir,
-                  run_status status, const std::string& reason) {
-  if (status == run_status::failed)
+                  run_status status, const std::string& reason, end_event event) {
+  if (event == end_event::error)
     append_stored_event(*st.cfg.store, dir, info.id, "execution_error",
                         json_text(nlohmann::json{{"kind", "error"}, {"error", reason}}));
   else
@@ -55,19 +58,19 @@ void queue_parts::resume(self_ptr self) {
     } catch (const std::exception&) {
     }
     if (step.what == policy::recovery_step::action::end) {
-      end_in_store(st, stored.info, dir.get(), step.status, step.reason);
+      end_in_store(st, stored.info, dir.get(), step.status, step.reason, end_event::stopped);
       continue;
     }
     step.request.graph_json = stored.graph_json;
     auto prepared = prepare_run(st, step.request, true);
     if (auto* refusal = std::get_if<submit_result>(&prepared)) {
       end_in_store(st, stored.info, dir.get(), run_status::failed,
-                   policy::not_requeued + refusal->error);
+                   policy::not_requeued + refusal->error, end_event::stopped);
       continue;
     }
     if (!dir) {
       end_in_store(st, stored.info, nullptr, run_status::failed,
-                   std::string{policy::not_requeued} + "its folder is gone");
+                   std::string{policy::not_requeued} + "its folder is gone", end_event::stopped);
       continue;
     }
     auto& p = std::get<prepared_run>(prepared);
@@ -113,7 +116,7 @@ void queue_parts::run_actor_down(self_ptr self, const caf::down_msg& down) {
       dir = std::make_unique<storage::run_directory>(st.cfg.home, id, stored->graph_json);
     } catch (const std::exception&) {
     }
-    end_in_store(st, stored->info, dir.get(), run_status::failed, reason);
+    end_in_store(st, stored->info, dir.get(), run_status::failed, reason, end_event::error);
   }
   forget(self, id);
 }

@@ -56,8 +56,8 @@ struct worker_registry_state {
 /// name) and (rekey, name) -> enrollment with a new credential (cdui.db keeps its hash);
 /// (outputs, run id, worker) -> outputs_reply: a run's recorded outputs, asked of its worker;
 /// (remove, name) -> enrollment: revokes it, disconnects the worker, ends its runs failed and has
-/// the queue fail the runs waiting for it; (tick); (workers) -> JSON text for GET /api/workers;
-/// (status) -> JSON text for /api/status, the bridge's counters included; (proxy_of, name) ->
+/// the queue fail the runs waiting for it; (tick); (status) -> workers_status (GET /api/workers
+/// and its part of /api/status); (proxy_of, name) ->
 /// the worker's proxy; (released, run id, worker) from a proxy.
 /// A proxy that dies (a kill, a bug) fails the runs it followed, with the reason, and asks the
 /// agent to stop them; a fresh proxy takes the worker's connection from the table at once.

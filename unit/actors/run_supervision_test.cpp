@@ -4,15 +4,19 @@
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
-#include <future>
+#include <map>
+#include <mutex>
 
 #include <caf/all.hpp>
 #include <nlohmann/json.hpp>
 
+#include "actors/server/run_actor.hpp"
 #include "actors/server/run_queue.hpp"
+#include "actors/policy/run_options.hpp"
 #include "messages/actor_status.hpp"
 #include "messages/atoms.hpp"
 #include "messages/run_outcome.hpp"
+#include "testkit/env.hpp"
 #include "testkit/graphs.hpp"
 #include "testkit/home.hpp"
 
@@ -21,95 +25,188 @@ using namespace std::chrono_literals;
 
 namespace {
 
-run_request moons(int epochs) {
+run_request request(const nlohmann::json& graph) {
   run_request r;
-  r.graph_json = test::moons_graph_json(epochs).dump();
+  r.graph_json = graph.dump();
   r.has_seed = true;
   r.seed = 7;
   return r;
 }
 
-/// Asks the queue as the facade does, and shuts it down at the end whatever the test found, so
-/// that no run outlives the test (an actor system waits for its actors on the way out).
-struct queue_client {
-  caf::actor_system& system;
+
+/// A run queue of this process with one CPU slot (a second run waits for the first's), the actors
+/// it spawns by run id, and requests to it as the facade makes them. It is shut down at the end
+/// whatever the test found, so that no run outlives the test.
+struct supervised_queue {
+  test::temp_home home;
+  caf::actor_system_config config;
+  std::unique_ptr<caf::actor_system> system;
   actors::run_queue_actor queue;
-  caf::scoped_actor self{system};
+  std::unique_ptr<caf::scoped_actor> self;
+  std::mutex mutex;
+  std::map<std::string, caf::actor> actors;
+
+  supervised_queue() {
+    std::filesystem::create_directories(home.path() / "runs");
+    config.set("logger.verbosity", caf::atom("quiet"));
+    system = std::make_unique<caf::actor_system>(config);
+    actors::run_queue_config cfg;
+    cfg.home = home.path();
+    cfg.host = devices::host_inventory::probe("");
+    cfg.store = std::make_shared<storage::run_store>(home.path() / "cdui.db");
+    cfg.limits = {{"cpu", 1}};
+    cfg.on_run_spawned = [this](const std::string& id, const caf::actor& run) {
+      std::lock_guard lock{mutex};
+      actors[id] = run;
+    };
+    queue = system->spawn(actors::run_queue, std::move(cfg));
+    self = std::make_unique<caf::scoped_actor>(*system);
+  }
+
+  ~supervised_queue() {
+    (*self)->request(queue, 60s, atoms::shutdown::value).receive([](bool) {}, [](caf::error&) {});
+    (*self)->send_exit(queue, caf::exit_reason::user_shutdown);
+    self.reset();
+    system.reset();
+  }
 
   template <class T, class... Ts>
   T ask(Ts... xs) {
     std::optional<T> answer;
-    self->request(queue, std::chrono::seconds(60), xs...)
+    (*self)->request(queue, 60s, xs...)
       .receive([&](T& x) { answer = std::move(x); },
-               [&](caf::error& e) { BOOST_FAIL("the queue answered an error: " + system.render(e)); });
+               [&](caf::error& e) { BOOST_FAIL("the queue answered an error: " + system->render(e)); });
     return *answer;
   }
 
-  ~queue_client() {
-    self->request(queue, std::chrono::seconds(60), atoms::shutdown::value)
-      .receive([](bool) {}, [](caf::error&) {});
-    self->send_exit(queue, caf::exit_reason::user_shutdown);
+  std::string submit(run_request r) {
+    auto result = ask<submit_result>(atoms::submit::value, std::move(r));
+    BOOST_REQUIRE_MESSAGE(result.ok(), result.error);
+    return result.run_id;
+  }
+
+  /// Kills the run's actor, as a bug would end it.
+  void kill(const std::string& id) {
+    caf::actor run;
+    {
+      std::lock_guard lock{mutex};
+      run = actors.at(id);
+    }
+    caf::anon_send_exit(run, caf::exit_reason::kill);
+  }
+
+  /// Waits for the first event of `id` that `match` accepts (long polls, 30 s each at most).
+  template <class F>
+  void await_event(const std::string& id, F match) {
+    std::uint64_t cursor = 0;
+    for (int polls = 0; polls < 20; ++polls) {
+      auto batch = ask<event_batch>(atoms::events::value, id, cursor, std::uint32_t{30000});
+      for (const auto& e : batch.events) {
+        cursor = e.cursor;
+        if (match(e))
+          return;
+      }
+    }
+    BOOST_FAIL("run " + id + " never sent the awaited event");
+  }
+
+  /// The run ended failed because its actor died, and its log ends with that failure.
+  void check_failed_by_its_actors_end(const std::string& id) {
+    auto failed = ask<run_info>(atoms::wait::value, id);
+    BOOST_TEST((failed.status == run_status::failed));
+    BOOST_TEST(failed.error.find("the run's actor ended unexpectedly") != std::string::npos, failed.error);
+    BOOST_TEST(failed.finished_ms > 0);
+    auto events = ask<event_batch>(atoms::events::value, id, std::uint64_t{0}, std::uint32_t{0});
+    BOOST_REQUIRE(!events.events.empty());
+    BOOST_TEST(events.events.back().type == "execution_error");
+    BOOST_TEST(nlohmann::json::parse(events.events.back().data)["error"] == failed.error);
+  }
+
+  /// No slot is held and no run is left.
+  void check_idle() {
+    auto status = ask<run_queue_status>(atoms::status::value);
+    for (const auto& slot : status.queues) {
+      BOOST_TEST(slot.running.empty(), slot.device);
+      BOOST_TEST(slot.waiting.empty(), slot.device);
+    }
+    BOOST_TEST(status.floating.empty());
+    BOOST_TEST(status.runs == 0u);
   }
 };
+
+bool started(const run_event& e) {
+  return e.type == "execution_start";
+}
 
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(run_supervision_test)
 
-BOOST_AUTO_TEST_CASE(a_run_actor_that_dies_fails_its_run_frees_its_slot_and_the_next_run_starts) {
-  test::temp_home home;
-  std::filesystem::create_directories(home.path() / "runs");
-  caf::actor_system_config config;
-  config.set("logger.verbosity", caf::atom("quiet"));
-  caf::actor_system system{config};
+BOOST_FIXTURE_TEST_CASE(a_run_actor_that_dies_fails_its_run_frees_its_slot_and_the_next_run_starts,
+                        supervised_queue) {
+  auto doomed = submit(request(test::moons_graph_json(1'000'000)));  // trains until stopped
+  auto next = submit(request(test::moons_graph_json(1)));
+  await_event(doomed, started);
+  BOOST_TEST((ask<run_info>(atoms::info::value, next).status == run_status::queued));
 
-  actors::run_queue_config cfg;
-  cfg.home = home.path();
-  cfg.host = devices::host_inventory::probe("");
-  cfg.store = std::make_shared<storage::run_store>(home.path() / "cdui.db");
-  cfg.limits = {{"cpu", 1}};  // one run at a time: the second waits for the first's slot
-  std::promise<caf::actor> first_actor;
-  auto spawned = std::make_shared<int>(0);
-  cfg.on_run_spawned = [&first_actor, spawned](const std::string&, const caf::actor& run) {
-    if ((*spawned)++ == 0)
-      first_actor.set_value(run);
-  };
-  queue_client q{system, system.spawn(actors::run_queue, std::move(cfg))};
-  auto submit = [&](run_request r) {
-    auto result = q.ask<submit_result>(atoms::submit::value, std::move(r));
-    BOOST_REQUIRE_MESSAGE(result.ok(), result.error);
-    return result.run_id;
-  };
-
-  auto doomed = submit(moons(1'000'000));  // trains until stopped
-  auto next = submit(moons(1));
-  auto run = first_actor.get_future().get();
-  // The doomed run is training (its first event is in); the next one waits for the CPU slot.
-  auto started = q.ask<event_batch>(atoms::events::value, doomed, std::uint64_t{0}, std::uint32_t{30000});
-  BOOST_REQUIRE(!started.events.empty());
-  BOOST_TEST(started.events.front().type == "execution_start");
-  BOOST_TEST((q.ask<run_info>(atoms::info::value, next).status == run_status::queued));
-
-  caf::anon_send_exit(run, caf::exit_reason::kill);
+  kill(doomed);
 
   // The next run could only start once the doomed run's slot was freed.
-  auto done = q.ask<run_info>(atoms::wait::value, next);
+  auto done = ask<run_info>(atoms::wait::value, next);
   BOOST_TEST((done.status == run_status::succeeded), done.error);
-  auto failed = q.ask<run_info>(atoms::info::value, doomed);
-  BOOST_TEST((failed.status == run_status::failed));
-  BOOST_TEST(failed.error.find("the run's actor ended unexpectedly") != std::string::npos, failed.error);
-  BOOST_TEST(failed.finished_ms > 0);
-  // Its log ends with the failure, as every run's does.
-  auto events = q.ask<event_batch>(atoms::events::value, doomed, std::uint64_t{0}, std::uint32_t{0});
-  BOOST_REQUIRE(!events.events.empty());
-  BOOST_TEST(events.events.back().type == "execution_error");
-  BOOST_TEST(nlohmann::json::parse(events.events.back().data)["error"] == failed.error);
-  // No slot is held any more.
-  auto status = q.ask<run_queue_status>(atoms::status::value);
+  check_failed_by_its_actors_end(doomed);
+  check_idle();
+}
+
+BOOST_FIXTURE_TEST_CASE(a_queued_or_floating_run_whose_actor_dies_leaves_its_queue, supervised_queue) {
+  auto running = submit(request(test::moons_graph_json(1'000'000)));
+  await_event(running, started);
+  auto queued = submit(request(test::moons_graph_json(1)));
+  auto floating_request = request(test::moons_graph_json(1));
+  floating_request.worker = policy::any_worker;  // waits for a free CPU slot of any offerer
+  floating_request.device = "cpu";
+  auto floating = submit(floating_request);
+  auto status = ask<run_queue_status>(atoms::status::value);
+  BOOST_TEST((status.floating == std::vector<std::string>{floating}));
+
+  kill(queued);
+  kill(floating);
+  check_failed_by_its_actors_end(queued);
+  check_failed_by_its_actors_end(floating);
+  status = ask<run_queue_status>(atoms::status::value);
+  BOOST_TEST(status.floating.empty());
   for (const auto& slot : status.queues)
-    BOOST_TEST(slot.running.empty(), slot.device);
-  BOOST_TEST(status.runs == 0u);
-  BOOST_TEST(status.children.empty());
+    BOOST_TEST(slot.waiting.empty(), slot.device);
+
+  BOOST_TEST(ask<bool>(atoms::cancel::value, running));
+  BOOST_TEST((ask<run_info>(atoms::wait::value, running).status == run_status::cancelled));
+  check_idle();
+}
+
+BOOST_FIXTURE_TEST_CASE(a_run_stuck_inside_a_node_does_not_keep_its_dead_actors_slot,
+                        supervised_queue) {
+  test::temp_home data;
+  auto csv = data.path() / "big.csv";
+  test::write_big_csv(csv, 3'000'000);  // reading it takes seconds, with no stop check inside
+  test::scoped_env roots{"CODEFYUI_DATA_ROOTS", data.path().string()};
+  auto stuck = submit(request(test::csv_graph_json(csv)));
+  auto next = submit(request(test::moons_graph_json(1)));
+  await_event(stuck, [](const run_event& e) {
+    auto data = nlohmann::json::parse(e.data);
+    return e.type == "node_status" && data["node"] == "data" && data["status"] == "running";
+  });
+
+  kill(stuck);
+
+  // The queue heard of the death while the read went on: its thread is left to end alone.
+  check_failed_by_its_actors_end(stuck);
+  BOOST_TEST(actors::abandoned_executors() == 1);
+  BOOST_TEST((ask<run_info>(atoms::wait::value, next).status == run_status::succeeded));
+  // The abandoned thread ends at the read's end (its events are dropped).
+  for (int i = 0; i < 1200 && actors::abandoned_executors() > 0; ++i)
+    std::this_thread::sleep_for(50ms);
+  BOOST_TEST(actors::abandoned_executors() == 0);
+  check_idle();
 }
 
 BOOST_AUTO_TEST_SUITE_END()

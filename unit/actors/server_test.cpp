@@ -399,6 +399,32 @@ BOOST_AUTO_TEST_CASE(a_restart_queues_waiting_runs_again_in_order_and_interrupts
   BOOST_TEST(to_string(srv.info(running)->status) == "interrupted");
 }
 
+BOOST_AUTO_TEST_CASE(a_run_a_restart_cannot_queue_again_fails_saying_why_and_its_log_ends_stopped) {
+  cdui::test::temp_home home;
+  std::string orphan;
+  {
+    cdui::server srv{server_config(home.path(), "2x1GiB", true)};
+    auto blocker = srv.submit(request(moons_graph_json(1'000'000, 0, 16, "sim:1"))).run_id;
+    auto r = request(moons_graph_json(1, 2, 16, std::nullopt));
+    r.devices = {"sim:1"};
+    orphan = srv.submit(r).run_id;
+    await_status(srv, blocker, cdui::run_status::running);
+    srv.shutdown();
+    BOOST_TEST(to_string(srv.info(orphan)->status) == "queued");
+  }
+  // The card it was queued for is gone after the restart.
+  cdui::server srv{server_config(home.path(), "1x1GiB", true)};
+  auto info = srv.info(orphan);
+  BOOST_REQUIRE(info);
+  BOOST_TEST(to_string(info->status) == "failed");
+  BOOST_TEST(info->error.rfind("could not be queued again after a restart: option 'target.devices': "
+                               "this server does not offer sim:1", 0) == 0u, info->error);
+  auto events = srv.events(orphan, 0).events;
+  BOOST_REQUIRE(!events.empty());
+  BOOST_TEST(events.back().type == "execution_stopped");
+  BOOST_TEST(nlohmann::json::parse(events.back().data)["reason"] == info->error);
+}
+
 BOOST_AUTO_TEST_CASE(metrics_erase_and_status_report_what_the_store_holds) {
   cdui::test::temp_home home;
   cdui::server srv{server_config(home.path())};
