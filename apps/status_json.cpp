@@ -117,15 +117,33 @@ json bridge_json(const bridge_status& b) {
             {"refused", refused}}}};
 }
 
+/// The server's actor for a worker: its mailbox, connection, the runs it follows, and the outputs
+/// requests waiting for its agent.
+json proxy_json(const worker_proxy_status& p) {
+  json runs = json::array();
+  for (const auto& r : p.runs)
+    runs.push_back({{"id", r.id}, {"cursor", r.cursor}, {"adopting", r.adopting}});
+  return {{"mailbox", p.mailbox},
+          {"connected", p.connected},
+          {"disconnected_ms", p.disconnected_ms},
+          {"runs", runs},
+          {"outputs_waiting", p.outputs_waiting}};
+}
+
 json registry_json(const workers_status& w, const std::optional<bridge_status>& bridge) {
   json children = json::array();
   if (bridge)
     children.push_back(bridge_json(*bridge));
-  for (const auto& worker : w.workers)
-    children.push_back({{"kind", "worker"},
-                        {"name", worker.name},
-                        {"runs", worker.followed_runs},
-                        {"state", worker_json(worker)}});
+  for (const auto& worker : w.workers) {
+    json child{{"kind", "worker"},
+               {"name", worker.name},
+               {"runs", worker.followed_runs},
+               {"state", worker_json(worker)}};
+    for (const auto& p : w.proxies)
+      if (p.worker == worker.name)
+        child["proxy"] = proxy_json(p);
+    children.push_back(std::move(child));
+  }
   return {{"kind", "worker_registry"},
           {"mailbox", w.mailbox},
           {"state",

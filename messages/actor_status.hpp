@@ -90,6 +90,25 @@ struct cache_store_status {
               count_name, hits, misses, evictions, too_large)
 };
 
+/// A worker run as the server's actor for its worker follows it.
+struct proxied_run_status {
+  std::string id;
+  std::uint64_t cursor = 0;  // the last event recorded
+  bool adopting = false;     // left running by the last server, waiting for its worker to report
+  CDUI_FIELDS(id, cursor, adopting)
+};
+
+/// The server's actor for one worker (its proxy).
+struct worker_proxy_status {
+  std::string worker;
+  std::uint64_t mailbox = 0;
+  bool connected = false;
+  std::int64_t disconnected_ms = 0;  // since when it has no connection; 0 while connected
+  std::vector<proxied_run_status> runs;
+  std::uint64_t outputs_waiting = 0;  // outputs requests waiting for the agent's answer
+  CDUI_FIELDS(worker, mailbox, connected, disconnected_ms, runs, outputs_waiting)
+};
+
 /// One worker as the Workers panel shows it (GET /api/workers).
 struct worker_entry {
   std::string name;
@@ -136,8 +155,10 @@ struct workers_status {
   std::vector<refused_connection_entry> refused_connections;
   std::string server_version;
   std::string node_types_digest;
+  /// The registry's worker proxies that answered, by worker name.
+  std::vector<worker_proxy_status> proxies;
   CDUI_FIELDS(mailbox, heartbeat_ms, workers, enrolled, refused_connections, server_version,
-              node_types_digest)
+              node_types_digest, proxies)
 };
 
 /// What the server's ZeroMQ bridge has seen. "frames" counts whole messages, not ZeroMQ frames.

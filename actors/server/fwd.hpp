@@ -66,7 +66,7 @@ using worker_proxy_actor = caf::typed_actor<
   caf::replies_to<atoms::outputs, std::string>::with<outputs_reply>,
   caf::reacts_to<atoms::remove, std::string>,
   caf::reacts_to<atoms::tick>,
-  caf::replies_to<atoms::status>::with<std::string>>;
+  caf::replies_to<atoms::status>::with<worker_proxy_status>>;
 
 /// The supervisor of workers (worker_registry.hpp). Run actors stay caf::actor in its messages.
 using worker_registry_actor = worker_supervisor_actor::extend<

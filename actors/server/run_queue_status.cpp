@@ -6,6 +6,8 @@
 
 #include <caf/all.hpp>
 
+#include "actors/common/gather.hpp"
+
 #include "messages/actor_status.hpp"
 #include "messages/atoms.hpp"
 
@@ -43,25 +45,9 @@ run_queue_status queue_status(self_ptr self) {
 } // namespace
 
 caf::result<run_queue_status> queue_parts::status_tree(self_ptr self) {
-  auto me = std::make_shared<run_queue_status>(queue_status(self));
-  auto pending = std::make_shared<std::size_t>(self->state.runs.size());
-  if (*pending == 0)
-    return *me;
-  auto rp = self->make_response_promise<run_queue_status>();
-  for (const auto& [id, run] : self->state.runs) {
-    self->request(run, std::chrono::seconds(5), atoms::status::value)
-      .then(
-        [=](run_actor_status& child) mutable {
-          me->children.push_back(std::move(child));
-          if (--*pending == 0)
-            rp.deliver(std::move(*me));
-        },
-        [=](caf::error&) mutable {
-          if (--*pending == 0)
-            rp.deliver(std::move(*me));
-        });
-  }
-  return rp;
+  return gather_status<run_actor_status>(
+    self, queue_status(self), self->state.runs, std::chrono::seconds(5),
+    [](run_queue_status& queue, run_actor_status run) { queue.children.push_back(std::move(run)); });
 }
 
 } // namespace cdui::actors

@@ -5,12 +5,10 @@
 #include <set>
 
 #include <caf/all.hpp>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include "actors/common/guarded.hpp"
 #include "messages/clock.hpp"
-#include "messages/json_text.hpp"
 #include "messages/run_outcome.hpp"
 
 namespace cdui::actors {
@@ -216,22 +214,18 @@ void on_tick(self_ptr self) {
   }
 }
 
-std::string status_json(self_ptr self) {
+worker_proxy_status status_of(self_ptr self) {
   const auto& st = self->state;
-  nlohmann::json runs = nlohmann::json::array();
+  worker_proxy_status out;
+  out.worker = st.setup.name;
+  out.mailbox = self->mailbox().size();
+  out.connected = connected(st);
+  out.disconnected_ms = st.setup.disconnected_ms;
   for (const auto& [id, run] : st.runs)
-    runs.push_back({{"id", id}, {"cursor", run.cursor}, {"adopting", run.adopting_since_ms != 0}});
-  std::size_t waiting = 0;
-  for (const auto& [id, w] : st.outputs_waiting)
-    waiting += w.size();
-  return json_text(nlohmann::json{{"kind", "worker"},
-                    {"name", st.setup.name},
-                    {"mailbox", self->mailbox().size()},
-                    {"state",
-                     {{"connected", connected(st)},
-                      {"disconnected_ms", st.setup.disconnected_ms},
-                      {"runs", runs},
-                      {"outputs_waiting", waiting}}}});
+    out.runs.push_back({id, run.cursor, run.adopting_since_ms != 0});
+  for (const auto& [id, waiting] : st.outputs_waiting)
+    out.outputs_waiting += waiting.size();
+  return out;
 }
 
 } // namespace
@@ -281,7 +275,7 @@ worker_proxy_actor::behavior_type worker_proxy(self_ptr self, worker_setup setup
     },
     [=](atoms::remove, const std::string& reason) { on_remove(self, reason); },
     [=](atoms::tick) { on_tick(self); },
-    [=](atoms::status) { return status_json(self); }
+    [=](atoms::status) { return status_of(self); }
   );
 }
 

@@ -7,6 +7,7 @@
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/common/gather.hpp"
 #include "actors/common/guarded.hpp"
 #include "actors/common/log_limit.hpp"
 #include "messages/clock.hpp"
@@ -72,6 +73,13 @@ workers_status status_of(self_ptr self) {
   out.server_version = table.settings().version;
   out.node_types_digest = table.settings().node_types_digest;
   return out;
+}
+
+/// status_of() with each proxy's own status (those that answer within 5 s), for /api/status.
+caf::result<workers_status> status_with_proxies(self_ptr self) {
+  return gather_status<worker_proxy_status>(
+    self, status_of(self), self->state.proxies, std::chrono::seconds(5),
+    [](workers_status& all, worker_proxy_status proxy) { all.proxies.push_back(std::move(proxy)); });
 }
 
 /// Tells the run queue whether the worker's slots admit runs now.
@@ -375,7 +383,7 @@ worker_registry_actor::behavior_type worker_registry(self_ptr self, worker_table
     [=](atoms::enroll, const std::string& name) { return give_credential(self, name, false); },
     [=](atoms::rekey, const std::string& name) { return give_credential(self, name, true); },
     [=](atoms::remove, const std::string& name) { return remove_worker(self, name); },
-    [=](atoms::status) { return status_of(self); },
+    [=](atoms::status) { return status_with_proxies(self); },
     [=](atoms::proxy_of, const std::string& name) {
       auto i = self->state.proxies.find(name);
       return i != self->state.proxies.end() ? i->second : worker_proxy_actor{};

@@ -75,13 +75,12 @@ struct registry_fixture {
     return answer;
   }
 
-  template <class Handle, class... Ts>
-  nlohmann::json ask_json(const Handle& who, Ts... xs) {
-    std::string text = "null";
-    asker->request(who, 10s, xs...)
-      .receive([&](std::string& j) { text = std::move(j); },
+  worker_proxy_status status_of(const actors::worker_proxy_actor& proxy) {
+    worker_proxy_status out;
+    asker->request(proxy, 10s, atoms::status::value)
+      .receive([&](worker_proxy_status& p) { out = std::move(p); },
                [&](caf::error& e) { BOOST_FAIL("no answer: " + system.render(e)); });
-    return nlohmann::json::parse(text);
+    return out;
   }
 
   workers_status workers() {
@@ -123,9 +122,18 @@ BOOST_FIXTURE_TEST_CASE(a_proxy_follows_its_workers_runs, registry_fixture) {
             run_update{"r1", {{1, 5, "execution_start", "{}"}, {2, 6, "progress", "{}"}}});
   run->receive([&](atoms::append, std::vector<run_event>& events) { BOOST_TEST(events.size() == 2u); },
                caf::after(10s) >> [] { BOOST_FAIL("the run's events did not come"); });
-  auto status = ask_json(proxy("w1"), atoms::status::value);
-  BOOST_TEST(status["state"]["connected"] == true);
-  BOOST_TEST(status["state"]["runs"].dump() == R"([{"adopting":false,"cursor":2,"id":"r1"}])");
+  // The registry's status carries the proxy's own: connected, following r1 at cursor 2.
+  auto during = workers();
+  BOOST_REQUIRE(during.proxies.size() == 1u);
+  BOOST_REQUIRE(during.workers.size() == 1u);
+  BOOST_TEST(during.workers[0].followed_runs == 1u);
+  const auto& p = during.proxies[0];
+  BOOST_TEST(p.worker == "w1");
+  BOOST_TEST(p.connected);
+  BOOST_REQUIRE(p.runs.size() == 1u);
+  BOOST_TEST(p.runs[0].id == "r1");
+  BOOST_TEST(p.runs[0].cursor == 2u);
+  BOOST_TEST(!p.runs[0].adopting);
 
   peer.send(wire::message_type::run_done, run_done{"r1", {run_status::succeeded, "", "{}"}, 2});
   auto outcome = finished_of(run);
@@ -175,9 +183,9 @@ BOOST_FIXTURE_TEST_CASE(a_dead_proxy_fails_its_runs_and_a_fresh_one_takes_the_wo
   auto ack = next_of(wire::message_type::run_ack);
   BOOST_REQUIRE(ack);
   BOOST_TEST(wire::decode<run_ack>(*ack)->run_id == "r1");
-  auto status = ask_json(fresh, atoms::status::value);
-  BOOST_TEST(status["state"]["runs"].size() == 1u);
-  BOOST_TEST(status["state"]["runs"][0]["id"] == "r2");
+  auto status = status_of(fresh);
+  BOOST_REQUIRE(status.runs.size() == 1u);
+  BOOST_TEST(status.runs[0].id == "r2");
 }
 
 BOOST_FIXTURE_TEST_CASE(a_removed_workers_proxy_quits_and_is_not_replaced, registry_fixture) {
