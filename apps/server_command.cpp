@@ -3,6 +3,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -35,6 +36,9 @@
 namespace cdui::apps {
 
 namespace {
+
+/// Set when one of the server's own actors died (cdui::server::config::on_failure).
+std::atomic<bool> actor_failed{false};
 
 /// HTTP worker threads: each connection holds one while it is open. One client address holds at
 /// most half of them (CODEFYUI_HTTP_MAX_CONNECTIONS_PER_CLIENT, default 32) and waiting long-polls
@@ -197,6 +201,11 @@ int serve(const start_options& options) {
     cfg.zmq_curve = zmq_curve(zmq_host);
     if (run_isolation(options) == "process")
       cfg.run_process_binary = std::filesystem::read_symlink("/proc/self/exe");
+    // One of the server's own actors died (logged by the server): stop as on SIGTERM, and exit 1.
+    cfg.on_failure = [](const std::string&) {
+      actor_failed.store(true);
+      ::kill(::getpid(), SIGTERM);
+    };
     runtime = std::make_unique<cdui::server>(cfg);
   } catch (const std::invalid_argument& e) {
     spdlog::error("cannot start: {}", e.what());  // a bad setting, e.g. CODEFYUI_SIM_DEVICES
@@ -224,7 +233,9 @@ int serve(const start_options& options) {
   int sig = 0;
   sigwait(&stop_signals, &sig);
   spdlog::info("stopping ({}): running runs end interrupted, queued runs wait for the next start",
-               sig == SIGINT ? "SIGINT" : "SIGTERM");
+               actor_failed.load() ? "an actor of the server failed"
+               : sig == SIGINT    ? "SIGINT"
+                                  : "SIGTERM");
   // New submits get 503 from here on; running runs stop between batches.
   runtime->shutdown();
   http.stop();
@@ -233,7 +244,7 @@ int serve(const start_options& options) {
   std::error_code ec;
   std::filesystem::remove(storage::server_json_path(home), ec);
   spdlog::info("stopped");
-  return exit_code_unless_runs_abandoned(exit_ok);
+  return exit_code_unless_runs_abandoned(actor_failed.load() ? exit_run_failed : exit_ok);
 }
 
 /// Starts `cdui start --foreground` detached from this terminal and waits until it answers.

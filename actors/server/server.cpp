@@ -12,6 +12,7 @@
 #include "actors/server/cache_store.hpp"
 #include "actors/server/run_queue.hpp"
 #include "actors/policy/slot_limits.hpp"
+#include "actors/server/watchdog.hpp"
 #include "actors/server/worker_registry.hpp"
 #include "devices/host_inventory.hpp"
 #include "messages/atoms.hpp"
@@ -141,6 +142,14 @@ struct server::impl {
       caf::anon_send(registry, atoms::attach::value, queue);
       bridge->start(registry);
     }
+    std::vector<actors::watched_actor> watched{
+      {"run queue", caf::actor_cast<caf::strong_actor_ptr>(queue)},
+      {"execution cache store", caf::actor_cast<caf::strong_actor_ptr>(stores.execution_cache)},
+      {"run output store", caf::actor_cast<caf::strong_actor_ptr>(stores.run_outputs)},
+      {"node state store", caf::actor_cast<caf::strong_actor_ptr>(stores.node_state)}};
+    if (registry)
+      watched.push_back({"worker registry", caf::actor_cast<caf::strong_actor_ptr>(registry)});
+    watchdog = actors::spawn_watchdog(system, std::move(watched), c.on_failure);
   }
 
   /// Sends a request to the run queue and waits for its answer; an error answer throws
@@ -201,6 +210,7 @@ struct server::impl {
   actors::curve_keys curve;  // empty unless the wire is encrypted
   std::shared_ptr<actors::zmq_bridge> bridge;
   actors::worker_registry_actor registry;
+  caf::actor watchdog;  // reports the death of any actor above
   std::chrono::milliseconds stop_deadline{actors::default_stop_deadline_ms};
   std::once_flag stopped;
 };
@@ -215,6 +225,7 @@ server::~server() {
     if (actor)
       caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
   };
+  quit(impl_->watchdog);
   quit(impl_->queue);
   quit(impl_->stores.execution_cache);
   quit(impl_->stores.run_outputs);

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -57,6 +58,12 @@ public:
     /// executable): a run that crashes ends alone, and a stuck one is killed at its stop
     /// deadline. Empty (the default, seed 001): on a thread of this process each.
     std::filesystem::path run_process_binary;
+    /// Told once, with a sentence naming it and the reason, if one of the server's own actors (the
+    /// run queue, the worker registry, a cache store) ends unexpectedly: nothing replaces them,
+    /// and the server cannot go on (`cdui start` stops then, with exit code 1; its next start
+    /// recovers the runs from the store). The sentence is logged either way. Called on an actor
+    /// thread: it must not call back into the server.
+    std::function<void(const std::string& reason)> on_failure;
   };
 
   server();
