@@ -62,13 +62,14 @@ std::uint32_t position_of(const run_queue_state& st, const std::string& id) {
   return i == st.floating.end() ? 0 : static_cast<std::uint32_t>(i - st.floating.begin() + 1);
 }
 
-/// Asks a run's actor for the caller and hands its answer on. An actor that has died meanwhile
-/// answers with an error instead; then `otherwise(promise)` answers (the run's end is the queue's
-/// to record, from the actor's down message).
+/// Asks a run's actor for the caller, within `timeout`, and hands its answer on. An actor that has
+/// died meanwhile, or did not answer in time, answers with an error instead; then
+/// `otherwise(promise)` answers (a dead actor's run is the queue's to end, from its down message).
 template <class T, class Otherwise, class... Ts>
-caf::result<T> ask_run(self_ptr self, const caf::actor& run, Otherwise otherwise, Ts... xs) {
+caf::result<T> ask_run(self_ptr self, const caf::actor& run, caf::duration timeout,
+                       Otherwise otherwise, Ts... xs) {
   auto rp = self->make_response_promise<T>();
-  self->request(run, caf::infinite, xs...)
+  self->request(run, timeout, xs...)
     .then([rp](T& answer) mutable { rp.deliver(std::move(answer)); },
           [rp, otherwise](caf::error&) mutable { otherwise(rp); });
   return rp;
@@ -269,14 +270,15 @@ run_queue_actor::behavior_type run_queue(self_ptr self, run_queue_config cfg) {
       bool dequeued = self->state.slots.remove(id) || remove_floating(self->state, id);
       if (dequeued)
         pump(self);  // the runs behind it move up; a device set it blocked may start
-      return ask_run<bool>(self, run, [](auto& rp) { rp.deliver(false); }, atoms::cancel::value,
-                           dequeued);
+      return ask_run<bool>(self, run, caf::duration{request_deadline},
+                           [](auto& rp) { rp.deliver(false); }, atoms::cancel::value, dequeued);
     },
     [=](atoms::events, const std::string& id, std::uint64_t cursor,
         std::uint32_t wait_ms) -> caf::result<event_batch> {
       if (auto run = active(id))
         return ask_run<event_batch>(
-          self, run, [=](auto& rp) { rp.deliver(stored_events(self->state, id, cursor)); },
+          self, run, caf::duration{request_deadline + std::chrono::milliseconds(wait_ms)},
+          [=](auto& rp) { rp.deliver(stored_events(self->state, id, cursor)); },
           atoms::events::value, cursor, wait_ms);
       if (!self->state.cfg.store->find(id))
         return unknown_run(id);
@@ -284,9 +286,10 @@ run_queue_actor::behavior_type run_queue(self_ptr self, run_queue_config cfg) {
     },
     [=](atoms::wait, const std::string& id) -> caf::result<run_info> {
       if (auto run = active(id))
-        // A dead actor's run ends when the queue handles its down message: asked again then.
+        // As long as the run takes (server::wait's caller asked for its end). A dead actor's run
+        // ends when the queue handles its down message: asked again then.
         return ask_run<run_info>(
-          self, run,
+          self, run, caf::duration{caf::infinite},
           [=](auto& rp) {
             self->request(caf::actor_cast<run_queue_actor>(self), caf::infinite, atoms::wait::value, id)
               .then([rp](run_info& info) mutable { rp.deliver(std::move(info)); },
