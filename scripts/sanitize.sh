@@ -119,7 +119,8 @@ failed=0
 if [ "$mode" = asan ] || [ "$mode" = all ]; then
   asan_targets=("${targets[@]}")
   if [ ${#asan_targets[@]} -eq 0 ]; then
-    asan_targets=(unit_messages unit_devices unit_storage unit_runtime unit_actors integration_tests)
+    asan_targets=(unit_messages unit_devices unit_storage unit_runtime unit_policy unit_actors
+                  integration_tests)
     [ -d unit/apps ] && asan_targets+=(unit_apps)
   fi
   run_suite "asan+ubsan" build-asan "address,undefined" "${asan_targets[@]}" || failed=1
