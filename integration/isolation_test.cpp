@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "integration/worker_helpers.hpp"
+#include "testkit/wait.hpp"
 
 using namespace std::chrono_literals;
 using namespace cdui::test;
@@ -17,14 +18,10 @@ const std::map<std::string, std::string> in_processes{{"CODEFYUI_ISOLATION", "pr
 
 /// Polls until the run's process exists; its pid.
 pid_t await_run_process(const temp_home& home, const std::string& id) {
-  auto deadline = std::chrono::steady_clock::now() + 60s;
-  while (std::chrono::steady_clock::now() < deadline) {
-    auto pids = run_processes(home, id);
-    if (!pids.empty())
-      return pids.front();
-    std::this_thread::sleep_for(20ms);
-  }
-  throw std::runtime_error("run " + id + " has no process");
+  std::vector<pid_t> pids;
+  if (!eventually([&] { return !(pids = run_processes(home, id)).empty(); }, 60s))
+    throw std::runtime_error("run " + id + " has no process");
+  return pids.front();
 }
 
 json seeded_moons(int epochs) {

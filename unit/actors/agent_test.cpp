@@ -22,6 +22,7 @@
 #include "messages/wire.hpp"
 #include "messages/worker.hpp"
 #include "testkit/home.hpp"
+#include "testkit/wait.hpp"
 
 // The agent's actors against a server played by hand: a ROUTER on a zmq_socket_thread of the
 // test's own. The run's process is a shell script standing in for `cdui exec`.
@@ -33,16 +34,7 @@ namespace {
 
 constexpr std::int64_t gib = 1024LL * 1024 * 1024;
 
-/// Waits for `ready` to hold, checking every 10 ms, at most `limit`.
-bool eventually(const std::function<bool()>& ready, std::chrono::milliseconds limit = 20s) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!ready()) {
-    if (std::chrono::steady_clock::now() >= deadline)
-      return false;
-    std::this_thread::sleep_for(10ms);
-  }
-  return true;
-}
+using test::eventually;
 
 /// A run's process: it writes what it was given, then two events and an outcome; a run whose id
 /// starts with "sleepy" instead waits until it is killed (a loop, so that a SIGKILL ends it).

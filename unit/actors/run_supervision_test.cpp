@@ -19,6 +19,7 @@
 #include "testkit/env.hpp"
 #include "testkit/graphs.hpp"
 #include "testkit/home.hpp"
+#include "testkit/wait.hpp"
 
 using namespace cdui;
 using namespace std::chrono_literals;
@@ -203,9 +204,7 @@ BOOST_FIXTURE_TEST_CASE(a_run_stuck_inside_a_node_does_not_keep_its_dead_actors_
   BOOST_TEST(actors::abandoned_executors() == 1);
   BOOST_TEST((ask<run_info>(atoms::wait::value, next).status == run_status::succeeded));
   // The abandoned thread ends at the read's end (its events are dropped).
-  for (int i = 0; i < 1200 && actors::abandoned_executors() > 0; ++i)
-    std::this_thread::sleep_for(50ms);
-  BOOST_TEST(actors::abandoned_executors() == 0);
+  BOOST_TEST(test::eventually([] { return actors::abandoned_executors() == 0; }, 60s));
   check_idle();
 }
 
