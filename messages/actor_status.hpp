@@ -98,17 +98,6 @@ struct proxied_run_status {
   CDUI_FIELDS(id, cursor, adopting)
 };
 
-/// The server's actor for one worker (its proxy).
-struct worker_proxy_status {
-  std::string worker;
-  std::uint64_t mailbox = 0;
-  bool connected = false;
-  std::int64_t disconnected_ms = 0;  // since when it has no connection; 0 while connected
-  std::vector<proxied_run_status> runs;
-  std::uint64_t outputs_waiting = 0;  // outputs requests waiting for the agent's answer
-  CDUI_FIELDS(worker, mailbox, connected, disconnected_ms, runs, outputs_waiting)
-};
-
 /// One worker as the Workers panel shows it (GET /api/workers).
 struct worker_entry {
   std::string name;
@@ -127,6 +116,21 @@ struct worker_entry {
   std::uint64_t followed_runs = 0;  // runs the server's proxy for it follows
   CDUI_FIELDS(name, status, reason, version, env_digest, node_types_digest, devices, running_runs,
               one_shot, enrolled, draining, connected_ms, heartbeat_age_s, followed_runs)
+};
+
+/// The server's actor for one worker (its proxy): its connection, its status, the runs it follows.
+struct worker_proxy_status {
+  std::string worker;
+  std::uint64_t mailbox = 0;
+  bool connected = false;
+  std::int64_t disconnected_ms = 0;  // since when it has no connection; 0 while connected
+  std::vector<proxied_run_status> runs;
+  std::uint64_t outputs_waiting = 0;  // outputs requests waiting for the agent's answer
+  /// Whether its worker has said hello since the start (else it only has runs to adopt); then
+  /// `entry` is the worker as the Workers panel shows it, from this actor's own status.
+  bool joined = false;
+  worker_entry entry;
+  CDUI_FIELDS(worker, mailbox, connected, disconnected_ms, runs, outputs_waiting, joined, entry)
 };
 
 /// An enrolled worker name and whether its worker is connected.

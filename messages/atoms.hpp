@@ -41,12 +41,14 @@ using remove = caf::atom_constant<caf::atom("cd_remove")>;
 using worker_gone = caf::atom_constant<caf::atom("cd_wgone")>;
 using outputs = caf::atom_constant<caf::atom("cd_outputs")>;
 using deadline = caf::atom_constant<caf::atom("cd_dline")>;
-/// The worker registry and its worker proxies (actors/server/worker_proxy.hpp):
-/// registry -> proxy (worker_lost, disconnected_ms): the worker's connection is gone;
-/// proxy -> registry (released, run id, worker): the proxy no longer follows the run (it ended);
-/// anyone -> registry (proxy_of, name) -> the worker's proxy, an invalid handle when it has none.
+/// The worker registry and its worker actors (actors/server/worker_proxy.hpp):
+/// registry -> worker (join, identity, hello, enrolled, draining): an accepted hello;
+/// worker -> registry (worker_lost, name, identity): its heartbeats stopped, the connection is gone;
+/// worker -> registry (released, run id, worker): the worker no longer follows the run (it ended);
+/// anyone -> registry (proxy_of, name) -> the worker's actor, an invalid handle when it has none.
 using worker_lost = caf::atom_constant<caf::atom("cd_wlost")>;
 using released = caf::atom_constant<caf::atom("cd_wrelsd")>;
 using proxy_of = caf::atom_constant<caf::atom("cd_wproxy")>;
+using join = caf::atom_constant<caf::atom("cd_wjoin")>;
 
 } // namespace cdui::atoms

@@ -6,7 +6,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "messages/worker.hpp"
 
@@ -20,41 +19,17 @@ namespace cdui::policy {
 inline constexpr const char* worker_name_rule =
   "1 to 64 letters, digits, '.', '_' or '-', not starting with '.' or '-', and not 'local' or 'any'";
 
-/// A worker's status as the Workers panel shows it (seed 001).
-enum class worker_status { online, degraded, draining, disconnected, disabled };
-
-[[nodiscard]] std::string_view to_string(worker_status s);
-
-/// Everything the server knows of one worker.
-struct worker_record {
-  std::string name;
-  /// The ZeroMQ routing id of its current connection.
+/// A worker the server took, as the registry keeps it: how to reach it, what it said when it
+/// joined, and the operator's drain. Its status over time is its actor's (worker_health).
+struct worker_connection {
+  /// The ZeroMQ routing id of its current connection; empty once the connection is lost.
   std::string identity;
-  std::string version;
-  std::string env_digest;
-  std::string node_types_digest;
-  std::vector<device_offer> devices;
-  std::vector<std::string> running_runs;
-  bool one_shot = false;
+  /// Its last accepted hello, the credential taken out.
+  cdui::hello hello;
   /// How it proved itself: with its enrolled credential (a remote worker), else the session token.
   bool enrolled = false;
+  /// An operator's drain; it outlives a reconnect.
   bool draining = false;
-  worker_status status = worker_status::online;
-  /// Why it is degraded or disconnected; empty when online.
-  std::string reason;
-  std::int64_t connected_ms = 0;
-  std::int64_t last_heartbeat_ms = 0;
-  /// Whether its last heartbeat is late (more than late_after_intervals ago).
-  bool late = false;
-  /// When it was marked Disconnected; 0 while connected.
-  std::int64_t disconnected_ms = 0;
-
-  /// Whether new runs may be placed on it: connected, on time and not draining. A worker whose node
-  /// types differ is Degraded but still takes runs (the operator sees why).
-  [[nodiscard]] bool accepts_runs() const {
-    return status != worker_status::disconnected && status != worker_status::disabled && !late
-           && !draining;
-  }
 };
 
 /// An agent the server would not take, kept for the operator.
@@ -65,8 +40,9 @@ struct refused_connection {
   std::int64_t time_ms = 0;
 };
 
-/// The registry's policy: who may join, and what each worker's status is. Plain data, no clock
-/// (time is passed in), no socket: the worker_registry actor holds one and says what it decides.
+/// The registry's policy: who may join, under which name, over which connection. Plain data, no
+/// clock (time is passed in), no socket: the worker_registry actor holds one and says what it
+/// decides; each worker's status is its own actor's (worker_health.hpp).
 class worker_table {
 public:
   struct config {
@@ -78,10 +54,6 @@ public:
     std::map<std::string, std::string> enrolled;
   };
 
-  /// A heartbeat later than this many intervals makes the worker Degraded...
-  static constexpr double late_after_intervals = 2.0;
-  /// ...and one later than this many, Disconnected.
-  static constexpr double gone_after_intervals = 3.0;
   /// The refused connections kept for the operator, newest last.
   static constexpr std::size_t refused_kept = 50;
 
@@ -98,11 +70,9 @@ public:
   /// restarted replaces its old connection.
   [[nodiscard]] verdict hello(const std::string& identity, const cdui::hello& h, std::int64_t now_ms);
 
-  /// A heartbeat; false when `identity` is no worker's current connection (it must say hello).
-  bool heartbeat(const std::string& identity, const cdui::heartbeat& h, std::int64_t now_ms);
-
-  /// Late heartbeats: Online -> Degraded -> Disconnected. Returns the names whose status changed.
-  std::vector<std::string> tick(std::int64_t now_ms);
+  /// The worker's actor gave its connection up (no heartbeats): its messages are no longer its
+  /// worker's. Nothing when `identity` is no longer its connection (a newer one said hello).
+  void lost(const std::string& name, const std::string& identity);
 
   /// Enrolls `name` with its credential's hash, or replaces the hash (re-key). A connection that
   /// proved itself with the old credential stays; its next hello needs the new one.
@@ -111,25 +81,26 @@ public:
 
   /// Forgets a worker (an operator removed it): its enrollment, its entry and its connection.
   /// Returns its entry as it was; nullopt when it had neither an entry nor an enrollment.
-  std::optional<worker_record> remove(const std::string& name);
+  std::optional<worker_connection> remove(const std::string& name);
 
-  /// Drain (no new runs) or undrain; false for an unknown name.
-  bool set_draining(const std::string& name, bool draining, std::int64_t now_ms);
+  /// Drain (no new runs) or undrain; false for a name that never joined.
+  bool set_draining(const std::string& name, bool draining);
 
-  [[nodiscard]] const worker_record* by_identity(const std::string& identity) const;
-  [[nodiscard]] const worker_record* by_name(const std::string& name) const;
-  [[nodiscard]] const std::map<std::string, worker_record>& workers() const { return workers_; }
+  /// The name whose current connection `identity` is; nullptr when none.
+  [[nodiscard]] const std::string* by_identity(const std::string& identity) const;
+  [[nodiscard]] const worker_connection* by_name(const std::string& name) const;
+  /// Whether the worker `name` has a connection now.
+  [[nodiscard]] bool connected(const std::string& name) const;
+  [[nodiscard]] const std::map<std::string, worker_connection>& workers() const { return workers_; }
   [[nodiscard]] const std::deque<refused_connection>& refused() const { return refused_; }
   [[nodiscard]] const config& settings() const { return cfg_; }
 
 private:
   verdict refuse(const cdui::hello& h, std::string reason, std::int64_t now_ms);
-  /// The status a worker has from its own facts at `now` (heartbeat age, digests, draining).
-  void update_status(worker_record& w, std::int64_t now_ms) const;
 
   config cfg_;
-  std::map<std::string, worker_record> workers_;    // by name
-  std::map<std::string, std::string> identities_;   // routing id -> name, current connections
+  std::map<std::string, worker_connection> workers_;  // by name
+  std::map<std::string, std::string> identities_;     // routing id -> name, current connections
   std::deque<refused_connection> refused_;
 };
 

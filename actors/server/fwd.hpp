@@ -47,19 +47,23 @@ using run_queue_actor = caf::typed_actor<
   caf::replies_to<atoms::shutdown>::with<bool>,
   caf::replies_to<atoms::status>::with<run_queue_status>>;
 
-/// What a worker proxy tells its supervisor, the registry.
+/// What a worker's actor tells its supervisor, the registry: a run it let go of, whether the
+/// worker's slots admit runs (passed on to the run queue), a connection it gave up.
 using worker_supervisor_actor =
-  caf::typed_actor<caf::reacts_to<atoms::released, std::string, std::string>>;
+  caf::typed_actor<caf::reacts_to<atoms::released, std::string, std::string>,
+                   caf::reacts_to<atoms::worker_update, std::string, std::vector<device_offer>, bool, bool>,
+                   caf::reacts_to<atoms::worker_lost, std::string, std::string>>;
 
-/// One worker as the server sees it: its connection, the runs it executes, its pending outputs
-/// requests (worker_proxy.hpp). Only the registry talks to it: wire messages come routed by the
-/// connection's identity, an accepted hello first.
+/// One worker as the server sees it: its connection, its status and heartbeat deadline, the runs
+/// it executes, its pending outputs requests (worker_proxy.hpp). Only the registry talks to it:
+/// wire messages come routed by the connection's identity, an accepted hello (join) first.
 using worker_proxy_actor = caf::typed_actor<
-  caf::reacts_to<atoms::wire_in, std::string, hello>,
+  caf::reacts_to<atoms::join, std::string, hello, bool, bool>,
+  caf::reacts_to<atoms::wire_in, std::string, heartbeat>,
   caf::reacts_to<atoms::wire_in, std::string, run_update>,
   caf::reacts_to<atoms::wire_in, std::string, run_done>,
   caf::reacts_to<atoms::wire_in, std::string, outputs_reply>,
-  caf::reacts_to<atoms::worker_lost, std::int64_t>,
+  caf::reacts_to<atoms::drain, bool>,
   caf::reacts_to<atoms::assign, assign_run, caf::actor>,
   caf::reacts_to<atoms::adopt, std::string, caf::actor, std::uint64_t>,
   caf::reacts_to<atoms::stop, std::string, bool>,
@@ -80,7 +84,6 @@ using worker_registry_actor = worker_supervisor_actor::extend<
   caf::reacts_to<atoms::adopt, std::string, std::string, caf::actor, std::uint64_t>,
   caf::reacts_to<atoms::assign, assign_run, std::string, caf::actor>,
   caf::reacts_to<atoms::stop, std::string, bool>,
-  caf::reacts_to<atoms::tick>,
   caf::replies_to<atoms::drain, std::string, bool>::with<bool>,
   caf::replies_to<atoms::enroll, std::string>::with<enrollment>,
   caf::replies_to<atoms::rekey, std::string>::with<enrollment>,

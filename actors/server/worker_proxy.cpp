@@ -24,8 +24,38 @@ constexpr std::int64_t resend_again_ms = 1000;
 bool connected(const worker_proxy_state& st) { return !st.setup.identity.empty(); }
 
 template <class T>
+void send_to(self_ptr self, const std::string& identity, wire::message_type type, const T& payload) {
+  self->state.setup.bridge->send(identity, type, wire::encode(payload));
+}
+
+template <class T>
 void reply(self_ptr self, wire::message_type type, const T& payload) {
-  self->state.setup.bridge->send(self->state.setup.identity, type, wire::encode(payload));
+  send_to(self, self->state.setup.identity, type, payload);
+}
+
+/// Whether the worker's slots admit runs now. A one-shot worker executes a single run, then its
+/// agent exits: once it has one, it is closed.
+bool open_for_runs(const worker_proxy_state& st) {
+  if (!st.health)
+    return false;
+  const auto& w = st.health->record();
+  bool busy_one_shot = w.one_shot && (!w.running_runs.empty() || !st.runs.empty());
+  return st.health->accepts_runs() && !busy_one_shot;
+}
+
+/// Tells the registry (and through it the run queue) whether the worker's slots admit runs.
+void announce(self_ptr self) {
+  const auto& st = self->state;
+  if (!st.health)
+    return;
+  const auto& w = st.health->record();
+  self->send(st.setup.registry, atoms::worker_update::value, st.setup.name, w.devices,
+             open_for_runs(st), w.one_shot);
+}
+
+void log_status(const policy::worker_record& w) {
+  spdlog::info("worker '{}' is {}{}{}", w.name, to_string(w.status), w.reason.empty() ? "" : ": ",
+               w.reason);
 }
 
 void ask_resend(self_ptr self, const std::string& run_id, remote_run& run) {
@@ -62,14 +92,19 @@ void end_run(self_ptr self, const std::string& run_id, run_status status, const 
   release(self, run_id);
 }
 
-/// An accepted hello: the welcome, with the runs it still has resumed from where the server's
-/// record of them ends (or adopted after a server restart) and any other forgotten; runs it was
-/// given and no longer has end failed.
-void on_hello(self_ptr self, const std::string& identity, const hello& h) {
+/// An accepted hello: its status starts again from it, and the welcome has the runs it still has
+/// resumed from where the server's record of them ends (or adopted after a server restart) and
+/// any other forgotten; runs it was given and no longer has end failed.
+void on_join(self_ptr self, const std::string& identity, const hello& h, bool enrolled,
+             bool draining) {
   auto& st = self->state;
   st.setup.identity = identity;
   st.setup.disconnected_ms = 0;
-  welcome answer{st.setup.server_version, static_cast<std::uint32_t>(st.setup.heartbeat_ms), {}, {}};
+  st.health.emplace(st.setup.health, h, enrolled, draining, now_ms());
+  const auto& w = st.health->record();
+  spdlog::info("worker '{}' joined ({} devices, status {}{}{})", h.name, h.devices.size(),
+               to_string(w.status), w.reason.empty() ? "" : ": ", w.reason);
+  welcome answer{st.setup.server_version, static_cast<std::uint32_t>(st.setup.health.heartbeat_ms), {}, {}};
   std::set<std::string> listed{h.running_runs.begin(), h.running_runs.end()};
   for (const auto& id : h.running_runs) {
     auto i = st.runs.find(id);
@@ -92,6 +127,38 @@ void on_hello(self_ptr self, const std::string& identity, const hello& h) {
     end_run(self, id, run_status::failed,
             "worker '" + h.name + "' came back without the run: its process ended while the "
             "worker was not connected, and its end was not reported");
+  announce(self);
+}
+
+/// A heartbeat on the worker's connection starts its deadline again; one on a connection that is
+/// not its own (replaced, or given up) is asked for a hello.
+void on_heartbeat(self_ptr self, const std::string& identity, const heartbeat& h) {
+  auto& st = self->state;
+  if (!st.health || identity != st.setup.identity) {
+    send_to(self, identity, wire::message_type::refused,
+            refused{"this server does not know this connection; say hello again", true});
+    return;
+  }
+  bool was_open = open_for_runs(st);
+  st.health->heartbeat(h, now_ms());
+  if (open_for_runs(st) != was_open)
+    announce(self);
+}
+
+/// Its status over time: late heartbeats make it Degraded, then Disconnected; then its connection
+/// is given up (the registry stops routing it here) and its runs wait for the resume grace.
+void check_heartbeats(self_ptr self, std::int64_t now) {
+  auto& st = self->state;
+  if (!st.health || !st.health->tick(now))
+    return;
+  const auto& w = st.health->record();
+  log_status(w);
+  if (w.status == policy::worker_status::disconnected && connected(st)) {
+    self->send(st.setup.registry, atoms::worker_lost::value, st.setup.name, st.setup.identity);
+    st.setup.identity.clear();
+    st.setup.disconnected_ms = w.disconnected_ms;
+  }
+  announce(self);
 }
 
 void on_run_update(self_ptr self, const run_update& u) {
@@ -145,6 +212,8 @@ void on_assign(self_ptr self, assign_run& a, const caf::actor& run) {
   }
   spdlog::info("run {} goes to worker '{}' on {}", a.run_id, st.setup.name, a.devices.front());
   reply(self, wire::message_type::assign_run, a);
+  if (st.health && st.health->record().one_shot)
+    announce(self);  // closed now: it executes this run only
 }
 
 void on_stop(self_ptr self, const std::string& run_id, bool interrupt) {
@@ -182,6 +251,9 @@ void on_remove(self_ptr self, const std::string& reason) {
 void on_tick(self_ptr self) {
   auto& st = self->state;
   auto now = now_ms();
+  self->delayed_send(self, std::chrono::milliseconds(worker_tick_ms(st.setup.health.heartbeat_ms)),
+                     atoms::tick::value);
+  check_heartbeats(self, now);
   // Gone longer than the grace period, or not back with a run the last server left running:
   // those runs end interrupted (seed 001).
   std::vector<std::string> expired;
@@ -225,13 +297,41 @@ worker_proxy_status status_of(self_ptr self) {
     out.runs.push_back({id, run.cursor, run.adopting_since_ms != 0});
   for (const auto& [id, waiting] : st.outputs_waiting)
     out.outputs_waiting += waiting.size();
+  if (st.health) {
+    const auto& w = st.health->record();
+    out.joined = true;
+    out.entry = {w.name, std::string{to_string(w.status)}, w.reason, w.version, w.env_digest,
+                 w.node_types_digest, w.devices, w.running_runs, w.one_shot, w.enrolled, w.draining,
+                 w.connected_ms, static_cast<double>(now_ms() - w.last_heartbeat_ms) / 1000.0,
+                 st.runs.size()};
+  }
   return out;
+}
+
+/// A worker's actor that takes the place of one that died: the worker's status starts again
+/// from its hello, now, as if it had just said it; without a connection it is Disconnected.
+void take_over(self_ptr self, const policy::worker_connection& c) {
+  auto& st = self->state;
+  auto now = now_ms();
+  st.health.emplace(st.setup.health, c.hello, c.enrolled, c.draining, now);
+  if (!connected(st)) {
+    st.health->lose("it was not connected when the server's actor for it was replaced", now);
+    st.setup.disconnected_ms = now;
+  }
+  announce(self);
 }
 
 } // namespace
 
+std::int64_t worker_tick_ms(std::int64_t heartbeat_ms) {
+  return std::clamp<std::int64_t>(heartbeat_ms / 4, 10, 1000);
+}
+
 worker_proxy_actor::behavior_type worker_proxy(self_ptr self, worker_setup setup) {
   self->state.setup = std::move(setup);
+  if (self->state.setup.joined)
+    take_over(self, *self->state.setup.joined);
+  self->send(self, atoms::tick::value);
   // It ends with its registry, whatever the reason: nobody else routes it messages.
   self->monitor(self->state.setup.registry);
   self->set_down_handler([=](const caf::down_msg& down) {
@@ -240,7 +340,12 @@ worker_proxy_actor::behavior_type worker_proxy(self_ptr self, worker_setup setup
   });
   return guarded_typed_behavior<worker_proxy_actor>(
     "worker",
-    [=](atoms::wire_in, const std::string& identity, const hello& h) { on_hello(self, identity, h); },
+    [=](atoms::join, const std::string& identity, const hello& h, bool enrolled, bool draining) {
+      on_join(self, identity, h, enrolled, draining);
+    },
+    [=](atoms::wire_in, const std::string& identity, const heartbeat& h) {
+      on_heartbeat(self, identity, h);
+    },
     [=](atoms::wire_in, const std::string&, const run_update& u) { on_run_update(self, u); },
     [=](atoms::wire_in, const std::string&, const run_done& d) { on_run_done(self, d); },
     [=](atoms::wire_in, const std::string&, const outputs_reply& r) {
@@ -252,9 +357,11 @@ worker_proxy_actor::behavior_type worker_proxy(self_ptr self, worker_setup setup
         p.promise.deliver(r);
       st.outputs_waiting.erase(i);
     },
-    [=](atoms::worker_lost, std::int64_t since_ms) {
-      self->state.setup.identity.clear();
-      self->state.setup.disconnected_ms = since_ms;
+    [=](atoms::drain, bool draining) {
+      if (!self->state.health)
+        return;
+      self->state.health->set_draining(draining, now_ms());
+      announce(self);
     },
     [=](atoms::assign, assign_run& a, const caf::actor& run) { on_assign(self, a, run); },
     [=](atoms::adopt, const std::string& run_id, const caf::actor& run, std::uint64_t cursor) {

@@ -11,6 +11,8 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_response_promise.hpp>
 
+#include "actors/policy/worker_health.hpp"
+#include "actors/policy/worker_table.hpp"
 #include "actors/server/fwd.hpp"
 #include "actors/server/zmq_bridge.hpp"
 
@@ -37,8 +39,10 @@ struct pending_outputs {
 /// How long the server waits for an agent to send a run's recorded outputs.
 inline constexpr std::int64_t outputs_timeout_ms = 10000;
 
-/// What a worker proxy starts with: its worker's connection as the registry's worker_table has
-/// it (none for a worker that only has runs to adopt), and what its welcome says.
+/// What a worker's actor starts with: its name, what its welcome says and how its status is
+/// judged, and, for one that takes the place of an actor that died, the worker's connection as
+/// the registry's worker_table has it. A worker that joins now, or only has runs to adopt, starts
+/// without one: its hello (join) comes next, if at all.
 struct worker_setup {
   std::string name;
   /// The ZeroMQ routing id of its current connection; empty: not connected.
@@ -49,22 +53,33 @@ struct worker_setup {
   worker_supervisor_actor registry;
   std::int64_t resume_grace_ms = 0;
   std::string server_version;
-  std::int64_t heartbeat_ms = 0;
+  policy::worker_health::settings health;
+  /// The connection a replacement takes over (its identity is `identity`'s).
+  std::optional<policy::worker_connection> joined;
 };
+
+/// How often a worker's actor looks at its heartbeat deadline, its runs' resume grace and its
+/// outputs requests: a quarter of the heartbeat interval, so that a late worker is seen Degraded
+/// before it is Disconnected; at most once a second, at least every 10 ms.
+[[nodiscard]] std::int64_t worker_tick_ms(std::int64_t heartbeat_ms);
 
 struct worker_proxy_state {
   worker_setup setup;
+  /// Its status from its hello, heartbeats and drain; none until it says hello.
+  std::optional<policy::worker_health> health;
   std::map<std::string, remote_run> runs;                              // by run id
   std::map<std::string, std::vector<pending_outputs>> outputs_waiting;  // by run id
   static inline const char* name = "worker";
 };
 
 /// One worker as the server sees it (DESIGN.md, "Actors": worker_registry └── worker): its
-/// connection, the runs it executes (their actors, cursors and adoptions) and its pending
-/// outputs requests. It talks to its agent through the bridge; the registry routes it the agent's
-/// messages by connection, an accepted hello first, and tells it when the connection is lost.
-/// It tells the registry each run it lets go of (released). It ends with its registry (it
-/// monitors it). Protocol: worker_proxy_actor in fwd.hpp.
+/// connection, its status and heartbeat deadline (a policy::worker_health it ticks itself), the
+/// runs it executes (their actors, cursors and adoptions) and its pending outputs requests. It
+/// talks to its agent through the bridge; the registry routes it the agent's messages by
+/// connection, an accepted hello (join) first. It tells the registry whether its slots admit runs
+/// (worker_update, passed on to the run queue), when it gives its connection up (worker_lost: no
+/// heartbeat for three intervals) and each run it lets go of (released). It ends with its
+/// registry (it monitors it). Protocol: worker_proxy_actor in fwd.hpp.
 worker_proxy_actor::behavior_type worker_proxy(worker_proxy_actor::stateful_pointer<worker_proxy_state> self,
                                                worker_setup setup);
 

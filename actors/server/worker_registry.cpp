@@ -18,8 +18,6 @@
 
 namespace cdui::actors {
 
-using policy::worker_record;
-using policy::worker_status;
 using policy::worker_table;
 using policy::is_valid_worker_name;
 using policy::worker_name_rule;
@@ -27,12 +25,6 @@ using policy::worker_name_rule;
 namespace {
 
 using self_ptr = worker_registry_actor::stateful_pointer<worker_registry_state>;
-
-/// How often late heartbeats are looked for: a quarter of the interval, so that a late worker is
-/// seen Degraded before it is Disconnected; at most once a second, at least every 10 ms.
-std::chrono::milliseconds tick_interval(const worker_table& table) {
-  return std::chrono::milliseconds(std::clamp<std::int64_t>(table.settings().heartbeat_ms / 4, 10, 1000));
-}
 
 /// How long the registry waits for a proxy's answer to an outputs request: the proxy answers
 /// within outputs_timeout_ms (and a tick); past this, the proxy is gone.
@@ -43,31 +35,20 @@ void reply(self_ptr self, const std::string& identity, wire::message_type type, 
   self->state.bridge->send(identity, type, wire::encode(payload));
 }
 
-bool is_connected(const worker_record* w) {
-  return w != nullptr && w->status != worker_status::disconnected;
-}
-
 std::size_t runs_of(const worker_registry_state& st, const std::string& name) {
   return static_cast<std::size_t>(std::count_if(
     st.placed.begin(), st.placed.end(), [&](const auto& p) { return p.second.worker == name; }));
 }
 
-/// Every worker, the enrolled names and the refused connections, as the Workers panel shows them.
+/// The registry's own part of the Workers panel: the enrolled names and the refused connections.
+/// Each worker's entry is its actor's (status_with_workers).
 workers_status status_of(self_ptr self) {
-  const auto& st = self->state;
-  const auto& table = *st.table;
+  const auto& table = *self->state.table;
   workers_status out;
   out.mailbox = self->mailbox().size();
   out.heartbeat_ms = table.settings().heartbeat_ms;
-  auto now = now_ms();
-  for (const auto& [name, w] : table.workers())
-    out.workers.push_back({w.name, std::string{to_string(w.status)}, w.reason, w.version,
-                           w.env_digest, w.node_types_digest, w.devices, w.running_runs, w.one_shot,
-                           w.enrolled, w.draining, w.connected_ms,
-                           static_cast<double>(now - w.last_heartbeat_ms) / 1000.0,
-                           runs_of(st, name)});
   for (const auto& [name, hash] : table.settings().enrolled)
-    out.enrolled.push_back({name, is_connected(table.by_name(name))});
+    out.enrolled.push_back({name, table.connected(name)});
   for (const auto& r : table.refused())
     out.refused_connections.push_back({r.name, r.version, r.reason, r.time_ms});
   out.server_version = table.settings().version;
@@ -75,42 +56,57 @@ workers_status status_of(self_ptr self) {
   return out;
 }
 
-/// status_of() with each proxy's own status (those that answer within 5 s), for /api/status.
-caf::result<workers_status> status_with_proxies(self_ptr self) {
+/// How long a worker's actor has to answer for the Workers panel.
+constexpr std::chrono::seconds worker_status_deadline{5};
+
+/// Every worker that joined since the start, each as its actor says (status, heartbeat age, the
+/// runs it follows), with the actors' own status for /api/status. A worker whose actor does not
+/// answer in time is listed with what its hello said and status "unknown", saying why.
+caf::result<workers_status> status_with_workers(self_ptr self) {
+  auto table = self->state.table.get();
   return gather_status<worker_proxy_status>(
-    self, status_of(self), self->state.proxies, std::chrono::seconds(5),
-    [](workers_status& all, worker_proxy_status proxy) { all.proxies.push_back(std::move(proxy)); });
+    self, status_of(self), self->state.proxies, worker_status_deadline,
+    [](workers_status& all, worker_proxy_status proxy) {
+      if (proxy.joined)
+        all.workers.push_back(proxy.entry);
+      all.proxies.push_back(std::move(proxy));
+    },
+    [table](workers_status& all) {
+      for (const auto& [name, c] : table->workers()) {
+        bool listed = std::any_of(all.workers.begin(), all.workers.end(),
+                                  [&](const worker_entry& w) { return w.name == name; });
+        if (!listed)
+          all.workers.push_back({name, "unknown",
+                                 "the server's actor for this worker did not answer within "
+                                   + std::to_string(worker_status_deadline.count()) + " s",
+                                 c.hello.version, c.hello.env_digest, c.hello.node_types_digest,
+                                 c.hello.devices, c.hello.running_runs, c.hello.one_shot, c.enrolled,
+                                 c.draining, 0, 0.0, 0});
+      }
+      std::sort(all.workers.begin(), all.workers.end(),
+                [](const worker_entry& a, const worker_entry& b) { return a.name < b.name; });
+    });
 }
 
-/// Tells the run queue whether the worker's slots admit runs now.
-void announce(self_ptr self, const worker_record& w) {
-  if (!self->state.queue)
-    return;
-  // A one-shot worker executes a single run, then its agent exits: once it has one, it is closed.
-  bool busy_one_shot = w.one_shot && (!w.running_runs.empty() || runs_of(self->state, w.name) > 0);
-  self->send(self->state.queue, atoms::worker_update::value, w.name, w.devices,
-             w.accepts_runs() && !busy_one_shot, w.one_shot);
-}
-
-/// The worker's proxy; a fresh one, monitored, when it has none (it joins now, has runs to
-/// adopt, or its proxy died). A fresh proxy takes the worker's connection from the table.
-worker_proxy_actor& proxy_of(self_ptr self, const std::string& name) {
+/// The worker's actor; a fresh one, monitored, when it has none (it joins now, or has runs to
+/// adopt). `joined`: the connection a replacement takes over from one that died.
+worker_proxy_actor& proxy_of(self_ptr self, const std::string& name,
+                             const policy::worker_connection* joined = nullptr) {
   auto& st = self->state;
   auto i = st.proxies.find(name);
   if (i != st.proxies.end())
     return i->second;
   worker_setup setup;
   setup.name = name;
-  if (const auto* w = st.table->by_name(name)) {
-    if (w->status != worker_status::disconnected)
-      setup.identity = w->identity;
-    setup.disconnected_ms = w->disconnected_ms;
+  if (joined != nullptr) {
+    setup.identity = joined->identity;
+    setup.joined = *joined;
   }
   setup.bridge = st.bridge;
   setup.registry = caf::actor_cast<worker_supervisor_actor>(self);
   setup.resume_grace_ms = st.resume_grace_ms;
   setup.server_version = st.table->settings().version;
-  setup.heartbeat_ms = st.table->settings().heartbeat_ms;
+  setup.health = {st.table->settings().node_types_digest, st.table->settings().heartbeat_ms};
   auto proxy = self->spawn(worker_proxy, std::move(setup));
   self->monitor(proxy);
   return st.proxies.emplace(name, std::move(proxy)).first->second;
@@ -140,25 +136,20 @@ void on_hello(self_ptr self, const std::string& identity, const hello& h) {
   if (verdict.replaced_identity)
     reply(self, *verdict.replaced_identity, wire::message_type::refused,
           refused{"a newer agent connected as worker '" + h.name + "'", false});
-  const auto& w = *table.by_name(h.name);
-  spdlog::info("worker '{}' joined ({} devices, status {}{}{})", h.name, h.devices.size(),
-               to_string(w.status), w.reason.empty() ? "" : ": ", w.reason);
-  // The proxy welcomes it, and ends the runs it no longer has; they are not its any more.
-  self->send(proxy_of(self, h.name), atoms::wire_in::value, identity, h);
-  std::set<std::string> listed{h.running_runs.begin(), h.running_runs.end()};
-  for (auto i = st.placed.begin(); i != st.placed.end();)
-    i = i->second.worker == h.name && !listed.count(i->first) ? st.placed.erase(i) : std::next(i);
-  announce(self, w);
+  const auto& c = *table.by_name(h.name);
+  // Its actor welcomes it, ends the runs it no longer has (they are not its any more, and it
+  // releases them) and says whether its slots are open.
+  self->send(proxy_of(self, h.name), atoms::join::value, identity, h, c.enrolled, c.draining);
 }
 
 /// A message from an agent about its runs, to its worker's proxy; nothing when the connection is
 /// no worker's.
 template <class T>
 bool route(self_ptr self, const std::string& identity, const T& msg) {
-  const auto* w = self->state.table->by_identity(identity);
-  if (w == nullptr)
+  const auto* name = self->state.table->by_identity(identity);
+  if (name == nullptr)
     return false;
-  self->send(proxy_of(self, w->name), atoms::wire_in::value, identity, msg);
+  self->send(proxy_of(self, *name), atoms::wire_in::value, identity, msg);
   return true;
 }
 
@@ -223,8 +214,8 @@ enrollment remove_worker(self_ptr self, const std::string& name) {
 
 /// A proxy ended that was not told to: the runs it followed cannot be followed any more (their
 /// cursors went with it), so they end failed, with the reason, and the agent is told to stop them.
-/// The worker stays: a fresh proxy takes its connection from the table, and its agent, which keeps
-/// its heartbeats, is told to forget those runs at its next hello.
+/// The worker stays: a fresh proxy takes its connection (and its hello's facts) from the table, and
+/// its agent, which keeps its heartbeats, is told to forget those runs at its next hello.
 void proxy_down(self_ptr self, const caf::down_msg& down) {
   auto& st = self->state;
   auto i = std::find_if(st.proxies.begin(), st.proxies.end(),
@@ -236,47 +227,27 @@ void proxy_down(self_ptr self, const caf::down_msg& down) {
   auto reason = "the server's actor for worker '" + name + "' ended unexpectedly ("
                 + caf::to_string(down.reason) + "); the run's events can no longer be followed, so "
                 "it is failed and stopped on the worker";
-  const auto* w = st.table->by_name(name);
+  const auto* c = st.table->by_name(name);
   std::vector<std::string> ids;
   for (const auto& [id, run] : st.placed)
     if (run.worker == name)
       ids.push_back(id);
   for (const auto& id : ids) {
-    if (is_connected(w))
-      reply(self, w->identity, wire::message_type::stop_run, stop_run{id, true});
+    if (c != nullptr && !c->identity.empty())
+      reply(self, c->identity, wire::message_type::stop_run, stop_run{id, true});
     end_placed(self, id, run_status::failed, reason);
   }
   spdlog::error("worker registry: the actor of worker '{}' ended unexpectedly ({}); {} run(s) it "
                 "followed failed; a fresh one takes its place",
                 name, caf::to_string(down.reason), ids.size());
-  if (w != nullptr) {
-    proxy_of(self, name);
-    announce(self, *w);
-  }
-}
-
-void on_tick(self_ptr self) {
-  auto& st = self->state;
-  auto now = now_ms();
-  for (const auto& name : st.table->tick(now)) {
-    const auto& w = *st.table->by_name(name);
-    spdlog::info("worker '{}' is {}{}{}", name, to_string(w.status),
-                 w.reason.empty() ? "" : ": ", w.reason);
-    if (w.status == worker_status::disconnected)
-      if (auto i = st.proxies.find(name); i != st.proxies.end())
-        self->send(i->second, atoms::worker_lost::value, w.disconnected_ms);
-    announce(self, w);
-  }
-  // Each proxy gives up the runs past the resume grace and the outputs requests past their time.
-  for (const auto& [name, proxy] : st.proxies)
-    self->send(proxy, atoms::tick::value);
-  self->delayed_send(self, tick_interval(*st.table), atoms::tick::value);
+  if (c != nullptr)
+    proxy_of(self, name, c);  // it says whether the worker's slots are open
 }
 
 caf::result<outputs_reply> ask_outputs(self_ptr self, const std::string& run_id,
                                        const std::string& worker) {
   auto& st = self->state;
-  if (!is_connected(st.table->by_name(worker)))
+  if (!st.table->connected(worker))
     return outputs_reply{run_id, false, "",
                          "worker '" + worker + "' is not connected; run " + run_id
                            + "'s recorded outputs stay on it, and can be read while it is",
@@ -309,7 +280,6 @@ worker_registry_actor::behavior_type worker_registry(self_ptr self, worker_table
   self->state.store = std::move(store);
   self->state.resume_grace_ms = resume_grace_ms;
   self->set_down_handler([=](caf::down_msg& down) { proxy_down(self, down); });
-  self->delayed_send(self, tick_interval(*self->state.table), atoms::tick::value);
   return guarded_typed_behavior<worker_registry_actor>(
     "worker registry",
     [=](atoms::released, const std::string& run_id, const std::string& worker) {
@@ -317,20 +287,23 @@ worker_registry_actor::behavior_type worker_registry(self_ptr self, worker_table
       if (i != self->state.placed.end() && i->second.worker == worker)
         self->state.placed.erase(i);
     },
+    [=](atoms::worker_update, const std::string& name, const std::vector<device_offer>& devices,
+        bool open, bool one_shot) {
+      // From a worker's actor, for the run queue: only the worker's current actor speaks for it.
+      auto i = self->state.proxies.find(name);
+      if (self->state.queue && i != self->state.proxies.end()
+          && i->second.address() == self->current_sender())
+        self->send(self->state.queue, atoms::worker_update::value, name, devices, open, one_shot);
+    },
+    [=](atoms::worker_lost, const std::string& name, const std::string& identity) {
+      self->state.table->lost(name, identity);
+    },
     [=](atoms::wire_in, const std::string& identity, const hello& h) { on_hello(self, identity, h); },
     [=](atoms::wire_in, const std::string& identity, const heartbeat& h) {
-      auto& table = *self->state.table;
-      const auto* before = table.by_identity(identity);
-      bool accepted = before != nullptr && before->accepts_runs();
-      if (!table.heartbeat(identity, h, now_ms())) {
-        // A server that restarted, or a connection it dropped: the agent says hello again.
+      if (!route(self, identity, h))
+        // A server that restarted, or a connection it gave up: the agent says hello again.
         reply(self, identity, wire::message_type::refused,
               refused{"this server does not know this connection; say hello again", true});
-        return;
-      }
-      const auto* w = table.by_identity(identity);
-      if (w->accepts_runs() != accepted)
-        announce(self, *w);
     },
     [=](atoms::wire_in, const std::string& identity, const run_update& u) {
       if (!route(self, identity, u))
@@ -350,40 +323,36 @@ worker_registry_actor::behavior_type worker_registry(self_ptr self, worker_table
     },
     [=](atoms::assign, assign_run& a, const std::string& worker, const caf::actor& run) {
       auto& st = self->state;
-      const auto* w = st.table->by_name(worker);
-      st.placed[a.run_id] = placed_run{worker, run};
       // Late or drained since the run was admitted, it is still connected: the run goes to it (a
       // drain lets admitted runs finish; a worker that is really gone ends it after the grace).
-      if (!is_connected(w)) {
+      if (!st.table->connected(worker)) {
         // Admitted while the worker was there, and it went between: the run never reached it.
-        end_placed(self, a.run_id, run_status::failed,
-                   "worker '" + worker + "' went away before the run could be sent to it");
+        caf::anon_send(run, atoms::finished::value,
+                       run_outcome{run_status::failed,
+                                   "worker '" + worker + "' went away before the run could be sent to it",
+                                   "{}"});
         return;
       }
+      st.placed[a.run_id] = placed_run{worker, run};
       self->send(proxy_of(self, worker), atoms::assign::value, std::move(a), run);
-      if (w->one_shot)
-        announce(self, *w);
     },
     [=](atoms::stop, const std::string& run_id, bool interrupt) {
       auto i = self->state.placed.find(run_id);
       if (i != self->state.placed.end())
         self->send(proxy_of(self, i->second.worker), atoms::stop::value, run_id, interrupt);
     },
-    [=](atoms::tick) { on_tick(self); },
     [=](atoms::drain, const std::string& name, bool draining) {
       // seed 001: "Drain stops new runs from being placed on a worker while its running runs finish".
-      auto& table = *self->state.table;
-      if (!table.set_draining(name, draining, now_ms()))
+      if (!self->state.table->set_draining(name, draining))
         return false;
-      const auto& w = *table.by_name(name);
       spdlog::info("worker '{}' {}", name, draining ? "drains: no new runs" : "takes runs again");
-      announce(self, w);
+      self->send(proxy_of(self, name), atoms::drain::value, draining);
       return true;
     },
     [=](atoms::enroll, const std::string& name) { return give_credential(self, name, false); },
     [=](atoms::rekey, const std::string& name) { return give_credential(self, name, true); },
     [=](atoms::remove, const std::string& name) { return remove_worker(self, name); },
-    [=](atoms::status) { return status_with_proxies(self); },
+    [=](atoms::status) { return status_with_workers(self); },
     [=](atoms::proxy_of, const std::string& name) {
       auto i = self->state.proxies.find(name);
       return i != self->state.proxies.end() ? i->second : worker_proxy_actor{};

@@ -33,7 +33,7 @@ struct worker_registry_state {
   std::shared_ptr<storage::run_store> store;
   run_queue_actor queue;
   std::int64_t resume_grace_ms = static_cast<std::int64_t>(default_resume_grace_s * 1000);
-  /// One proxy per worker that has joined since the start or has runs to adopt, by name; each
+  /// One actor per worker that has joined since the start or has runs to adopt, by name; each
   /// monitored.
   std::map<std::string, worker_proxy_actor> proxies;
   /// The worker runs, by id: which proxy follows each. Kept in step by (released) from the proxies.
@@ -43,12 +43,12 @@ struct worker_registry_state {
 };
 
 /// The supervisor of workers (DESIGN.md, "Actors"): it holds the worker_table (who may join, the
-/// names, each worker's status from its heartbeats) and one worker proxy per worker, which
-/// follows that worker's runs (worker_proxy.hpp). It takes the agents' hellos and heartbeats from
-/// the bridge, answers a refused hello itself and has the proxy welcome an accepted one, marks
-/// workers Degraded or Disconnected when their heartbeats are late (ticks at a quarter of the
-/// interval), tells the run queue which workers' slots are open, and routes each run message to
-/// the proxy of its worker: the agent's by its connection, the run actors' by run id.
+/// names, each worker's current connection and its hello) and one actor per worker
+/// (worker_proxy.hpp), which owns that worker's status and heartbeat deadline and follows its
+/// runs. It takes the agents' hellos from the bridge, answers a refused hello itself and has the
+/// worker's actor welcome an accepted one, routes each further message to the worker's actor (the
+/// agent's by its connection, the run actors' by run id), and passes the actors' word on which
+/// workers' slots are open on to the run queue.
 /// Protocol: worker_registry_actor in fwd.hpp. (wire_in, identity, hello | heartbeat |
 /// run_update | run_done | outputs_reply); (assign, assign_run, worker, run actor); (adopt, run
 /// id, worker, run actor, cursor): a run the last server left running on a worker; (attach, run
@@ -56,11 +56,12 @@ struct worker_registry_state {
 /// name) and (rekey, name) -> enrollment with a new credential (cdui.db keeps its hash);
 /// (outputs, run id, worker) -> outputs_reply: a run's recorded outputs, asked of its worker;
 /// (remove, name) -> enrollment: revokes it, disconnects the worker, ends its runs failed and has
-/// the queue fail the runs waiting for it; (tick); (status) -> workers_status (GET /api/workers
-/// and its part of /api/status); (proxy_of, name) ->
-/// the worker's proxy; (released, run id, worker) from a proxy.
-/// A proxy that dies (a kill, a bug) fails the runs it followed, with the reason, and asks the
-/// agent to stop them; a fresh proxy takes the worker's connection from the table at once.
+/// the queue fail the runs waiting for it; (status) -> workers_status (GET /api/workers and its
+/// part of /api/status, each worker as its actor says); (proxy_of, name) -> the worker's actor;
+/// from the workers' actors: (released, run id, worker), (worker_update, ...), (worker_lost, name,
+/// identity).
+/// A worker's actor that dies (a kill, a bug) fails the runs it followed, with the reason, and
+/// asks the agent to stop them; a fresh one takes the worker's connection from the table at once.
 worker_registry_actor::behavior_type
 worker_registry(worker_registry_actor::stateful_pointer<worker_registry_state> self,
                 policy::worker_table::config cfg, std::shared_ptr<zmq_bridge> bridge,

@@ -17,6 +17,7 @@
 #include "messages/wire.hpp"
 #include "storage/run_store.hpp"
 #include "testkit/home.hpp"
+#include "testkit/wait.hpp"
 #include "testkit/wire_peer.hpp"
 
 using namespace cdui;
@@ -33,13 +34,15 @@ caf::actor_system_config quiet_config() {
   return cfg;
 }
 
-/// A registry on its own bridge, and one agent (`peer`) that joined it as worker "w1".
+/// A registry on its own bridge, with `queue` standing in for its run queue, and one agent
+/// (`peer`) that joined it as worker "w1", its heartbeats due every `heartbeat_ms`.
 struct registry_fixture {
-  registry_fixture() {
-    policy::worker_table::config table{version(), "", token, 60'000, {}};
+  explicit registry_fixture(std::int64_t heartbeat_ms = 60'000) {
+    policy::worker_table::config table{version(), "", token, heartbeat_ms, {}};
     registry = system.spawn(actors::worker_registry, table, bridge,
                             std::make_shared<storage::run_store>(home.path() / "cdui.db"),
                             std::int64_t{300'000});
+    caf::anon_send(registry, atoms::attach::value, caf::actor_cast<actors::run_queue_actor>(queue));
     bridge->start(registry);
     peer.send(wire::message_type::hello,
               test::make_hello("w1", token, {{"cpu", "cpu", "cpu-test", 1 << 30, 1 << 30}}));
@@ -91,6 +94,34 @@ struct registry_fixture {
     return out;
   }
 
+  /// Whether the run queue is told that w1's slots are `open` (or not) within 10 s; other
+  /// updates before it are skipped.
+  bool queue_told(bool open) {
+    bool told = false;
+    bool waiting = true;
+    while (waiting)
+      queue->receive([&](atoms::worker_update, std::string& name, std::vector<device_offer>&, bool o,
+                         bool) {
+        if (name == "w1" && o == open)
+          told = true;
+        waiting = !told;
+      },
+                     caf::after(10s) >> [&] { waiting = false; });
+    return told;
+  }
+
+  /// w1 as the Workers panel shows it, once its status is `status` (within 10 s).
+  std::optional<worker_entry> w1_once(const std::string& status) {
+    std::optional<worker_entry> found;
+    test::eventually([&] {
+      auto all = workers();
+      if (all.workers.size() == 1u && all.workers[0].status == status)
+        found = all.workers[0];
+      return found.has_value();
+    }, 10s);
+    return found;
+  }
+
   /// The run actor's next (finished, outcome), within 10 s; (append, events) before it are skipped.
   std::optional<run_outcome> finished_of(caf::scoped_actor& run) {
     std::optional<run_outcome> outcome;
@@ -107,8 +138,14 @@ struct registry_fixture {
   caf::actor_system system{cfg};
   std::shared_ptr<actors::zmq_bridge> bridge = std::make_shared<actors::zmq_bridge>("tcp://127.0.0.1:0");
   actors::worker_registry_actor registry;
+  caf::scoped_actor queue{system};
   test::raw_peer peer{bridge->endpoint()};
   caf::scoped_actor asker{system};
+};
+
+/// Heartbeats due every 200 ms: late after 400 ms, gone after 600 ms.
+struct fast_heartbeats : registry_fixture {
+  fast_heartbeats() : registry_fixture(200) {}
 };
 
 } // namespace
@@ -213,6 +250,34 @@ BOOST_FIXTURE_TEST_CASE(a_removed_workers_proxy_quits_and_is_not_replaced, regis
   BOOST_TEST(down);
   BOOST_TEST(!proxy("w1"));
   BOOST_TEST(workers().workers.empty());
+}
+
+BOOST_FIXTURE_TEST_CASE(a_workers_actor_keeps_its_heartbeat_deadline_and_tells_the_queue, fast_heartbeats) {
+  BOOST_TEST(queue_told(true));  // joined: its slots are open
+  // The agent falls silent: late (Degraded, closed to new runs), then given up (Disconnected).
+  BOOST_TEST(queue_told(false));
+  auto gone = w1_once("disconnected");
+  BOOST_REQUIRE(gone);
+  BOOST_TEST(gone->reason.find("no heartbeat for ") == 0u, gone->reason);
+  auto actor_status = status_of(proxy("w1"));
+  BOOST_TEST(!actor_status.connected);
+  BOOST_TEST(actor_status.disconnected_ms > 0);
+
+  // Its connection is no worker's any more: a heartbeat on it is asked for a hello.
+  peer.send(wire::message_type::heartbeat, heartbeat{{}, {}});
+  auto refusal = next_of(wire::message_type::refused);
+  BOOST_REQUIRE(refusal);
+  BOOST_TEST(wire::decode<refused>(*refusal)->retry);
+  BOOST_TEST(wire::decode<refused>(*refusal)->reason
+             == "this server does not know this connection; say hello again");
+
+  // A hello brings it back, on the same actor, with its deadline started again.
+  auto before = proxy("w1");
+  peer.send(wire::message_type::hello,
+            test::make_hello("w1", token, {{"cpu", "cpu", "cpu-test", 1 << 30, 1 << 30}}));
+  BOOST_REQUIRE(next_of(wire::message_type::welcome));
+  BOOST_TEST(queue_told(true));
+  BOOST_TEST((proxy("w1").address() == before.address()));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

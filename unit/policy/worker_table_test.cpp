@@ -1,11 +1,10 @@
-// The worker registry's policy: who may join, and each worker's status over (given) time.
+// The worker registry's policy: who may join, under which name, over which connection.
 #include <boost/test/unit_test.hpp>
 
 #include "actors/policy/worker_table.hpp"
 #include "storage/credentials.hpp"
 
 using namespace cdui;
-using cdui::policy::worker_status;
 using cdui::policy::worker_table;
 
 namespace {
@@ -49,55 +48,46 @@ BOOST_AUTO_TEST_CASE(another_version_or_a_bad_credential_is_refused_and_listed) 
   BOOST_TEST(t.refused().back().time_ms == 399);
 }
 
-BOOST_AUTO_TEST_CASE(a_worker_joins_online_and_late_heartbeats_degrade_then_disconnect_it) {
+BOOST_AUTO_TEST_CASE(a_worker_joins_over_its_connection_until_that_is_lost) {
   auto t = table();
   BOOST_TEST(t.hello("id-1", hello_from("gpu-box"), 0).accepted);
   const auto* w = t.by_name("gpu-box");
   BOOST_REQUIRE(w != nullptr);
-  BOOST_TEST((w->status == worker_status::online));
-  BOOST_TEST(w->devices.size() == 2u);
-  BOOST_TEST(t.by_identity("id-1") == w);
+  BOOST_TEST(w->identity == "id-1");
+  BOOST_TEST(w->hello.devices.size() == 2u);
+  BOOST_TEST(w->hello.credential.empty());  // the secret is not kept
+  BOOST_TEST(!w->enrolled);
+  BOOST_REQUIRE(t.by_identity("id-1") != nullptr);
+  BOOST_TEST(*t.by_identity("id-1") == "gpu-box");
+  BOOST_TEST(t.connected("gpu-box"));
 
-  BOOST_TEST(t.tick(1999).empty());  // 2 intervals: still on time
-  BOOST_TEST(t.tick(2500) == std::vector<std::string>{"gpu-box"});
-  BOOST_TEST((w->status == worker_status::degraded));
-  BOOST_TEST(w->reason == "heartbeat late: the last one came 2.5 s ago");
-  BOOST_TEST(t.heartbeat("id-1", {w->devices, {"run-1"}}, 2600));
-  BOOST_TEST((w->status == worker_status::online));
-  BOOST_TEST(w->running_runs == std::vector<std::string>{"run-1"});
-
-  BOOST_TEST(t.tick(5700) == std::vector<std::string>{"gpu-box"});
-  BOOST_TEST((w->status == worker_status::disconnected));
-  BOOST_TEST(w->reason == "no heartbeat for 3.1 s");
-  // A disconnected worker's connection is forgotten: its heartbeat is answered "say hello".
-  BOOST_TEST(!t.heartbeat("id-1", {}, 5800));
-  BOOST_TEST(t.hello("id-1", hello_from("gpu-box"), 5900).accepted);
-  BOOST_TEST((t.by_name("gpu-box")->status == worker_status::online));
-}
-
-BOOST_AUTO_TEST_CASE(other_node_types_make_a_worker_degraded_with_the_reason) {
-  auto t = table();
-  BOOST_TEST(t.hello("id-1", hello_from("w", "0.1.0", "secret-token", "nodes-B"), 0).accepted);
-  const auto* w = t.by_name("w");
-  BOOST_TEST((w->status == worker_status::degraded));
-  BOOST_TEST(w->reason == "its node types differ from the server's (digest nodes-B, the server's nodes-A)");
+  // Its actor gave the connection up: its messages are no longer a worker's, its entry stays.
+  t.lost("gpu-box", "id-1");
+  BOOST_TEST(t.by_identity("id-1") == nullptr);
+  BOOST_TEST(!t.connected("gpu-box"));
+  BOOST_TEST(t.by_name("gpu-box") != nullptr);
+  BOOST_TEST(t.hello("id-2", hello_from("gpu-box"), 10).accepted);
+  BOOST_TEST(t.connected("gpu-box"));
+  // A late word about a connection a newer one replaced changes nothing.
+  t.lost("gpu-box", "id-1");
+  BOOST_TEST(t.connected("gpu-box"));
 }
 
 BOOST_AUTO_TEST_CASE(the_newest_connection_of_a_name_wins_and_a_drain_survives_it) {
   auto t = table();
   BOOST_TEST(t.hello("old", hello_from("gpu-box"), 0).accepted);
-  BOOST_TEST(t.set_draining("gpu-box", true, 5));
-  BOOST_TEST((t.by_name("gpu-box")->status == worker_status::draining));
+  BOOST_TEST(t.set_draining("gpu-box", true));
+  BOOST_TEST(t.by_name("gpu-box")->draining);
   auto again = t.hello("new", hello_from("gpu-box"), 10);
   BOOST_TEST(again.accepted);
   BOOST_REQUIRE(again.replaced_identity.has_value());
   BOOST_TEST(*again.replaced_identity == "old");
-  BOOST_TEST(!t.heartbeat("old", {}, 20));  // the replaced connection is no longer a worker's
-  BOOST_TEST(t.heartbeat("new", {}, 20));
-  BOOST_TEST((t.by_name("gpu-box")->status == worker_status::draining));
-  BOOST_TEST(t.set_draining("gpu-box", false, 25));
-  BOOST_TEST((t.by_name("gpu-box")->status == worker_status::online));
-  BOOST_TEST(!t.set_draining("nobody", true, 25));
+  BOOST_TEST(t.by_identity("old") == nullptr);  // the replaced connection is no longer a worker's
+  BOOST_REQUIRE(t.by_identity("new") != nullptr);
+  BOOST_TEST(t.by_name("gpu-box")->draining);
+  BOOST_TEST(t.set_draining("gpu-box", false));
+  BOOST_TEST(!t.by_name("gpu-box")->draining);
+  BOOST_TEST(!t.set_draining("nobody", true));
   BOOST_TEST(t.workers().size() == 1u);
 }
 
@@ -111,9 +101,10 @@ BOOST_AUTO_TEST_CASE(a_name_that_could_leave_its_folder_is_refused) {
   BOOST_TEST(cdui::policy::is_valid_worker_name(std::string(64, 'a')));
 }
 
-BOOST_AUTO_TEST_CASE(a_heartbeat_from_an_unknown_connection_asks_for_a_hello) {
+BOOST_AUTO_TEST_CASE(a_connection_that_never_said_hello_is_no_workers) {
   auto t = table();
-  BOOST_TEST(!t.heartbeat("never-said-hello", {}, 0));
+  BOOST_TEST(t.by_identity("never-said-hello") == nullptr);
+  BOOST_TEST(!t.connected("never-said-hello"));
   BOOST_TEST(t.workers().empty());
 }
 
@@ -133,7 +124,7 @@ BOOST_AUTO_TEST_CASE(an_enrolled_worker_joins_with_its_credential_and_a_rekey_en
   BOOST_TEST(!t.hello("id-2", hello_from("other", "0.1.0", "cdui-wk-first"), 20).accepted);
 
   t.enroll("remote", cdui::storage::credential_hash("cdui-wk-second"));  // re-key
-  BOOST_TEST(t.heartbeat("id-1", {}, 30));  // the live connection stays
+  BOOST_TEST(t.by_identity("id-1") != nullptr);  // the live connection stays
   auto old = t.hello("id-3", hello_from("remote", "0.1.0", "cdui-wk-first"), 40);
   BOOST_TEST(!old.accepted);
   BOOST_TEST(old.reason.find("not the one its latest enrollment or re-key gave") != std::string::npos,
@@ -154,7 +145,6 @@ BOOST_AUTO_TEST_CASE(a_removed_worker_loses_its_entry_connection_and_enrollment)
   BOOST_TEST(removed->identity == "id-1");
   BOOST_TEST(t.by_name("remote") == nullptr);
   BOOST_TEST(t.by_identity("id-1") == nullptr);
-  BOOST_TEST(!t.heartbeat("id-1", {}, 10));
   BOOST_TEST(!t.hello("id-2", hello_from("remote", "0.1.0", "cdui-wk-first"), 20).accepted);
   // Enrolled but never connected: removed too, with an empty entry.
   auto never = t.remove("never-came");
