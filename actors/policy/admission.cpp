@@ -85,6 +85,64 @@ admission::slot& admission::slot_of(const std::string& key) {
   return slots_[key];
 }
 
+void admission::set_gated(const std::string& key, bool gated) {
+  auto& s = slot_of(key);
+  if (s.gated == gated)
+    return;
+  s.gated = gated;
+  dirty_.insert(key);
+  if (gated)
+    return;
+  // Off the ledger: a run that waited for its answer starts by count like any other.
+  for (const auto& id : s.waiting) {
+    auto& r = runs_.at(id);
+    if (!on_gated_key(r))
+      r.memory = gate::none;
+  }
+}
+
+bool admission::gated(const std::string& key) const {
+  auto i = slots_.find(key);
+  return i != slots_.end() && i->second.gated;
+}
+
+bool admission::on_gated_key(const run& r) const {
+  return std::any_of(r.keys.begin(), r.keys.end(),
+                     [&](const std::string& k) { return slots_.at(k).gated; });
+}
+
+std::vector<std::string> admission::take_asks() {
+  std::vector<std::string> out;
+  out.swap(asks_);
+  return out;
+}
+
+bool admission::move_gate(const std::string& run_id, gate from, gate to) {
+  auto i = runs_.find(run_id);
+  if (i == runs_.end() || i->second.running || i->second.memory != from)
+    return false;
+  i->second.memory = to;
+  for (const auto& key : i->second.keys)
+    dirty_.insert(key);
+  return true;
+}
+
+bool admission::grant(const std::string& run_id) {
+  return move_gate(run_id, gate::asking, gate::granted) || move_gate(run_id, gate::told_to_wait, gate::granted);
+}
+
+bool admission::wait(const std::string& run_id) {
+  return move_gate(run_id, gate::asking, gate::told_to_wait);
+}
+
+void admission::ask_again(const std::string& key) {
+  auto i = slots_.find(key);
+  if (i == slots_.end())
+    return;
+  for (const auto& id : i->second.waiting)
+    move_gate(id, gate::told_to_wait, gate::none);
+}
+
 bool admission::enqueue(const std::string& run_id, const std::vector<std::string>& keys) {
   if (keys.empty() || runs_.count(run_id) != 0)
     return false;
@@ -186,6 +244,14 @@ std::vector<std::string> admission::admit() {
       continue;
     auto id = s.waiting.front();
     auto& r = runs_[id];
+    if (r.memory != gate::granted && on_gated_key(r)) {
+      // Its memory is the ledger's to judge; it holds its place meanwhile.
+      if (r.memory == gate::none) {
+        r.memory = gate::asking;
+        asks_.push_back(id);
+      }
+      continue;
+    }
     r.running = true;
     for (const auto& k : r.keys) {
       auto& other = slots_[k];
@@ -223,7 +289,7 @@ std::vector<admission::slot_view> admission::slots() const {
   std::vector<slot_view> out;
   for (const auto& [key, s] : slots_) {
     slot_view v{key,      limit_of(s), s.open, {s.running.begin(), s.running.end()},
-                {s.waiting.begin(), s.waiting.end()}, s.groups};
+                {s.waiting.begin(), s.waiting.end()}, s.groups, s.gated};
     out.push_back(std::move(v));
   }
   return out;

@@ -42,6 +42,23 @@ public:
   /// How many runs hold any of the group's keys.
   [[nodiscard]] std::size_t group_running(const std::string& group) const;
 
+  /// Puts `key` under a memory ledger (a card shared by memory) or takes it out. A run that reaches
+  /// the front of a gated key with room by count does not start yet: it is handed out once by
+  /// take_asks() for the ledger to judge, and holds its place (nobody behind it passes) until
+  /// grant() starts it, remove() takes it out (refused), or, told to wait(), ask_again() hands it
+  /// out again. Taking the gate off hands nobody out and lets such runs start by count.
+  void set_gated(const std::string& key, bool gated);
+  [[nodiscard]] bool gated(const std::string& key) const;
+  /// The runs admit() stopped at a gated key since the last call, oldest first, each once.
+  [[nodiscard]] std::vector<std::string> take_asks();
+  /// The ledger granted a handed-out run its memory: it starts at the next admit() that finds
+  /// room. False when it is not a run waiting for an answer.
+  bool grant(const std::string& run_id);
+  /// The ledger told a handed-out run to wait: it keeps its place until ask_again().
+  bool wait(const std::string& run_id);
+  /// Memory freed on the key's card: a run told to wait there is handed out again.
+  void ask_again(const std::string& key);
+
   /// Queues a run for its devices (one key, or a device set); its place is after every run queued
   /// before it. Returns false (and changes nothing) for an id already known or no keys.
   bool enqueue(const std::string& run_id, const std::vector<std::string>& keys);
@@ -75,6 +92,8 @@ public:
     std::vector<std::string> waiting;
     /// Its shared budgets, if any.
     std::vector<std::string> groups;
+    /// Whether a memory ledger judges its runs (set_gated).
+    bool gated = false;
   };
   /// Every device that has a limit or has seen a run, by key.
   [[nodiscard]] std::vector<slot_view> slots() const;
@@ -88,15 +107,19 @@ private:
     std::deque<std::string> waiting;
     std::set<std::string> running;
     std::vector<std::string> groups;
+    bool gated = false;
   };
   struct group {
     int limit = 1;
     std::set<std::string> keys;
   };
+  /// Where a run on a gated key stands with its ledger.
+  enum class gate { none, asking, told_to_wait, granted };
   struct run {
     std::vector<std::string> keys;
     bool running = false;
     std::uint64_t seq = 0;  // submit order
+    gate memory = gate::none;
   };
 
   slot& slot_of(const std::string& key);
@@ -106,6 +129,9 @@ private:
   [[nodiscard]] bool groups_have_room(const slot& s) const;
   /// Marks every key of the groups of `key` as worth another look.
   void touch_groups(const std::string& key);
+  [[nodiscard]] bool on_gated_key(const run& r) const;
+  /// Moves a run from `from` to `to` and marks its keys; false when it is not in `from`.
+  bool move_gate(const std::string& run_id, gate from, gate to);
 
   std::map<std::string, slot> slots_;
   std::unordered_map<std::string, run> runs_;
@@ -113,6 +139,8 @@ private:
   std::uint64_t next_seq_ = 0;
   /// Keys whose front may have changed since the last admit().
   std::set<std::string> dirty_;
+  /// Runs stopped at a gated key, for take_asks().
+  std::vector<std::string> asks_;
 };
 
 } // namespace cdui::policy

@@ -1,0 +1,110 @@
+#include "actors/policy/memory_budget.hpp"
+
+#include <cmath>
+
+namespace cdui::policy {
+
+namespace {
+
+std::int64_t with_margin(std::int64_t peak) {
+  return static_cast<std::int64_t>(std::ceil(static_cast<double>(peak) * measured_margin));
+}
+
+std::string measured_note(const measured_peak& peak) {
+  return "the peak of run " + peak.run_id + " (" + gib_text(peak.bytes) + ") + 20%";
+}
+
+/// The reasons of the cards that gave one, joined; long lists say how many more.
+std::string joined(const std::vector<std::string>& reasons) {
+  constexpr std::size_t shown = 3;
+  std::string out;
+  for (std::size_t i = 0; i < reasons.size() && i < shown; ++i)
+    out += (i == 0 ? "" : "; ") + reasons[i];
+  if (reasons.size() > shown)
+    out += "; and " + std::to_string(reasons.size() - shown) + " more card(s)";
+  return out;
+}
+
+} // namespace
+
+std::string_view to_string(budget_source s) {
+  switch (s) {
+  case budget_source::typed: return "typed";
+  case budget_source::measured: return "measured";
+  case budget_source::estimate: return "estimate";
+  }
+  return "typed";
+}
+
+std::variant<run_budget, std::string>
+resolve_budget(std::optional<std::int64_t> declared, budget_source declared_source,
+               const std::optional<measured_peak>& peak) {
+  if (declared) {
+    run_budget b{*declared, declared_source, ""};
+    if (declared_source == budget_source::estimate && peak)
+      if (auto raised = raise_budget(b, *peak))
+        return *raised;
+    return b;
+  }
+  if (peak)
+    return run_budget{with_margin(peak->bytes), budget_source::measured, measured_note(*peak)};
+  return std::string{"the card is shared by memory, so the run needs a budget: no run of this graph "
+                     "on as many cards has succeeded yet, so set target.memory_gib (cdui run "
+                     "--memory-gib G), or use the static estimate (cdui estimate GRAPH.json) with "
+                     "target.memory_source \"estimate\""};
+}
+
+std::optional<run_budget> raise_budget(const run_budget& budget, const measured_peak& peak) {
+  if (budget.source == budget_source::typed)
+    return std::nullopt;
+  auto target = with_margin(peak.bytes);
+  if (target <= budget.bytes)
+    return std::nullopt;
+  auto was = std::string{budget.source == budget_source::estimate ? "an estimate" : "a measured budget"};
+  return run_budget{target, budget.source,
+                    "raised from " + was + " of " + gib_text(budget.bytes) + " to "
+                      + measured_note(peak)};
+}
+
+memory_decision decide(const std::vector<const card_ledger*>& cards, const memory_request& request) {
+  using kind = memory_decision::kind;
+  if (cards.empty())
+    return {kind::refuse, {}, "no card the run may use admits runs by memory"};
+  std::vector<std::string> waiting;  // does not fit now
+  std::vector<std::string> pending;  // not judged yet: no heartbeat gave its memory
+  std::vector<std::string> never;
+  std::vector<std::size_t> fitting;
+  for (std::size_t i = 0; i < cards.size(); ++i) {
+    auto v = cards[i]->judge(request.budget);
+    switch (v.answer) {
+    case card_ledger::fit::fits:
+      if (request.any_of)
+        return {kind::grant, {i}, ""};
+      fitting.push_back(i);
+      break;
+    case card_ledger::fit::waits: waiting.push_back(v.reason); break;
+    case card_ledger::fit::pending: pending.push_back(v.reason); break;
+    case card_ledger::fit::never: never.push_back(v.reason); break;
+    }
+  }
+  if (request.any_of) {
+    if (waiting.empty() && pending.empty())
+      return {kind::refuse, {}, "its budget is larger than every card it may use: " + joined(never)};
+    if (pending.empty() && !request.wait.value_or(true))
+      return {kind::refuse, {}, joined(waiting) + " (target.wait is false, so it does not wait)"};
+    waiting.insert(waiting.end(), pending.begin(), pending.end());
+    return {kind::wait, {}, "waits for memory: " + joined(waiting)};
+  }
+  if (!never.empty())
+    return {kind::refuse, {}, joined(never)};
+  if (!waiting.empty() && !request.wait.value_or(false))
+    return {kind::refuse, {}, joined(waiting)
+                                + " (with target.wait true it would wait in the queue until it fits)"};
+  if (!waiting.empty() || !pending.empty()) {
+    waiting.insert(waiting.end(), pending.begin(), pending.end());
+    return {kind::wait, {}, "waits for memory: " + joined(waiting)};
+  }
+  return {kind::grant, fitting, ""};
+}
+
+} // namespace cdui::policy
