@@ -479,6 +479,26 @@ BOOST_AUTO_TEST_CASE(after_kill_9_of_the_server_a_run_on_a_worker_is_adopted_and
   BOOST_TEST(worker(srv, "w1")["running_runs"].empty());
 }
 
+BOOST_AUTO_TEST_CASE(a_stopped_server_leaves_a_worker_run_running_and_the_next_start_adopts_it) {
+  cdui::test::temp_home home;
+  run_process_guard guard{home};
+  auto agent = start_agent(home, "w1");
+  std::string id;
+  {
+    server_process srv{home, fast_heartbeats};
+    await_worker(srv, "w1", "online");
+    id = srv.submit_ok(several_seconds_on_w1());
+    await_some_events(srv, id);
+    srv.stop();  // SIGTERM, as cdui stop sends it
+  }
+  server_process srv{home, fast_heartbeats};
+  BOOST_TEST(srv.get_json("/api/runs/" + id)["status"] == "running");  // not interrupted: adoptable
+  auto run = srv.wait_final(id);
+  BOOST_TEST(run["status"] == "succeeded", run.dump());
+  BOOST_TEST(run["final_metrics"]["loop"]["total_steps"] == 6000);
+  expect_same_events(srv, home, "w1", id);
+}
+
 json endless_for(const json& target, const std::string& device = "sim") {
   return {{"graph", moons_graph_json(1'000'000, 0, 16, std::nullopt)},
           {"options", {{"device", device}, {"target", target}}}};
