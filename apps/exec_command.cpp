@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "actors/policy/run_options.hpp"
 #include "apps/run_command.hpp"
 #include "devices/host_inventory.hpp"
 #include "messages/clock.hpp"
@@ -109,6 +110,13 @@ int exec_command(const std::filesystem::path& run_dir, bool pipe) {
   ctx.record_outputs = options.value("record_outputs", false);
   if (ctx.record_outputs)
     ctx.stores = runtime::outputs_file(run_dir / "outputs.json");
+  // Its memory budget, as the server wrote it in the options (a run held to it outgrows it alone).
+  run_request budget;
+  if (policy::apply_options(options, budget).empty() && budget.memory_bytes > 0) {
+    ctx.memory_budget = budget.memory_bytes;
+    if (!budget.memory_source.empty())
+      ctx.memory_budget_source = budget.memory_source;
+  }
   ctx.stop = std::shared_ptr<const std::atomic<bool>>(&stop_flag, [](const std::atomic<bool>*) {});
   ctx.interrupt =
     std::shared_ptr<const std::atomic<bool>>(&interrupt_flag, [](const std::atomic<bool>*) {});

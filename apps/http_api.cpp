@@ -97,6 +97,7 @@ json run_json(const run_info& r) {
          {"active", !is_final(r.status)},
          {"queue_key", r.queue_key},
          {"queue_position", r.queue_position},
+         {"waiting_reason", r.waiting_reason.empty() ? json(nullptr) : json(r.waiting_reason)},
          {"error", r.error.empty() ? json(nullptr) : json(r.error)},
          {"created_ms", r.created_ms},
          {"started_ms", r.started_ms ? json(r.started_ms) : json(nullptr)},
@@ -598,6 +599,28 @@ void mount_http_api(httplib::Server& http, cdui::server& runtime, http_api_optio
                 if (!refused_enrollment(res, e))
                   reply(res, 200, {{"worker", e.name}, {"removed", true}});
               });
+  http.Put(R"(/api/devices/([^/]+)/sharing)",
+           [&rt, token](const httplib::Request& req, httplib::Response& res) {
+             if (!authorized(req, res, token))
+               return;
+             auto body = json::parse(req.body, nullptr, false);
+             auto mode = body.is_object() ? body.value("mode", json()) : json();
+             if (mode != "shared" && mode != "exclusive") {
+               refuse(res, 400, "field 'mode': must be \"shared\" (runs declare a memory budget "
+                                "and share the card) or \"exclusive\" (one run at a time by count)");
+               return;
+             }
+             std::string device = req.matches[1];
+             auto why = rt.share_device(device, mode == "shared");
+             if (!why.empty()) {
+               refuse(res, why.rfind("this server has no device", 0) == 0 ? 404 : 409, why);
+               return;
+             }
+             reply(res, 200, {{"device", device}, {"mode", mode}});
+           });
+  http.Get("/api/devices", [&rt](const httplib::Request&, httplib::Response& res) {
+    reply(res, 200, devices_json(rt.queue(), rt.memory()));
+  });
   http.Get("/api/workers", [&rt](const httplib::Request&, httplib::Response& res) {
     reply(res, 200, workers_json(rt.workers(), rt.queue()));
   });

@@ -41,6 +41,10 @@ int main(int argc, char** argv) {
   run->add_option("--devices", run_opts.devices,
                   "a device set, e.g. sim:0,sim:1 (a worker's own names with --target)")
     ->delimiter(',');
+  run->add_option("--memory-gib", run_opts.memory_gib,
+                  "the run's memory budget per card in GiB (target.memory_gib): it runs out of memory "
+                  "alone past it; a card shared by memory admits it by it")
+    ->check(CLI::Range(1e-6, 1024.0 * 1024.0));
   run->add_flag("--deterministic", run_opts.deterministic,
                 "ask libtorch for deterministic algorithms");
   run->add_flag("--record-outputs", run_opts.record_outputs,

@@ -81,6 +81,8 @@ run_request make_request(const run_command_options& options, std::string graph_t
   request.record_outputs = options.record_outputs;
   request.worker = options.target == "local" ? "" : options.target;
   request.devices = options.devices;
+  if (options.memory_gib)
+    request.memory_bytes = static_cast<std::int64_t>(*options.memory_gib * 1024.0 * 1024.0 * 1024.0);
   return request;
 }
 

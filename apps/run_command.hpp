@@ -25,6 +25,9 @@ struct run_command_options {
   std::string target;
   /// A device set: on this server, the run holds a slot on each; on a worker, it sees them all.
   std::vector<std::string> devices;
+  /// The run's memory budget per card, in GiB (options.target.memory_gib): its allocator is capped
+  /// there on sim cards and the CPU, and a card shared by memory admits it by it.
+  std::optional<double> memory_gib;
   /// Submit and exit at once (a running server only); otherwise wait for the run's end.
   bool detach = false;
   /// Stop waiting after this many seconds (the run continues on a server; embedded, it is cancelled).

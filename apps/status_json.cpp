@@ -201,4 +201,32 @@ json workers_json(const workers_status& w, const run_queue_status& queue) {
           {"node_types_digest", w.node_types_digest}};
 }
 
+json card_memory_json(const card_memory_status& c) {
+  json runs = json::array();
+  for (const auto& r : c.runs)
+    runs.push_back({{"run_id", r.id}, {"budget_bytes", r.budget}, {"running", r.running}});
+  return {{"reported", c.reported}, {"total_bytes", c.total}, {"free_bytes", c.free},
+          {"reserved_bytes", c.reserved}, {"running_bytes", c.running},
+          {"may_take_bytes", c.may_take}, {"context_bytes", c.context}, {"runs", runs}};
+}
+
+json devices_json(const run_queue_status& queue, const memory_ledger_status& memory) {
+  std::map<std::string, const card_memory_status*> cards;
+  for (const auto& c : memory.cards)
+    cards[c.key] = &c;
+  json devices = json::array();
+  for (const auto& q : queue.queues) {
+    if (!slot_key::parse(q.device).local())
+      continue;  // a worker's: GET /api/workers
+    json d{{"device", q.device},
+           {"mode", q.by_memory ? "shared" : "exclusive"},
+           {"slots", {{"taken", q.running.size()}, {"limit", q.limit}, {"waiting", q.waiting.size()}}},
+           {"memory", nullptr}};
+    if (auto c = cards.find(q.device); c != cards.end())
+      d["memory"] = card_memory_json(*c->second);
+    devices.push_back(std::move(d));
+  }
+  return {{"devices", devices}};
+}
+
 } // namespace cdui::apps

@@ -7,6 +7,7 @@
 
 #include "actors/server/server.hpp"
 #include "messages/actor_status.hpp"
+#include "messages/memory_ledger.hpp"
 
 namespace cdui::apps {
 
@@ -23,5 +24,9 @@ namespace cdui::apps {
 /// waiting, shared; null for a device the queue has no slot for), the enrolled names and the
 /// refused connections.
 [[nodiscard]] nlohmann::json workers_json(const workers_status& workers, const run_queue_status& queue);
+
+/// GET /api/devices: this server's devices, each with its slots and share mode, and for a card
+/// shared by memory what its ledger holds.
+[[nodiscard]] nlohmann::json devices_json(const run_queue_status& queue, const memory_ledger_status& memory);
 
 } // namespace cdui::apps

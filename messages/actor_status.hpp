@@ -32,7 +32,9 @@ struct slot_status {
   std::vector<std::string> running;
   std::vector<std::string> waiting;
   std::vector<shared_budget_status> shared;
-  CDUI_FIELDS(device, limit, open, running, waiting, shared)
+  /// Shared by memory: the memory ledger admits its runs by budget (the limit is a ceiling only).
+  bool by_memory = false;
+  CDUI_FIELDS(device, limit, open, running, waiting, shared, by_memory)
 };
 
 /// An interactive run and the editor session it belongs to.

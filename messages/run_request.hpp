@@ -32,12 +32,20 @@ struct run_request {
   std::vector<std::string> devices;
   /// The worker that executes the run (options.target.worker); empty or "local": this server.
   std::string worker;
+  /// The run's memory budget per card, in bytes (options.target.memory_gib); 0: none declared.
+  std::int64_t memory_bytes = 0;
+  /// Where the declared budget came from: "" (typed) or "estimate" (options.target.memory_source).
+  std::string memory_source;
+  /// options.target.wait, when has_wait: whether a run that does not fit a shared card now waits.
+  bool has_wait = false;
+  bool wait = false;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, run_request& x) {
   return f(x.graph_json, x.name, x.device, x.has_seed, x.seed, x.deterministic, x.record_outputs,
-           x.weights_persistent, x.lane, x.session, x.devices, x.worker);
+           x.weights_persistent, x.lane, x.session, x.devices, x.worker, x.memory_bytes,
+           x.memory_source, x.has_wait, x.wait);
 }
 
 /// What anyone may ask about a run.
@@ -49,6 +57,8 @@ struct run_info {
   std::string queue_key;
   /// 1-based place in its queue while it waits there, else 0.
   std::uint32_t queue_position = 0;
+  /// Why a queued run waits beyond its place, when the queue knows more (memory on a shared card).
+  std::string waiting_reason;
   std::string error;
   std::int64_t created_ms = 0;
   std::int64_t started_ms = 0;
@@ -61,7 +71,7 @@ struct run_info {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, run_info& x) {
-  return f(x.id, x.name, x.status, x.queue_key, x.queue_position, x.error, x.created_ms,
+  return f(x.id, x.name, x.status, x.queue_key, x.queue_position, x.waiting_reason, x.error, x.created_ms,
            x.started_ms, x.finished_ms, x.final_metrics, x.options);
 }
 

@@ -55,6 +55,12 @@ struct run_context {
   bool weights_persistent = false;
   /// Every node's outputs go to the run output store when the run ends.
   bool record_outputs = false;
+  /// The run's memory budget per card (options.target.memory_gib), in bytes; 0: none. On a sim card
+  /// and the CPU the TrainingLoop's allocator scope is capped at it (and at the card's size), so a
+  /// run that outgrows it runs out of memory alone.
+  std::int64_t memory_budget = 0;
+  /// Where the budget came from, as the out-of-memory text says it: typed, measured or estimate.
+  std::string memory_budget_source = "typed";
   event_sink emit;
 };
 

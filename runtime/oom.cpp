@@ -8,6 +8,15 @@ std::string node_oom_message(const std::string& type, const std::string& id,
                              const oom_figures& f, const std::string& original) {
   using devices::format_bytes;
   std::string text = "Node " + type + " (" + id + ") ran out of memory on " + f.device + ".\n\n";
+  if (f.budget > 0) {
+    auto source = f.budget_source == "measured" ? "the measured default: the peak of the last "
+                                                  "succeeded run of this graph + 20%"
+                  : f.budget_source == "estimate" ? "the static estimate"
+                                                  : "typed: target.memory_gib";
+    text += "The run is held to its memory budget of " + format_bytes(f.budget) + " per card ("
+            + source + "), and it needs more: ask for a larger target.memory_gib (cdui run "
+            "--memory-gib G), or make the run smaller.\n\n";
+  }
   text += "What to try, cheapest first:\n"
           "  - reduce batch_size on the DataLoader node\n"
           "  - set TrainingLoop's precision to bf16 (roughly halves activation memory on Ampere "

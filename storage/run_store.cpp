@@ -59,6 +59,12 @@ CREATE TABLE IF NOT EXISTS workers (
   enrolled_ms INTEGER NOT NULL,
   rekeyed_ms INTEGER NOT NULL
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS shared_cards (
+  offerer TEXT NOT NULL,
+  device TEXT NOT NULL,
+  shared_ms INTEGER NOT NULL,
+  PRIMARY KEY (offerer, device)
+) WITHOUT ROWID;
 )sql";
 
 /// A prepared statement, finalized when it goes out of scope.
@@ -148,6 +154,7 @@ constexpr const char* required_columns[] = {
   "SELECT run_id, node, name, step, value, time_ms FROM metrics LIMIT 0",
   "SELECT run_id, path, bytes FROM artifacts LIMIT 0",
   "SELECT name, credential_hash, enrolled_ms, rekeyed_ms FROM workers LIMIT 0",
+  "SELECT offerer, device, shared_ms FROM shared_cards LIMIT 0",
 };
 
 /// SQLite's codes for a file that is not a database in working order.
@@ -438,6 +445,29 @@ std::vector<enrolled_worker> run_store::enrolled_workers() const {
   std::vector<enrolled_worker> out;
   while (s.step())
     out.push_back({s.text(0), s.text(1), s.integer(2), s.integer(3)});
+  return out;
+}
+
+void run_store::set_shared(const std::string& offerer, const std::string& device, bool shared,
+                           std::int64_t now_ms) {
+  std::lock_guard lock{mutex_};
+  if (shared) {
+    statement s{db_, "INSERT OR REPLACE INTO shared_cards (offerer, device, shared_ms) VALUES (?, ?, ?)"};
+    s.bind(1, offerer).bind(2, device).bind(3, now_ms);
+    s.step();
+  } else {
+    statement s{db_, "DELETE FROM shared_cards WHERE offerer=? AND device=?"};
+    s.bind(1, offerer).bind(2, device);
+    s.step();
+  }
+}
+
+std::vector<shared_card> run_store::shared_cards() const {
+  std::lock_guard lock{mutex_};
+  statement s{db_, "SELECT offerer, device, shared_ms FROM shared_cards ORDER BY offerer, device"};
+  std::vector<shared_card> out;
+  while (s.step())
+    out.push_back({s.text(0), s.text(1), s.integer(2)});
   return out;
 }
 

@@ -40,6 +40,13 @@ struct artifact {
 
 /// A remote worker an operator enrolled: its name and the SHA-256 of its credential (the
 /// credential itself is never stored). `rekeyed_ms` is 0 until it is re-keyed.
+/// A card an operator set Shared by memory (seed 001, "Sharing a card").
+struct shared_card {
+  std::string offerer;  // a worker's name; empty: this server
+  std::string device;
+  std::int64_t shared_ms = 0;
+};
+
 struct enrolled_worker {
   std::string name;
   std::string credential_hash;
@@ -138,6 +145,13 @@ public:
   bool remove_worker(const std::string& name);
   /// Every enrolled worker, by name.
   [[nodiscard]] std::vector<enrolled_worker> enrolled_workers() const;
+
+  /// Sets a card Shared by memory, or back to Exclusive (the default, kept as no row). `offerer`
+  /// is a worker's name, empty for this server's own devices.
+  void set_shared(const std::string& offerer, const std::string& device, bool shared,
+                  std::int64_t now_ms);
+  /// Every card set Shared by memory, by offerer and device.
+  [[nodiscard]] std::vector<shared_card> shared_cards() const;
 
 private:
   sqlite3* db_ = nullptr;

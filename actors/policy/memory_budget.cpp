@@ -36,6 +36,23 @@ std::string_view to_string(budget_source s) {
   return "typed";
 }
 
+std::string sharing_refusal(bool on_this_server, std::string_view device) {
+  auto kind = device.substr(0, device.find(':'));
+  if (on_this_server) {
+    if (kind == "cuda")
+      return "this server's CUDA cards admit runs by count only: its runs share one process, and "
+             "CUDA's allocator cap (set_per_process_memory_fraction) holds a process, not a run, so "
+             "nothing could hold a run to its budget; offer the card through an agent on this machine "
+             "(cdui agent start) and share it there";
+    if (kind == "sim" || kind == "cpu")
+      return "";
+    return "this server has no device '" + std::string{device} + "' that can be shared";
+  }
+  if (kind == "cuda" || kind == "sim" || kind == "mps")
+    return "";
+  return "only a worker's cards (cuda, mps, sim) can be shared by memory, not '" + std::string{device} + "'";
+}
+
 std::variant<run_budget, std::string>
 resolve_budget(std::optional<std::int64_t> declared, budget_source declared_source,
                const std::optional<measured_peak>& peak) {
@@ -67,15 +84,26 @@ std::optional<run_budget> raise_budget(const run_budget& budget, const measured_
 }
 
 memory_decision decide(const std::vector<const card_ledger*>& cards, const memory_request& request) {
+  std::vector<card_ledger::verdict> verdicts;
+  for (const auto* card : cards) {
+    verdicts.push_back(card->judge(request.budget));
+    if (request.any_of && verdicts.back().answer == card_ledger::fit::fits)
+      break;
+  }
+  return decide_verdicts(verdicts, request);
+}
+
+memory_decision decide_verdicts(const std::vector<card_ledger::verdict>& verdicts,
+                                const memory_request& request) {
   using kind = memory_decision::kind;
-  if (cards.empty())
+  if (verdicts.empty())
     return {kind::refuse, {}, "no card the run may use admits runs by memory"};
   std::vector<std::string> waiting;  // does not fit now
   std::vector<std::string> pending;  // not judged yet: no heartbeat gave its memory
   std::vector<std::string> never;
   std::vector<std::size_t> fitting;
-  for (std::size_t i = 0; i < cards.size(); ++i) {
-    auto v = cards[i]->judge(request.budget);
+  for (std::size_t i = 0; i < verdicts.size(); ++i) {
+    const auto& v = verdicts[i];
     switch (v.answer) {
     case card_ledger::fit::fits:
       if (request.any_of)

@@ -49,6 +49,14 @@ resolve_budget(std::optional<std::int64_t> declared, budget_source declared_sour
 /// a typed one never changes. nullopt: unchanged.
 [[nodiscard]] std::optional<run_budget> raise_budget(const run_budget& budget, const measured_peak& peak);
 
+/// Why `device` may not be set Shared by memory, empty when it may: a worker's CUDA, MPS and sim
+/// cards (seed 001), and beyond the seed this server's sim cards and CPU, whose runs' allocator
+/// scopes are capped in-process; not this server's CUDA cards, nor a worker's CPU.
+[[nodiscard]] std::string sharing_refusal(bool on_this_server, std::string_view device);
+
+/// A card shared by memory admits by budget; this many runs by count at most.
+inline constexpr int shared_slot_limit = 64;
+
 /// How a run with a budget is judged on the cards it may use.
 struct memory_request {
   std::int64_t budget = 0;
@@ -73,6 +81,10 @@ struct memory_decision {
 /// once unless target.wait is true; a run placed later takes the first card that fits, is refused
 /// when its budget is larger than every candidate card or target.wait is false, and else waits.
 [[nodiscard]] memory_decision decide(const std::vector<const card_ledger*>& cards,
+                                     const memory_request& request);
+/// The same from each card's verdict, in the candidates' order; for a run placed later the
+/// verdicts may stop at the first that fits.
+[[nodiscard]] memory_decision decide_verdicts(const std::vector<card_ledger::verdict>& verdicts,
                                      const memory_request& request);
 
 } // namespace cdui::policy

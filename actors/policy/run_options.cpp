@@ -61,10 +61,30 @@ std::string read_target(const nlohmann::json& target, run_request& request) {
           return err;
         request.devices.push_back(value[i].get<std::string>());
       }
+    } else if (key == "memory_gib") {
+      // At most 1 PiB: a figure past any card, still exact in bytes.
+      if (!value.is_number() || !(value.get<double>() > 0) || value.get<double>() > 1024.0 * 1024.0)
+        return "option 'target.memory_gib': must be a number of GiB above 0 (per card of the run's "
+               "devices), not " + json_text(value);
+      request.memory_bytes = static_cast<std::int64_t>(value.get<double>() * 1024.0 * 1024.0 * 1024.0);
+    } else if (key == "memory_source") {
+      if (value != "estimate" && value != "typed")
+        return "option 'target.memory_source': must be \"estimate\" (a budget taken from the static "
+               "estimate) or \"typed\", not " + json_text(value);
+      request.memory_source = value == "estimate" ? "estimate" : "";
+    } else if (key == "wait") {
+      if (!value.is_boolean())
+        return "option 'target.wait': must be true or false, not " + json_text(value);
+      request.has_wait = true;
+      request.wait = value.get<bool>();
     } else {
-      return "option 'target': unknown key '" + key + "' (known: worker, pool, devices)";
+      return "option 'target': unknown key '" + key
+             + "' (known: worker, pool, devices, memory_gib, memory_source, wait)";
     }
   }
+  if (!request.memory_source.empty() && request.memory_bytes == 0)
+    return "option 'target.memory_source': gives where target.memory_gib came from; give "
+           "target.memory_gib too";
   return "";
 }
 
@@ -191,6 +211,12 @@ nlohmann::json options_json(const run_request& r) {
     o["target"]["pool"] = "one-shot";
   else if (!r.worker.empty())
     o["target"]["worker"] = r.worker;
+  if (r.memory_bytes > 0)
+    o["target"]["memory_gib"] = static_cast<double>(r.memory_bytes) / (1024.0 * 1024.0 * 1024.0);
+  if (!r.memory_source.empty())
+    o["target"]["memory_source"] = r.memory_source;
+  if (r.has_wait)
+    o["target"]["wait"] = r.wait;
   return o;
 }
 

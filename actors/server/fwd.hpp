@@ -15,6 +15,7 @@
 #include "actors/server/stored_item.hpp"
 #include "messages/actor_status.hpp"
 #include "messages/atoms.hpp"
+#include "messages/memory_ledger.hpp"
 #include "messages/run_event.hpp"
 #include "messages/run_outcome.hpp"
 #include "messages/run_request.hpp"
@@ -43,9 +44,34 @@ using run_queue_actor = caf::typed_actor<
   caf::reacts_to<atoms::ended, std::string>,
   caf::reacts_to<atoms::worker_update, std::string, std::vector<device_offer>, bool, bool>,
   caf::reacts_to<atoms::worker_gone, std::string, std::string>,
+  caf::replies_to<atoms::share, std::string, std::string, bool>::with<std::string>,
+  caf::reacts_to<atoms::memory_freed, std::string>,
+  caf::replies_to<atoms::report>::with<memory_ledger_status>,
   caf::replies_to<atoms::drop, std::string>::with<bool>,
   caf::replies_to<atoms::shutdown>::with<bool>,
   caf::replies_to<atoms::status>::with<run_queue_status>>;
+
+/// One card shared by memory (device_slot.hpp): a thin shell over policy::card_ledger.
+using device_slot_actor = caf::typed_actor<
+  caf::reacts_to<atoms::report, std::int64_t, std::int64_t>,
+  caf::replies_to<atoms::ask, std::int64_t>::with<memory_verdict>,
+  caf::replies_to<atoms::reserve, std::string, std::int64_t>::with<memory_verdict>,
+  caf::reacts_to<atoms::hold, std::string>,
+  caf::reacts_to<atoms::started, std::string>,
+  caf::reacts_to<atoms::released, std::string>,
+  caf::replies_to<atoms::status>::with<card_memory_status>>;
+
+/// The memory ledger (memory_ledger.hpp): the supervisor of the cards shared by memory.
+using memory_ledger_actor = caf::typed_actor<
+  caf::reacts_to<atoms::attach, run_queue_actor>,
+  caf::replies_to<atoms::share, std::string, std::string, std::int64_t, std::vector<std::string>, bool>::with<bool>,
+  caf::replies_to<atoms::ask, std::string, std::int64_t, std::vector<std::string>, bool, bool, bool>::with<memory_answer>,
+  caf::reacts_to<atoms::started, std::string>,
+  caf::reacts_to<atoms::released, std::string>,
+  caf::reacts_to<atoms::report, std::string, std::int64_t, std::int64_t>,
+  caf::reacts_to<atoms::memory_freed, std::string>,
+  caf::reacts_to<atoms::tick>,
+  caf::replies_to<atoms::status>::with<memory_ledger_status>>;
 
 /// What a worker's actor tells its supervisor, the registry: a run it let go of, whether the
 /// worker's slots admit runs (passed on to the run queue), a connection it gave up.

@@ -94,6 +94,9 @@ std::variant<prepared_run, submit_result> prepare_run(run_queue_state& st, const
   ctx.execution_cache = req.lane == "interactive" && !req.session.empty();
   ctx.weights_persistent = req.weights_persistent;
   ctx.record_outputs = req.record_outputs;
+  ctx.memory_budget = req.memory_bytes;
+  if (!req.memory_source.empty())
+    ctx.memory_budget_source = req.memory_source;
   p.setup.store = st.cfg.store;
   p.setup.stop_deadline_ms = st.cfg.stop_deadline_ms;
   if (!st.cfg.exec_binary.empty() && req.lane != "interactive") {

@@ -62,6 +62,13 @@ std::uint32_t position_of(const run_queue_state& st, const std::string& id) {
   return i == st.floating.end() ? 0 : static_cast<std::uint32_t>(i - st.floating.begin() + 1);
 }
 
+/// A queued run's place, and why it waits when the memory ledger said.
+void note_wait(const run_queue_state& st, run_info& info) {
+  info.queue_position = position_of(st, info.id);
+  if (auto i = st.waiting_reasons.find(info.id); i != st.waiting_reasons.end())
+    info.waiting_reason = i->second;
+}
+
 /// Asks a run's actor for the caller, within `timeout`, and hands its answer on. An actor that has
 /// died meanwhile, or did not answer in time, answers with an error instead; then
 /// `otherwise(promise)` answers (a dead actor's run is the queue's to end, from its down message).
@@ -91,6 +98,8 @@ submit_result submit(self_ptr self, run_request& req) {
   if (auto* refusal = std::get_if<submit_result>(&prepared))
     return *refusal;
   auto& p = std::get<prepared_run>(prepared);
+  if (auto why = budget_refusal(st, p.keys, req); !why.empty())
+    return {"", why};
   auto& info = p.setup.info;
   info.id = new_run_id(st);
   info.name = req.name;
@@ -164,6 +173,7 @@ void queue_parts::launch(self_ptr self, prepared_run p, const run_request& req) 
   }
   if (!slot_key::parse(p.keys.front()).local())
     st.remote.insert(id);
+  note_budget(st, id, p.keys, req);
   st.slots.enqueue(id, p.keys);
 }
 
@@ -182,9 +192,12 @@ void queue_parts::pump(self_ptr self) {
   place_floating(self);
   for (const auto& id : st.slots.admit()) {
     st.started.insert(id);
+    memory_started(self, id);
     if (auto i = st.runs.find(id); i != st.runs.end())
       caf::anon_send(i->second, atoms::grant::value, id);
   }
+  for (const auto& id : st.slots.take_asks())
+    ask_memory(self, id);  // at the front of a card shared by memory: the ledger decides
 }
 
 /// A run has ended, or its actor has: its slots are free, it leaves the lane, and what can start
@@ -196,6 +209,7 @@ void queue_parts::forget(self_ptr self, const std::string& id) {
   st.started.erase(id);
   st.remote.erase(id);
   st.runs.erase(id);
+  memory_forget(self, id);
   if (!st.shutting_down)
     pump(self);
   maybe_drained(self);
@@ -210,6 +224,7 @@ run_queue_actor::behavior_type run_queue(self_ptr self, run_queue_config cfg) {
     st.slots.set_limit(d.name, d.slot_limit);
   for (const auto& [key, limit] : st.cfg.limits)
     st.slots.set_limit(key, limit);
+  start_ledger(self);
   self->set_down_handler([=](caf::down_msg& down) { run_actor_down(self, down); });
   if (st.cfg.resume)
     resume(self);
@@ -228,7 +243,7 @@ run_queue_actor::behavior_type run_queue(self_ptr self, run_queue_config cfg) {
           .then(
             [=](run_info& info) mutable {
               if (info.status == run_status::queued)
-                info.queue_position = position_of(self->state, id);
+                note_wait(self->state, info);
               rp.deliver(std::move(info));
             },
             [=](caf::error& e) mutable {
@@ -257,7 +272,7 @@ run_queue_actor::behavior_type run_queue(self_ptr self, run_queue_config cfg) {
       auto page = self->state.cfg.store->list(filter, limit, offset);
       for (auto& info : page.runs)
         if (info.status == run_status::queued)
-          info.queue_position = position_of(self->state, info.id);
+          note_wait(self->state, info);
       return page;
     },
     [=](atoms::cancel, const std::string& id) -> caf::result<bool> {
@@ -322,6 +337,17 @@ run_queue_actor::behavior_type run_queue(self_ptr self, run_queue_config cfg) {
         bool open, bool one_shot) { worker_update(self, name, offers, open, one_shot); },
     [=](atoms::worker_gone, const std::string& name, const std::string& reason) {
       worker_gone(self, name, reason);
+    },
+    [=](atoms::share, const std::string& offerer, const std::string& device, bool shared) {
+      return share_card(self, offerer, device, shared);
+    },
+    [=](atoms::memory_freed, const std::string& key) { memory_freed(self, key); },
+    [=](atoms::report) -> caf::result<memory_ledger_status> {
+      auto rp = self->make_response_promise<memory_ledger_status>();
+      self->request(self->state.ledger, request_deadline, atoms::status::value)
+        .then([=](memory_ledger_status& s) mutable { rp.deliver(std::move(s)); },
+              [=](caf::error& e) mutable { rp.deliver(std::move(e)); });
+      return rp;
     },
     [=](atoms::drop, const std::string& session) {
       // The editor session ended: its next run, if it comes back, draws a new seed.

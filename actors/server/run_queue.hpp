@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -19,6 +20,7 @@
 #include "actors/policy/placement.hpp"
 #include "actors/common/deadlines.hpp"
 #include "actors/server/fwd.hpp"
+#include "actors/server/memory_ledger.hpp"
 #include "actors/server/store_client.hpp"
 #include "devices/host_inventory.hpp"
 #include "storage/run_store.hpp"
@@ -55,6 +57,18 @@ struct run_queue_config {
   /// Told of each run actor the queue spawns, with its run id (none by default): for an embedder
   /// or a test that watches the actors themselves.
   std::function<void(const std::string& run_id, const caf::actor& run)> on_run_spawned;
+  /// Measures this server's own cards shared by memory (total, free), for the memory ledger; none:
+  /// their figures stay unreported and runs there wait.
+  card_probe probe;
+  std::chrono::milliseconds probe_interval{500};
+};
+
+/// A queued run's memory budget, for a card shared by memory.
+struct queued_budget {
+  std::int64_t bytes = 0;
+  bool has_wait = false;
+  bool wait = false;
+  std::vector<std::string> keys;
 };
 
 struct run_queue_state {
@@ -75,6 +89,14 @@ struct run_queue_state {
   std::deque<std::string> floating;               // runs for any worker, in submit order
   std::map<std::string, policy::floating_run> floats;  // and what each needs
   worker_registry_actor registry;                 // the worker registry, when the server has one
+  /// The memory ledger (its child, linked), and what the queue keeps for it: each budgeted run's
+  /// budget, why a run waits for memory, the shared card it waits for, and the limit by count each
+  /// shared key had before it turned shared.
+  memory_ledger_actor ledger;
+  std::map<std::string, queued_budget> budgets;
+  std::map<std::string, std::string> waiting_reasons;
+  std::map<std::string, std::string> memory_keys;
+  std::map<std::string, int> exclusive_limits;
   bool shutting_down = false;
   std::vector<caf::response_promise> drained;     // shutdown callers, answered when none runs
   static inline const char* name = "run_queue";

@@ -3,7 +3,8 @@
 // The run queue's parts, one job per file, internal to the run queue:
 // run_queue.cpp (messages, and each run's way through the queue), run_queue_recovery.cpp (a
 // restart's unfinished runs, and run actors that die), run_queue_workers.cpp (workers' slots and
-// the shared budgets) and run_queue_status.cpp (its part of /api/status).
+// the shared budgets), run_queue_memory.cpp (cards shared by memory and the ledger) and
+// run_queue_status.cpp (its part of /api/status).
 
 #include <string>
 #include <vector>
@@ -43,6 +44,25 @@ void worker_update(self_ptr self, const std::string& name, const std::vector<dev
                    bool open, bool one_shot);
 /// An operator removed the worker: its slots close for good and the runs waiting for it fail.
 void worker_gone(self_ptr self, const std::string& name, const std::string& reason);
+
+/// Sharing cards by memory (run_queue_memory.cpp): spawns the memory ledger (linked) and shares
+/// again the cards the store says are shared.
+void start_ledger(self_ptr self);
+/// An operator set a card Shared by memory or back to Exclusive; the refusal, empty when done.
+std::string share_card(self_ptr self, const std::string& offerer, const std::string& device, bool shared);
+/// Why a run may not be queued on its keys: a shared card and no budget. Empty: it may.
+std::string budget_refusal(const run_queue_state& st, const std::vector<std::string>& keys,
+                           const run_request& req);
+/// Remembers a queued run's budget for the ledger.
+void note_budget(run_queue_state& st, const std::string& id, const std::vector<std::string>& keys,
+                 const run_request& req);
+/// A run handed out by admission at a shared card: the ledger judges it (grant, wait, refuse).
+void ask_memory(self_ptr self, const std::string& id);
+/// Room on a card: the runs told to wait there are asked again.
+void memory_freed(self_ptr self, const std::string& key);
+/// A run admitted by its budget started / ended: the ledger counts it as running / frees it.
+void memory_started(self_ptr self, const std::string& id);
+void memory_forget(self_ptr self, const std::string& id);
 
 /// The queue's status with each run actor's as its children.
 caf::result<run_queue_status> status_tree(self_ptr self);

@@ -24,7 +24,7 @@ run_queue_status queue_status(self_ptr self) {
   run_queue_status out;
   out.mailbox = self->mailbox().size();
   for (const auto& slot : st.slots.slots()) {
-    slot_status s{slot.key, slot.limit, slot.open, slot.running, slot.waiting, {}};
+    slot_status s{slot.key, slot.limit, slot.open, slot.running, slot.waiting, {}, slot.gated};
     // Its shared budgets: the card it shares with other offerers, a one-shot worker's single run.
     for (const auto& g : slot.groups) {
       auto with = st.slots.group_keys(g);

@@ -1,5 +1,7 @@
 #include "actors/server/server.hpp"
 
+#include <sys/sysinfo.h>
+
 #include <cstdlib>
 #include <stdexcept>
 #include <mutex>
@@ -78,6 +80,24 @@ storage::store_budget budget_from_env(const storage::store_budget& defaults) {
   return reading.budget;
 }
 
+/// One of this server's cards shared by memory, as the memory ledger counts it: the CPU's RAM and
+/// what is available of it; a sim card's size, all free (its runs are held to their budgets here).
+std::optional<std::pair<std::int64_t, std::int64_t>>
+measure_local_card(const std::vector<devices::offered_device>& offers, const std::string& key) {
+  if (key == "cpu") {
+    struct sysinfo info {};
+    if (::sysinfo(&info) != 0)
+      return std::nullopt;
+    auto unit = static_cast<std::int64_t>(info.mem_unit);
+    return std::pair{static_cast<std::int64_t>(info.totalram) * unit,
+                     static_cast<std::int64_t>(info.freeram + info.bufferram) * unit};
+  }
+  for (const auto& d : offers)
+    if (d.name == key && d.total_bytes > 0)
+      return std::pair{d.total_bytes, d.total_bytes};
+  return std::nullopt;
+}
+
 actors::run_queue_config make_queue_config(const server::config& c,
                                            const std::filesystem::path& home,
                                            std::shared_ptr<storage::run_store> store) {
@@ -97,6 +117,10 @@ actors::run_queue_config make_queue_config(const server::config& c,
   q.exec_binary = c.run_process_binary;
   q.stop_deadline_ms = seconds_setting("CODEFYUI_STOP_DEADLINE_S",
                                        actors::default_stop_deadline_ms / 1000.0, 0.05, 3600);
+  q.probe = [offers = q.host.devices()](const std::string& key)
+    -> std::optional<std::pair<std::int64_t, std::int64_t>> {
+    return measure_local_card(offers, key);
+  };
   return q;
 }
 
@@ -321,6 +345,15 @@ bool server::drain_worker(const std::string& name, bool draining) {
   return impl_->registry
          && impl_->ask_registry<bool>(false, atoms::drain::value, name, draining)
               .value_or(false);
+}
+
+std::string server::share_device(const std::string& device, bool shared) {
+  return impl_->ask<std::string>(false, atoms::share::value, std::string{}, device, shared)
+    .value_or("the run queue did not answer; try again");
+}
+
+memory_ledger_status server::memory() {
+  return impl_->ask<memory_ledger_status>(false, atoms::report::value).value_or(memory_ledger_status{});
 }
 
 workers_status server::workers() {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "messages/actor_status.hpp"
+#include "messages/memory_ledger.hpp"
 #include "messages/run_event.hpp"
 #include "messages/run_outcome.hpp"
 #include "messages/run_request.hpp"
@@ -118,6 +119,14 @@ public:
   /// Drains a worker (no new runs; its running runs finish) or undrains it. False when no worker
   /// of that name has connected since the server started.
   bool drain_worker(const std::string& name, bool draining);
+
+  /// Sets one of this server's devices Shared by memory (runs there declare a budget and the
+  /// memory ledger admits them by it) or back to Exclusive; cdui.db keeps it. The refusal, empty
+  /// when done.
+  [[nodiscard]] std::string share_device(const std::string& device, bool shared);
+
+  /// The memory ledger: every card shared by memory with its budgets (GET /api/devices).
+  [[nodiscard]] memory_ledger_status memory();
 
   /// The server's CURVE public key (Z85) that agents need; empty when the wire is not encrypted.
   [[nodiscard]] std::string zmq_public_key() const;

@@ -349,7 +349,11 @@ port_values run_training_loop(node_call& call) {
                                             original.substr(0, original.find('\n'))));
     }
   }
-  auto cap = sim_card_bytes(device_name, call.run().host);
+  auto card = sim_card_bytes(device_name, call.run().host);
+  // A run held to a memory budget outgrows it alone: its scope stops there (seed 001).
+  auto budget = call.run().memory_budget;
+  bool held_to_budget = budget > 0 && (card == 0 || budget < card);
+  auto cap = held_to_budget ? budget : card;
   auto scope = std::make_shared<devices::memory_scope>(device_name, cap);
   try {
     devices::memory_scope_guard guard{scope};
@@ -358,7 +362,8 @@ port_values run_training_loop(node_call& call) {
     // The figures of the moment the allocation failed; by now the loop's tensors are freed.
     auto s = scope->stats();
     auto held = scope->live_at_failure();
-    oom_figures figures{device_name, cap > 0, held, held, s.peak, cap};
+    oom_figures figures{device_name, card > 0, held, held, s.peak, card,
+                        held_to_budget ? budget : 0, call.run().memory_budget_source};
     std::string original = e.what_without_backtrace();
     throw node_oom_error(node_oom_message("TrainingLoop", call.node().id, figures,
                                           original.substr(0, original.find('\n'))));

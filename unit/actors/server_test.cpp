@@ -21,18 +21,7 @@ using cdui::test::server_config;
 
 using cdui::test::moons_graph_json;
 
-cdui::run_request request(std::string graph, std::string name = "") {
-  cdui::run_request r;
-  r.graph_json = std::move(graph);
-  r.name = std::move(name);
-  r.has_seed = true;
-  r.seed = 7;
-  return r;
-}
-
-cdui::run_request request(const nlohmann::json& graph, std::string name = "") {
-  return request(graph.dump(), std::move(name));
-}
+using cdui::test::request;
 
 cdui::run_status status_of(cdui::server& srv, const std::string& id) {
   auto info = srv.info(id);
@@ -40,14 +29,9 @@ cdui::run_status status_of(cdui::server& srv, const std::string& id) {
   return info->status;
 }
 
-/// Polls until the run has the status, or fails the test after 30 s.
+/// Waits until the run has the status, or fails the test after 30 s.
 void await_status(cdui::server& srv, const std::string& id, cdui::run_status want) {
-  auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (status_of(srv, id) != want) {
-    BOOST_REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline,
-                          "run " << id << " never reached " << to_string(want));
-    std::this_thread::sleep_for(20ms);
-  }
+  BOOST_REQUIRE_MESSAGE(cdui::test::reaches(srv, id, want), "run " << id << " never reached " << to_string(want));
 }
 
 std::vector<std::string> event_types(cdui::server& srv, const std::string& id) {
@@ -251,6 +235,36 @@ BOOST_AUTO_TEST_CASE(a_run_over_a_sim_cards_memory_fails_with_the_oom_text_and_t
   BOOST_TEST(to_string(fitted.status) == "succeeded", fitted.error);
   auto peak = nlohmann::json::parse(fitted.final_metrics)["loop"]["peak_memory_bytes"]["sim:0"];
   BOOST_TEST(peak.get<std::int64_t>() > 0);
+  BOOST_TEST(peak.get<std::int64_t>() <= 256 * 1024);
+}
+
+BOOST_AUTO_TEST_CASE(a_run_held_to_its_memory_budget_outgrows_it_alone_and_the_text_says_where_it_came_from) {
+  cdui::test::temp_home home;
+  cdui::server srv{server_config(home.path(), "1x1GiB")};
+  auto held = [](const nlohmann::json& graph, std::int64_t budget, const std::string& source) {
+    auto r = request(graph);
+    r.memory_bytes = budget;
+    r.memory_source = source;
+    return r;
+  };
+  // The card has room; the budget does not (see the test above for the model's sizes).
+  auto big = srv.submit(held(moons_graph_json(1, 4, 8192, "sim:0"), 256 * 1024, ""));
+  auto estimated = srv.submit(held(moons_graph_json(1, 4, 8192, "sim:0"), 256 * 1024, "estimate"));
+  auto small = srv.submit(held(moons_graph_json(1, 4, 16, "sim:0"), 256 * 1024, ""));
+  BOOST_REQUIRE(big.ok() && estimated.ok() && small.ok());
+  auto failed = srv.wait(big.run_id);
+  BOOST_TEST(to_string(failed.status) == "failed");
+  BOOST_TEST(failed.error.find("Node TrainingLoop (loop) ran out of memory on sim:0.\n\nThe run is held to "
+                               "its memory budget of 256.0 KiB per card (typed: target.memory_gib), "
+                               "and it needs more: ask for a larger target.memory_gib") == 0u,
+             failed.error);
+  BOOST_TEST(failed.error.find("1.00 GiB on the card") != std::string::npos, failed.error);
+  auto from_estimate = srv.wait(estimated.run_id);
+  BOOST_TEST(from_estimate.error.find("256.0 KiB per card (the static estimate)") != std::string::npos,
+             from_estimate.error);
+  auto fitted = srv.wait(small.run_id);
+  BOOST_TEST(to_string(fitted.status) == "succeeded", fitted.error);
+  auto peak = nlohmann::json::parse(fitted.final_metrics)["loop"]["peak_memory_bytes"]["sim:0"];
   BOOST_TEST(peak.get<std::int64_t>() <= 256 * 1024);
 }
 

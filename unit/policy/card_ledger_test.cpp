@@ -197,4 +197,15 @@ BOOST_AUTO_TEST_CASE(an_estimate_below_a_measured_peak_gets_the_peak_and_waiting
   BOOST_TEST(!raise_budget({gib, budget_source::typed, ""}, {3 * gib, "0000beef"}).has_value());
 }
 
+BOOST_AUTO_TEST_CASE(which_cards_may_be_shared_by_memory) {
+  BOOST_TEST(sharing_refusal(true, "sim:0").empty());
+  BOOST_TEST(sharing_refusal(true, "cpu").empty());
+  BOOST_TEST(sharing_refusal(true, "cuda:0").rfind("this server's CUDA cards admit runs by count only", 0) == 0u);
+  BOOST_TEST(sharing_refusal(true, "tpu:0") == "this server has no device 'tpu:0' that can be shared");
+  for (const auto* card : {"cuda:1", "sim:0", "mps:0"})
+    BOOST_TEST(sharing_refusal(false, card).empty(), card);
+  BOOST_TEST(sharing_refusal(false, "cpu") == "only a worker's cards (cuda, mps, sim) can be shared by "
+                                              "memory, not 'cpu'");
+}
+
 BOOST_AUTO_TEST_SUITE_END()

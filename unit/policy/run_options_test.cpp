@@ -47,4 +47,32 @@ BOOST_AUTO_TEST_CASE(a_run_name_is_measured_in_characters_not_bytes) {
   BOOST_TEST(refusal(body) == "field 'name' is 65 characters long; the most is 64");
 }
 
+BOOST_AUTO_TEST_CASE(a_memory_budget_is_read_checked_and_written_back_the_same) {
+  run_request r;
+  auto err = policy::apply_options(
+    {{"device", "sim:0"}, {"target", {{"memory_gib", 0.75}, {"memory_source", "estimate"}, {"wait", true}}}}, r);
+  BOOST_TEST(err.empty(), err);
+  BOOST_TEST(r.memory_bytes == 768LL * 1024 * 1024);
+  BOOST_TEST(r.memory_source == "estimate");
+  BOOST_TEST(r.has_wait);
+  BOOST_TEST(r.wait);
+  run_request again;
+  BOOST_TEST(policy::apply_options(policy::options_json(r), again).empty());
+  BOOST_TEST(again.memory_bytes == r.memory_bytes);
+  BOOST_TEST(again.memory_source == "estimate");
+  BOOST_TEST((again.has_wait && again.wait));
+
+  auto why = [](const json& target) {
+    run_request x;
+    return policy::apply_options({{"target", target}}, x);
+  };
+  BOOST_TEST(why({{"memory_gib", 0}}).rfind("option 'target.memory_gib': must be a number of GiB above 0", 0) == 0u);
+  BOOST_TEST(why({{"memory_gib", "6"}}).rfind("option 'target.memory_gib'", 0) == 0u);
+  BOOST_TEST(why({{"memory_gib", 1e9}}).rfind("option 'target.memory_gib'", 0) == 0u);
+  BOOST_TEST(why({{"memory_source", "guess"}, {"memory_gib", 1}}).rfind("option 'target.memory_source'", 0) == 0u);
+  BOOST_TEST(why({{"memory_source", "estimate"}}) == "option 'target.memory_source': gives where "
+             "target.memory_gib came from; give target.memory_gib too");
+  BOOST_TEST(why({{"wait", "yes"}}) == "option 'target.wait': must be true or false, not \"yes\"");
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -259,4 +259,24 @@ BOOST_AUTO_TEST_CASE(a_store_that_cannot_be_opened_is_not_called_damaged) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(a_cards_share_mode_survives_the_store_and_exclusive_is_the_default) {
+  cdui::test::temp_home home;
+  {
+    cdui::storage::run_store store{home.path() / "cdui.db"};
+    BOOST_TEST(store.shared_cards().empty());
+    store.set_shared("", "sim:0", true, 100);
+    store.set_shared("gpu-box", "cuda:1", true, 200);
+    store.set_shared("gpu-box", "cuda:1", true, 300);  // again: one row, the latest time
+    store.set_shared("", "cpu", true, 400);
+    store.set_shared("", "cpu", false, 500);
+  }
+  cdui::storage::run_store store{home.path() / "cdui.db"};
+  auto cards = store.shared_cards();
+  BOOST_REQUIRE(cards.size() == 2u);
+  BOOST_TEST(cards[0].offerer.empty());
+  BOOST_TEST(cards[0].device == "sim:0");
+  BOOST_TEST(cards[1].offerer == "gpu-box");
+  BOOST_TEST(cards[1].shared_ms == 300);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,65 @@
+#include "actors/server/device_slot.hpp"
+
+#include <caf/all.hpp>
+
+#include "actors/common/guarded.hpp"
+
+namespace cdui::actors {
+
+namespace {
+
+using self_ptr = device_slot_actor::stateful_pointer<device_slot_state>;
+
+/// New figures for the card; the supervisor hears when they leave more room than before.
+void report(self_ptr self, std::int64_t total, std::int64_t free) {
+  auto& st = self->state;
+  auto before = st.ledger->reported() ? st.ledger->available() : -1;
+  st.ledger->report(total, free);
+  if (st.ledger->available() > before)
+    self->send(st.supervisor, atoms::memory_freed::value, st.key);
+}
+
+card_memory_status status_of(const device_slot_state& st) {
+  const auto& l = *st.ledger;
+  card_memory_status out{st.key, l.settings().name, l.reported(), l.total(), l.free(), l.reserved(),
+                         l.running(), l.may_take(), l.settings().context_bytes, {}};
+  for (const auto& run : l.runs())
+    out.runs.push_back({run.run_id, run.budget, run.running});
+  return out;
+}
+
+} // namespace
+
+device_slot_actor::behavior_type device_slot(self_ptr self, std::string key,
+                                             policy::card_ledger::config cfg,
+                                             memory_ledger_actor supervisor) {
+  self->state.key = std::move(key);
+  self->state.ledger.emplace(std::move(cfg));
+  self->state.supervisor = supervisor;
+  self->monitor(supervisor);
+  self->set_down_handler([=](const caf::down_msg& down) { self->quit(down.reason); });
+  return guarded_typed_behavior<device_slot_actor>(
+    "device slot",
+    [=](atoms::report, std::int64_t total, std::int64_t free) { report(self, total, free); },
+    [=](atoms::ask, std::int64_t budget) {
+      auto v = self->state.ledger->judge(budget);
+      return memory_verdict{static_cast<int>(v.answer), v.reason};
+    },
+    [=](atoms::reserve, const std::string& run, std::int64_t budget) {
+      auto& l = *self->state.ledger;
+      auto v = l.judge(budget);
+      if (v.answer == policy::card_ledger::fit::fits)
+        l.reserve(run, budget);
+      return memory_verdict{static_cast<int>(v.answer), v.reason};
+    },
+    [=](atoms::hold, const std::string& run) { self->state.ledger->hold(run); },
+    [=](atoms::started, const std::string& run) { self->state.ledger->start(run); },
+    [=](atoms::released, const std::string& run) {
+      // Any run that leaves may make room: a budget freed, or a run without one that held the card.
+      if (self->state.ledger->release(run))
+        self->send(self->state.supervisor, atoms::memory_freed::value, self->state.key);
+    },
+    [=](atoms::status) { return status_of(self->state); });
+}
+
+} // namespace cdui::actors

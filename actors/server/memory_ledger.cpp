@@ -1,0 +1,220 @@
+#include "actors/server/memory_ledger.hpp"
+
+#include <memory>
+
+#include <caf/all.hpp>
+
+#include "actors/common/deadlines.hpp"
+#include "actors/common/gather.hpp"
+#include "actors/common/guarded.hpp"
+#include "actors/policy/memory_budget.hpp"
+#include "actors/server/device_slot.hpp"
+
+namespace cdui::actors {
+
+namespace {
+
+using self_ptr = memory_ledger_actor::stateful_pointer<memory_ledger_state>;
+using policy::card_ledger;
+
+/// One run's budget being judged, card after card.
+struct ask_job {
+  std::string run;
+  policy::memory_request request;
+  std::vector<std::string> keys;
+  std::vector<card_ledger::verdict> verdicts;
+  /// The cards that reserved the budget so far.
+  std::vector<std::string> reserved;
+  caf::typed_response_promise<memory_answer> promise;
+};
+
+card_ledger::verdict verdict_of(const memory_verdict& v) {
+  return {static_cast<card_ledger::fit>(v.fit), v.reason};
+}
+
+card_ledger::verdict no_answer(const std::string& key, const caf::error& e) {
+  return {card_ledger::fit::pending, "the actor of card " + key + " did not answer (" + caf::to_string(e) + ")"};
+}
+
+void release_on(self_ptr self, const std::string& run, const std::vector<std::string>& keys) {
+  for (const auto& key : keys)
+    if (auto i = self->state.slots.find(key); i != self->state.slots.end())
+      self->send(i->second, atoms::released::value, run);
+}
+
+void finish(self_ptr self, const std::shared_ptr<ask_job>& job) {
+  auto decision = policy::decide_verdicts(job->verdicts, job->request);
+  memory_answer answer{static_cast<int>(decision.answer), {}, decision.reason};
+  if (decision.answer == policy::memory_decision::kind::grant) {
+    answer.cards = job->reserved;
+    self->state.runs[job->run] = job->reserved;
+  } else {
+    release_on(self, job->run, job->reserved);  // a device set that did not get every card
+  }
+  job->promise.deliver(std::move(answer));
+}
+
+/// Reserves the budget on card `i` and the ones after it (all of them; or, placed later, the
+/// first that has room). Awaited: no other ask is judged meanwhile.
+void reserve_from(self_ptr self, std::shared_ptr<ask_job> job, std::size_t i) {
+  if (i == job->keys.size()) {
+    finish(self, job);
+    return;
+  }
+  const auto& key = job->keys[i];
+  auto slot = self->state.slots.find(key);
+  if (slot == self->state.slots.end()) {
+    job->verdicts.push_back({card_ledger::fit::never, key + " is not shared by memory"});
+    reserve_from(self, job, i + 1);
+    return;
+  }
+  self->request(slot->second, request_deadline, atoms::reserve::value, job->run, job->request.budget)
+    .await(
+      [=](memory_verdict& v) {
+        job->verdicts.push_back(verdict_of(v));
+        if (job->verdicts.back().answer == card_ledger::fit::fits) {
+          job->reserved.push_back(key);
+          if (job->request.any_of) {
+            finish(self, job);
+            return;
+          }
+        }
+        reserve_from(self, job, i + 1);
+      },
+      [=](caf::error& e) {
+        job->verdicts.push_back(no_answer(key, e));
+        reserve_from(self, job, i + 1);
+      });
+}
+
+/// A device set: every card is judged before any reserves, so a set that does not fit leaves no
+/// reservation behind (whose release would wake the runs waiting there for nothing).
+void judge_from(self_ptr self, std::shared_ptr<ask_job> job, std::size_t i) {
+  if (i == job->keys.size()) {
+    bool all_fit = std::all_of(job->verdicts.begin(), job->verdicts.end(), [](const auto& v) {
+      return v.answer == card_ledger::fit::fits;
+    });
+    if (!all_fit) {
+      finish(self, job);
+      return;
+    }
+    job->verdicts.clear();
+    reserve_from(self, job, 0);
+    return;
+  }
+  const auto& key = job->keys[i];
+  auto slot = self->state.slots.find(key);
+  if (slot == self->state.slots.end()) {
+    job->verdicts.push_back({card_ledger::fit::never, key + " is not shared by memory"});
+    judge_from(self, job, i + 1);
+    return;
+  }
+  self->request(slot->second, request_deadline, atoms::ask::value, job->request.budget)
+    .await(
+      [=](memory_verdict& v) {
+        job->verdicts.push_back(verdict_of(v));
+        judge_from(self, job, i + 1);
+      },
+      [=](caf::error& e) {
+        job->verdicts.push_back(no_answer(key, e));
+        judge_from(self, job, i + 1);
+      });
+}
+
+bool share(self_ptr self, const std::string& key, const std::string& name, std::int64_t context,
+           const std::vector<std::string>& holders, bool shared) {
+  auto& st = self->state;
+  auto i = st.slots.find(key);
+  if (!shared) {
+    if (i == st.slots.end())
+      return false;
+    caf::anon_send_exit(i->second, caf::exit_reason::user_shutdown);
+    st.slots.erase(i);
+    for (auto& [run, keys] : st.runs)
+      keys.erase(std::remove(keys.begin(), keys.end(), key), keys.end());
+    return true;
+  }
+  if (i != st.slots.end())
+    return false;
+  auto context_name = key.find("cuda") != std::string::npos ? "CUDA context" : "context";
+  auto slot = self->spawn(device_slot, key, card_ledger::config{name, context, context_name},
+                          caf::actor_cast<memory_ledger_actor>(self));
+  for (const auto& run : holders) {
+    self->send(slot, atoms::hold::value, run);
+    st.runs[run].push_back(key);
+  }
+  st.slots.emplace(key, slot);
+  if (st.cfg.probe)
+    if (auto figures = st.cfg.probe(key))
+      self->send(slot, atoms::report::value, figures->first, figures->second);
+  return true;
+}
+
+} // namespace
+
+memory_ledger_actor::behavior_type memory_ledger(self_ptr self, memory_ledger_config cfg) {
+  self->state.cfg = std::move(cfg);
+  if (self->state.cfg.probe)
+    self->delayed_send(self, self->state.cfg.probe_interval, atoms::tick::value);
+  return guarded_typed_behavior<memory_ledger_actor>(
+    "memory ledger",
+    [=](atoms::attach, const run_queue_actor& queue) { self->state.queue = queue; },
+    [=](atoms::share, const std::string& key, const std::string& name, std::int64_t context,
+        const std::vector<std::string>& holders, bool shared) {
+      return share(self, key, name, context, holders, shared);
+    },
+    [=](atoms::ask, const std::string& run, std::int64_t budget, const std::vector<std::string>& keys,
+        bool any_of, bool has_wait, bool wait) -> caf::result<memory_answer> {
+      auto job = std::make_shared<ask_job>();
+      job->run = run;
+      job->request = {budget, has_wait ? std::optional<bool>{wait} : std::nullopt, any_of};
+      job->keys = keys;
+      job->promise = self->make_response_promise<memory_answer>();
+      auto promise = job->promise;
+      if (any_of || keys.size() == 1)
+        reserve_from(self, job, 0);
+      else
+        judge_from(self, job, 0);
+      return promise;
+    },
+    [=](atoms::started, const std::string& run) {
+      if (auto i = self->state.runs.find(run); i != self->state.runs.end())
+        for (const auto& key : i->second)
+          if (auto s = self->state.slots.find(key); s != self->state.slots.end())
+            self->send(s->second, atoms::started::value, run);
+    },
+    [=](atoms::released, const std::string& run) {
+      auto i = self->state.runs.find(run);
+      if (i == self->state.runs.end())
+        return;
+      release_on(self, run, i->second);
+      self->state.runs.erase(i);
+    },
+    [=](atoms::report, const std::string& key, std::int64_t total, std::int64_t free) {
+      if (auto i = self->state.slots.find(key); i != self->state.slots.end())
+        self->send(i->second, atoms::report::value, total, free);
+    },
+    [=](atoms::memory_freed, const std::string& key) {
+      if (self->state.queue)
+        self->send(self->state.queue, atoms::memory_freed::value, key);
+    },
+    [=](atoms::tick) {
+      auto& st = self->state;
+      for (const auto& [key, slot] : st.slots)
+        if (auto figures = st.cfg.probe(key))
+          self->send(slot, atoms::report::value, figures->first, figures->second);
+      self->delayed_send(self, st.cfg.probe_interval, atoms::tick::value);
+    },
+    [=](atoms::status) {
+      return gather_status<card_memory_status>(
+        self, memory_ledger_status{self->mailbox().size(), {}}, self->state.slots,
+        std::chrono::seconds(5),
+        [](memory_ledger_status& all, card_memory_status card) { all.cards.push_back(std::move(card)); },
+        [](memory_ledger_status& all) {
+          std::sort(all.cards.begin(), all.cards.end(),
+                    [](const auto& a, const auto& b) { return a.key < b.key; });
+        });
+    });
+}
+
+} // namespace cdui::actors

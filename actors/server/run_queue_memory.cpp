@@ -1,0 +1,168 @@
+// The run queue's part in sharing cards by memory (seed 001, "Sharing a card"): which of its keys
+// are shared, the memory ledger it asks before a run starts on one, and the runs that wait for
+// memory, with why.
+#include <algorithm>
+
+#include <caf/all.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actors/policy/memory_budget.hpp"
+#include "messages/slot_key.hpp"
+#include "actors/server/memory_ledger.hpp"
+#include "actors/server/run_queue_parts.hpp"
+#include "messages/clock.hpp"
+
+namespace cdui::actors::queue_parts {
+
+namespace {
+
+/// The card as sentences name it.
+std::string card_name(const std::string& key) {
+  auto at = slot_key::parse(key);
+  return at.device + " on " + (at.local() ? std::string{"this server"} : "worker '" + at.offerer + "'");
+}
+
+/// Puts the key under the ledger (many runs by count, each admitted by its budget) or back to
+/// its limit by count. A run holding the card when it turns shared keeps it to itself.
+void apply_share(self_ptr self, const std::string& key, bool shared) {
+  auto& st = self->state;
+  if (shared == st.slots.gated(key))
+    return;
+  std::vector<std::string> holders;
+  for (const auto& slot : st.slots.slots())
+    if (slot.key == key)
+      holders = slot.running;
+  if (shared) {
+    st.exclusive_limits[key] = st.slots.limit(key);
+    st.slots.set_limit(key, policy::shared_slot_limit);
+  } else {
+    st.slots.set_limit(key, st.exclusive_limits[key]);
+    st.exclusive_limits.erase(key);
+    for (auto i = st.waiting_reasons.begin(); i != st.waiting_reasons.end();)
+      i = st.memory_keys[i->first] == key ? st.waiting_reasons.erase(i) : std::next(i);
+  }
+  st.slots.set_gated(key, shared);
+  caf::anon_send(st.ledger, atoms::share::value, key, card_name(key), std::int64_t{0}, holders, shared);
+}
+
+} // namespace
+
+void start_ledger(self_ptr self) {
+  auto& st = self->state;
+  st.ledger = self->spawn<caf::linked>(memory_ledger, memory_ledger_config{st.cfg.probe, st.cfg.probe_interval});
+  self->send(st.ledger, atoms::attach::value, caf::actor_cast<run_queue_actor>(self));
+  for (const auto& card : st.cfg.store->shared_cards())
+    if (card.offerer.empty() && st.slots.limit(card.device) > 0
+        && policy::sharing_refusal(true, card.device).empty())
+      apply_share(self, card.device, true);
+}
+
+std::string share_card(self_ptr self, const std::string& offerer, const std::string& device,
+                       bool shared) {
+  auto& st = self->state;
+  if (!offerer.empty())
+    return "sharing a worker's card by memory is not in yet: only this server's sim cards and CPU "
+           "can be shared (PUT /api/devices/{device}/sharing)";
+  bool known = std::any_of(st.local.devices.begin(), st.local.devices.end(),
+                           [&](const auto& d) { return d.name == device; });
+  if (!known)
+    return "this server has no device '" + device + "' (see GET /api/status for its devices)";
+  if (auto why = policy::sharing_refusal(true, device); !why.empty())
+    return why;
+  st.cfg.store->set_shared("", device, shared, now_ms());
+  spdlog::info("{} is {}", card_name(device), shared ? "shared by memory: runs there declare a budget"
+                                                     : "exclusive: one run at a time by count");
+  apply_share(self, device, shared);
+  pump(self);
+  return "";
+}
+
+std::string budget_refusal(const run_queue_state& st, const std::vector<std::string>& keys,
+                           const run_request& req) {
+  bool on_shared = std::any_of(keys.begin(), keys.end(), [&](const auto& k) { return st.slots.gated(k); });
+  if (!on_shared || req.memory_bytes > 0 || req.lane == "interactive")
+    return "";
+  auto none = policy::resolve_budget(std::nullopt, policy::budget_source::typed, std::nullopt);
+  return "option 'target.memory_gib': " + std::get<std::string>(none);
+}
+
+void note_budget(run_queue_state& st, const std::string& id, const std::vector<std::string>& keys,
+                 const run_request& req) {
+  if (req.memory_bytes > 0)
+    st.budgets[id] = {req.memory_bytes, req.has_wait, req.wait, keys};
+}
+
+/// A run at the front of a shared card with room by count: the ledger judges its budget.
+void ask_memory(self_ptr self, const std::string& id) {
+  auto& st = self->state;
+  auto b = st.budgets.find(id);
+  if (b == st.budgets.end()) {
+    // Queued while the card was Exclusive, without a budget: it waits until it has one.
+    st.slots.wait(id);
+    st.waiting_reasons[id] = "waits for memory: its card turned shared by memory and the run has no "
+                             "budget; cancel it and submit it again with target.memory_gib";
+    return;
+  }
+  std::vector<std::string> keys;
+  for (const auto& k : b->second.keys)
+    if (st.slots.gated(k))
+      keys.push_back(k);
+  if (!keys.empty())
+    st.memory_keys[id] = keys.front();
+  self->request(st.ledger, request_deadline, atoms::ask::value, id, b->second.bytes, keys, false,
+                b->second.has_wait, b->second.wait)
+    .then(
+      [=](memory_answer& a) {
+        auto& st = self->state;
+        if (!st.runs.count(id)) {  // ended meanwhile (cancelled)
+          self->send(st.ledger, atoms::released::value, id);
+          return;
+        }
+        switch (static_cast<policy::memory_decision::kind>(a.kind)) {
+        case policy::memory_decision::kind::grant:
+          st.waiting_reasons.erase(id);
+          if (!st.slots.grant(id))  // the card turned exclusive meanwhile: it starts by count
+            self->send(st.ledger, atoms::released::value, id);
+          pump(self);
+          break;
+        case policy::memory_decision::kind::wait:
+          st.waiting_reasons[id] = a.reason;
+          st.slots.wait(id);
+          break;
+        case policy::memory_decision::kind::refuse:
+          st.waiting_reasons.erase(id);
+          if (st.slots.remove(id))
+            caf::anon_send(st.runs.at(id), atoms::stop::value, a.reason);
+          pump(self);
+          break;
+        }
+      },
+      [=](caf::error& e) {
+        auto& st = self->state;
+        st.waiting_reasons[id] = "waits for memory: the memory ledger did not answer ("
+                                 + caf::to_string(e) + "); asked again when memory frees";
+        st.slots.wait(id);
+      });
+}
+
+void memory_freed(self_ptr self, const std::string& key) {
+  self->state.slots.ask_again(key);
+  if (!self->state.shutting_down)
+    pump(self);
+}
+
+void memory_started(self_ptr self, const std::string& id) {
+  if (self->state.budgets.count(id))
+    self->send(self->state.ledger, atoms::started::value, id);
+}
+
+void memory_forget(self_ptr self, const std::string& id) {
+  auto& st = self->state;
+  st.waiting_reasons.erase(id);
+  st.memory_keys.erase(id);
+  st.budgets.erase(id);
+  if (st.ledger)
+    self->send(st.ledger, atoms::released::value, id);
+}
+
+} // namespace cdui::actors::queue_parts

@@ -1,0 +1,60 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "messages/fields.hpp"
+
+namespace cdui {
+
+// What the memory ledger and its device slots say (actors/server/memory_ledger.*, device_slot.*).
+
+/// One card's answer for a budget: policy::card_ledger::fit as a number (0 fits and is reserved,
+/// 1 waits, 2 never fits, 3 not reported yet) and why it does not fit.
+struct memory_verdict {
+  int fit = 0;
+  std::string reason;
+  CDUI_FIELDS(fit, reason)
+};
+
+/// The ledger's answer for a run: policy::memory_decision::kind as a number (0 grant, 1 wait,
+/// 2 refuse), the cards granted (slot keys), and why it waits or is refused.
+struct memory_answer {
+  int kind = 0;
+  std::vector<std::string> cards;
+  std::string reason;
+  CDUI_FIELDS(kind, cards, reason)
+};
+
+/// A run on a card shared by memory.
+struct card_run_status {
+  std::string id;
+  std::int64_t budget = 0;  // 0: it holds the card without a budget
+  bool running = false;     // started; else reserved
+  CDUI_FIELDS(id, budget, running)
+};
+
+/// One card shared by memory, as its device slot keeps it.
+struct card_memory_status {
+  std::string key;   // its slot key
+  std::string name;  // "sim:0 on this server"
+  bool reported = false;
+  std::int64_t total = 0;
+  std::int64_t free = 0;
+  std::int64_t reserved = 0;
+  std::int64_t running = 0;
+  std::int64_t may_take = 0;  // what a new budget may take, its context taken off
+  std::int64_t context = 0;   // each run's context allowance
+  std::vector<card_run_status> runs;
+  CDUI_FIELDS(key, name, reported, total, free, reserved, running, may_take, context, runs)
+};
+
+/// The memory ledger: every card shared by memory.
+struct memory_ledger_status {
+  std::uint64_t mailbox = 0;
+  std::vector<card_memory_status> cards;
+  CDUI_FIELDS(mailbox, cards)
+};
+
+} // namespace cdui

@@ -1,0 +1,116 @@
+// Cards shared by memory on an embedded server (seed 001, "Sharing a card"): the run queue asks
+// the memory ledger (actors/server/memory_ledger.*, device_slot.*) before a run starts on one; real
+// runs on a sim card, real cdui.db.
+#include <boost/test/unit_test.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "actors/server/server.hpp"
+#include "testkit/embedded.hpp"
+#include "testkit/graphs.hpp"
+#include "testkit/home.hpp"
+
+using cdui::run_status;
+using cdui::test::moons_graph_json;
+using cdui::test::reaches;
+using cdui::test::server_config;
+
+namespace {
+
+constexpr std::int64_t mib = 1024LL * 1024;
+
+/// An endless run on sim:0 held to `budget` bytes; with `wait`, target.wait true.
+cdui::run_request endless_with(std::int64_t budget, bool wait = false) {
+  auto r = cdui::test::request(moons_graph_json(1'000'000, 0, 16, "sim:0"));
+  r.memory_bytes = budget;
+  r.has_wait = wait;
+  r.wait = wait;
+  return r;
+}
+
+std::string waiting_reason(cdui::server& srv, const std::string& id) {
+  auto info = srv.info(id);
+  return info ? info->waiting_reason : "";
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(memory_ledger_test)
+
+BOOST_AUTO_TEST_CASE(a_shared_sim_card_runs_two_budgets_and_the_third_waits_for_memory) {
+  cdui::test::temp_home home;
+  cdui::server srv{server_config(home.path(), "1x2GiB")};
+  BOOST_TEST(srv.share_device("sim:0", true).empty());
+
+  // Without a budget a run may not go to a shared card.
+  auto none = srv.submit(cdui::test::request(moons_graph_json(1, 2, 16, "sim:0")));
+  BOOST_TEST(!none.ok());
+  BOOST_TEST(none.error.rfind("option 'target.memory_gib': the card is shared by memory, so the run "
+                              "needs a budget", 0) == 0u, none.error);
+
+  auto a = srv.submit(endless_with(800 * mib));
+  auto b = srv.submit(endless_with(800 * mib));
+  BOOST_REQUIRE(a.ok() && b.ok());
+  BOOST_TEST(reaches(srv, a.run_id, run_status::running));
+  BOOST_TEST(reaches(srv, b.run_id, run_status::running));
+  // A third does not fit now: refused at once, unless it may wait (target.wait).
+  auto refused = srv.submit(endless_with(800 * mib));
+  BOOST_REQUIRE(refused.ok());
+  auto ended = srv.wait(refused.run_id);
+  BOOST_TEST(to_string(ended.status) == "failed");
+  BOOST_TEST(ended.error.rfind("needs 0.8 GiB, sim:0 on this server has 0.4 GiB free", 0) == 0u, ended.error);
+  BOOST_TEST(ended.error.find("(with target.wait true it would wait in the queue until it fits)")
+             != std::string::npos, ended.error);
+  auto c = srv.submit(endless_with(800 * mib, true));
+  BOOST_REQUIRE(c.ok());
+  BOOST_TEST(cdui::test::eventually([&] { return !waiting_reason(srv, c.run_id).empty(); }));
+  BOOST_TEST(waiting_reason(srv, c.run_id)
+             == "waits for memory: needs 0.8 GiB, sim:0 on this server has 0.4 GiB free (runs "
+                  + std::min(a.run_id, b.run_id) + ", " + std::max(a.run_id, b.run_id) + ")");
+  BOOST_TEST(srv.info(c.run_id)->status == run_status::queued);
+
+  // The ledger as GET /api/devices shows it: two budgets running on the card.
+  auto memory = srv.memory();
+  BOOST_REQUIRE(memory.cards.size() == 1u);
+  const auto& card = memory.cards[0];
+  BOOST_TEST(card.key == "sim:0");
+  BOOST_TEST(card.total == 2048 * mib);
+  BOOST_TEST(card.running == 1600 * mib);
+  BOOST_TEST(card.may_take == 448 * mib);
+  BOOST_TEST(card.runs.size() == 2u);
+
+  // One ends: the waiting run starts, with no reason left.
+  BOOST_TEST(srv.cancel(a.run_id));
+  BOOST_TEST(reaches(srv, c.run_id, run_status::running));
+  BOOST_TEST(waiting_reason(srv, c.run_id).empty());
+  BOOST_TEST(srv.cancel(b.run_id));
+  BOOST_TEST(srv.cancel(c.run_id));
+  BOOST_TEST(reaches(srv, c.run_id, run_status::cancelled));
+}
+
+BOOST_AUTO_TEST_CASE(a_budget_larger_than_the_card_is_refused_and_the_share_mode_survives_a_restart) {
+  cdui::test::temp_home home;
+  {
+    cdui::server srv{server_config(home.path(), "1x1GiB")};
+    BOOST_TEST(srv.share_device("sim:0", true).empty());
+    BOOST_TEST(srv.share_device("sim:7", true) == "this server has no device 'sim:7' (see GET "
+                                                   "/api/status for its devices)");
+    auto huge = srv.submit(endless_with(2048 * mib));
+    BOOST_REQUIRE(huge.ok());
+    auto ended = srv.wait(huge.run_id);
+    BOOST_TEST(to_string(ended.status) == "failed");
+    BOOST_TEST(ended.error == "needs 2.0 GiB, more than sim:0 on this server has in all (1.0 GiB)");
+  }
+  cdui::server again{server_config(home.path(), "1x1GiB")};
+  auto memory = again.memory();
+  BOOST_REQUIRE(memory.cards.size() == 1u);
+  BOOST_TEST(memory.cards[0].key == "sim:0");
+  // Back to Exclusive: a run without a budget goes there again, by count.
+  BOOST_TEST(again.share_device("sim:0", false).empty());
+  BOOST_TEST(again.memory().cards.empty());
+  auto plain = again.submit(cdui::test::request(moons_graph_json(1, 2, 16, "sim:0")));
+  BOOST_REQUIRE(plain.ok());
+  BOOST_TEST(to_string(again.wait(plain.run_id).status) == "succeeded");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
