@@ -23,6 +23,8 @@
 #include "messages/slot_key.hpp"
 #include "messages/text.hpp"
 #include "messages/wire.hpp"
+#include "runtime/estimate.hpp"
+#include "runtime/validate.hpp"
 #include "storage/credentials.hpp"
 #include "storage/lru_store.hpp"
 
@@ -160,6 +162,58 @@ void post_run(cdui::server& runtime, const httplib::Request& req, httplib::Respo
          {"status", info ? to_string(info->status) : "queued"},
          {"queue_key", info ? info->queue_key : ""},
          {"queue_position", info ? info->queue_position : 0}});
+}
+
+/// POST /api/estimate: the static memory estimate of a graph's training run. Computed here from the
+/// layer shapes (microseconds, no tensor); never applied to a run: a client that wants it as a
+/// budget sends it with memory_source "estimate".
+void post_estimate(const httplib::Request& req, httplib::Response& res) {
+  auto body = json::parse(req.body, nullptr, false);
+  if (body.is_discarded()) {
+    refuse(res, 400, "the body is not valid JSON");
+    return;
+  }
+  if (!body.is_object() || !body.contains("graph") || !body["graph"].is_object()) {
+    refuse(res, 422, "the body must be a JSON object {\"graph\": {...}}, optionally with "
+                     "\"device\" and \"cards\"");
+    return;
+  }
+  for (const auto& [field, unused] : body.items())
+    if (field != "graph" && field != "device" && field != "cards") {
+      refuse(res, 400, "field '" + field + "' is not known (known: graph, device, cards)");
+      return;
+    }
+  runtime::estimate_options options;
+  if (body.contains("device")) {
+    if (!body["device"].is_string()) {
+      refuse(res, 400, "field 'device' must be a string such as \"cuda:0\"");
+      return;
+    }
+    options.device = body["device"].get<std::string>();
+    auto parsed = devices::parse_device(options.device);
+    if (auto* bad = std::get_if<devices::device_parse_error>(&parsed)) {
+      refuse(res, 400, "field 'device': " + bad->message);
+      return;
+    }
+  }
+  if (body.contains("cards")) {
+    const auto& cards = body["cards"];
+    if (!cards.is_number_integer() || cards.get<std::int64_t>() < 1 || cards.get<std::int64_t>() > 1024) {
+      refuse(res, 400, "field 'cards' must be an integer from 1 to 1024");
+      return;
+    }
+    options.cards = cards.get<std::int64_t>();
+  }
+  auto checked = runtime::validate_graph(body["graph"]);
+  if (const auto* errors = std::get_if<std::vector<runtime::graph_error>>(&checked)) {
+    json listed = json::array();
+    for (const auto& e : *errors)
+      listed.push_back({{"node", e.node}, {"field", e.field}, {"message", e.message}});
+    reply(res, 400, {{"detail", runtime::to_string(*errors)}, {"errors", listed}});
+    return;
+  }
+  reply(res, 200, runtime::to_json(runtime::estimate_memory(std::get<runtime::validated_graph>(checked),
+                                                            options)));
 }
 
 /// Whether `host` can go into a shell command as it is: a name or an address, nothing a shell
@@ -497,6 +551,10 @@ void mount_http_api(httplib::Server& http, cdui::server& runtime, http_api_optio
   http.Post("/api/runs", [&rt, token](const httplib::Request& req, httplib::Response& res) {
     if (authorized(req, res, token))
       post_run(rt, req, res);
+  });
+  http.Post("/api/estimate", [token](const httplib::Request& req, httplib::Response& res) {
+    if (authorized(req, res, token))
+      post_estimate(req, res);
   });
   http.Get("/api/runs", [&rt](const httplib::Request& req, httplib::Response& res) {
     get_runs(rt, req, res);

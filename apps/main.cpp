@@ -1,5 +1,5 @@
-// The cdui command line: run, validate, fit, devices, the server (start, stop, status) and its client
-// commands (runs, cancel).
+// The cdui command line: run, validate, fit, estimate, devices, the server (start, stop, status)
+// and its client commands (runs, cancel).
 #include <cstdio>
 #include <cstdlib>
 #include <tuple>
@@ -10,10 +10,12 @@
 
 #include "apps/agent_command.hpp"
 #include "apps/client_commands.hpp"
+#include "apps/estimate_command.hpp"
 #include "apps/exec_command.hpp"
 #include "apps/http_settings.hpp"
 #include "apps/run_command.hpp"
 #include "apps/server_command.hpp"
+#include "apps/sim_hold_command.hpp"
 
 int main(int argc, char** argv) {
   using namespace cdui::apps;
@@ -74,6 +76,18 @@ int main(int argc, char** argv) {
     "fit", "find the largest batch_size whose training step fits under a memory budget");
   fit->add_option("graph", fit_file, "the graph JSON file")->required();
   fit->add_option("--memory", fit_memory, "the memory budget, e.g. 2GiB")->required();
+
+  estimate_command_options estimate_opts;
+  auto* estimate = app.add_subcommand(
+    "estimate", "the static memory estimate of a graph's training run, term by term");
+  estimate->add_option("graph", estimate_opts.graph_file, "the graph JSON file")->required();
+  estimate->add_option("--cards", estimate_opts.cards,
+                       "the cards of a device set the run would take (the figure is per card)")
+    ->check(CLI::Range(std::int64_t{1}, std::int64_t{1024}));
+  estimate->add_option("--device", estimate_opts.device,
+                       "estimate for this device instead of the TrainingLoop's (cuda adds the CUDA "
+                       "terms)");
+  estimate->add_flag("--json", estimate_opts.json, "print the JSON POST /api/estimate answers");
 
   auto* devices = app.add_subcommand("devices", "list the devices this host offers");
   devices->add_option("--sim-devices", sim_devices,
@@ -169,6 +183,13 @@ int main(int argc, char** argv) {
   exec->add_flag("--pipe", exec_pipe, "events to stdout, for a server with --isolation process");
   exec->group("");  // not for people: hidden from the help
 
+  std::string hold_uuid, hold_size;
+  auto* sim_hold = app.add_subcommand(
+    "sim-hold", "take memory on a sim card from outside cdui's runs until SIGTERM (for tests)");
+  sim_hold->add_option("uuid", hold_uuid, "the card's UUID, e.g. SIM-box-A-0")->required();
+  sim_hold->add_option("size", hold_size, "how much, e.g. 512MiB")->required();
+  sim_hold->group("");  // not for people: hidden from the help
+
   std::string cancel_id;
   auto* cancel = app.add_subcommand("cancel", "cancel a queued or running run on the server");
   cancel->add_option("id", cancel_id, "the run's id")->required();
@@ -193,6 +214,8 @@ int main(int argc, char** argv) {
     return devices_command();
   if (*fit)
     return fit_command(fit_file, fit_memory);
+  if (*estimate)
+    return estimate_command(estimate_opts);
   if (*start) {
     if (*max_body_opt)
       start_opts.max_body_mb = max_body_mb;
@@ -217,6 +240,8 @@ int main(int argc, char** argv) {
     return workers_command();
   if (*exec)
     return exec_command(exec_dir, exec_pipe);
+  if (*sim_hold)
+    return sim_hold_command(hold_uuid, hold_size);
   std::fputs(app.help().c_str(), stdout);
   return exit_usage;
 }

@@ -179,14 +179,17 @@ int fit_command(const std::filesystem::path& graph_file, const std::string& memo
   auto loaded = load_graph(graph_file);
   if (!loaded)
     return exit_usage;
-  std::printf("fitting under %s: one training step per probe, on a simulated card of that size\n",
-              devices::format_bytes(std::get<std::int64_t>(bytes)).c_str());
+  std::printf("fitting under %s: each probe trains past its first optimizer step, on a simulated "
+              "card of that size\n", devices::format_bytes(std::get<std::int64_t>(bytes)).c_str());
   std::printf("%12s  %s\n", "batch_size", "peak");
   runtime::fit_report report;
   try {
     report = runtime::fit_batch_size(loaded->graph, std::get<std::int64_t>(bytes), [](const auto& p) {
-      std::printf("%12lld  %s\n", static_cast<long long>(p.batch_size),
+      std::printf("%12lld  %s", static_cast<long long>(p.batch_size),
                   p.fits ? devices::format_bytes(p.peak_bytes).c_str() : "out of memory");
+      if (p.accumulate_steps > 1)
+        std::printf("  with accumulate_steps %lld", static_cast<long long>(p.accumulate_steps));
+      std::printf("\n");
       std::fflush(stdout);
     });
   } catch (const std::invalid_argument& e) {
@@ -199,12 +202,19 @@ int fit_command(const std::filesystem::path& graph_file, const std::string& memo
     return exit_run_failed;
   }
   std::printf("largest batch_size that fits: %lld\n", static_cast<long long>(report.largest_batch));
+  if (report.suggested_batch == 0) {
+    std::printf("no batch_size trains under %s with the accumulate_steps that the effective batch "
+                "of %lld needs\n", memory.c_str(),
+                static_cast<long long>(report.intended_effective_batch));
+    return exit_run_failed;
+  }
   std::printf("suggestion: %s.batch_size %lld with %s.accumulate_steps %lld %s the effective batch "
-              "of %lld\n",
+              "of %lld (it trained with a peak of %s)\n",
               report.loader_node.c_str(), static_cast<long long>(report.suggested_batch),
               report.loop_node.c_str(), static_cast<long long>(report.suggested_accumulate),
               report.exact ? "keeps" : "comes closest to",
-              static_cast<long long>(report.intended_effective_batch));
+              static_cast<long long>(report.intended_effective_batch),
+              devices::format_bytes(report.suggested_peak_bytes).c_str());
   return exit_ok;
 }
 

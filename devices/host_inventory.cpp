@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "devices/memory.hpp"
+#include "devices/sim_card_registry.hpp"
 #include "devices/sim_devices.hpp"
 
 #include <torch/cuda.h>
@@ -41,6 +42,8 @@ host_inventory host_inventory::probe(const std::string& sim_devices) {
     inv.counts_.sim_total_bytes.push_back(card.total_bytes);
   }
   inv.counts_.sim_count = static_cast<int>(inv.counts_.sim_total_bytes.size());
+  // The runs of this process charge these cards' shared memory (memory_scope).
+  use_sim_cards(std::get<std::vector<sim_card>>(sims));
   return inv;
 }
 

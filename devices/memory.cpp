@@ -4,6 +4,9 @@
 #include <mutex>
 #include <new>
 
+#include "devices/sim_card_memory.hpp"
+#include "devices/sim_card_registry.hpp"
+
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/util/Exception.h>
@@ -60,6 +63,13 @@ public:
     const auto& scope = current_scope;
     if (scope && !scope->reserve(bytes)) {
       auto s = scope->stats();
+      if (scope->card_was_full()) {
+        const auto& card = scope->card();
+        TORCH_CHECK_WITH(OutOfMemoryError, false, scope->device(), " out of memory. Tried to allocate ",
+                         format_bytes(bytes), "; the card has ", format_bytes(card->free_bytes()),
+                         " free of its ", format_bytes(card->total()), " (this run holds ",
+                         format_bytes(s.live), ", other processes the rest).");
+      }
       TORCH_CHECK_WITH(OutOfMemoryError, false, scope->device(), " out of memory. Tried to allocate ",
                        format_bytes(bytes), "; ", format_bytes(s.live), " already held of its ",
                        format_bytes(s.cap), " cap.");
@@ -81,11 +91,20 @@ private:
 } // namespace
 
 memory_scope::memory_scope(std::string device, std::int64_t cap_bytes)
-  : device_(std::move(device)), cap_(cap_bytes) {}
+  : memory_scope(device, cap_bytes, cap_bytes > 0 ? sim_card_for(device, cap_bytes) : nullptr) {}
+
+memory_scope::memory_scope(std::string device, std::int64_t cap_bytes,
+                           std::shared_ptr<sim_card_memory> card)
+  : device_(std::move(device)), cap_(cap_bytes), card_(std::move(card)) {}
+
+memory_scope::~memory_scope() = default;
 
 bool memory_scope::reserve(std::int64_t n) {
   auto live = live_.fetch_add(n, std::memory_order_relaxed) + n;
-  if (cap_ > 0 && live > cap_) {
+  bool over_cap = cap_ > 0 && live > cap_;
+  bool card_full = !over_cap && card_ && !card_->charge(n);
+  if (over_cap || card_full) {
+    card_was_full_.store(card_full);
     live_at_failure_.store(live_.fetch_sub(n, std::memory_order_relaxed) - n);
     return false;
   }
@@ -94,6 +113,8 @@ bool memory_scope::reserve(std::int64_t n) {
 }
 
 void memory_scope::release(std::int64_t n) {
+  if (card_)
+    card_->credit(n);
   live_.fetch_sub(n, std::memory_order_relaxed);
 }
 

@@ -58,13 +58,19 @@ std::variant<std::int64_t, std::string> parse_bytes(std::string_view text) {
 
 namespace {
 
-/// "<hostname>-<pid>": what makes a card of this process unlike any other's.
-std::string this_process() {
-  auto host = host_name();
-  return (host.empty() ? "host" : host) + "-" + std::to_string(::getpid());
+/// 1 to `longest` letters, digits, '.', '_' or '-': safe in a UUID and a segment's name.
+bool is_card_name(const std::string& name, std::size_t longest) {
+  return !name.empty() && name.size() <= longest
+         && name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+              == std::string::npos;
 }
 
 } // namespace
+
+std::string own_sim_card_prefix() {
+  auto host = host_name();
+  return "SIM-" + (host.empty() ? std::string{"host"} : host) + "-";
+}
 
 std::variant<std::vector<sim_card>, std::string> parse_sim_devices(std::string_view text) {
   std::vector<sim_card> cards;
@@ -75,14 +81,21 @@ std::variant<std::vector<sim_card>, std::string> parse_sim_devices(std::string_v
     auto comma = text.find(',');
     auto entry = trim(text.substr(0, comma));
     text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
+    // "=UUID": one card that is another process's, by its UUID.
+    std::string given_uuid;
+    if (auto eq = entry.find('='); eq != std::string_view::npos) {
+      given_uuid = std::string{trim(entry.substr(eq + 1))};
+      entry = trim(entry.substr(0, eq));
+      if (!is_card_name(given_uuid, 128) || entry.find_first_of("@x") != std::string_view::npos)
+        return "sim devices entry '" + std::string{entry} + "=" + given_uuid + "': one size, then "
+               "'=' and a UUID of 1 to 128 letters, digits, '.', '_' or '-'";
+    }
     // "@CARD": these cards stand for physical ones that another process offers too.
     std::string card;
     if (auto at = entry.find('@'); at != std::string_view::npos) {
       card = std::string{trim(entry.substr(at + 1))};
       entry = trim(entry.substr(0, at));
-      if (card.empty() || card.size() > 64
-          || card.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
-               != std::string::npos)
+      if (!is_card_name(card, 64))
         return "sim devices entry '" + std::string{entry} + "@" + card + "': the name after '@' "
                "must be 1 to 64 letters, digits, '.', '_' or '-'";
     }
@@ -100,9 +113,12 @@ std::variant<std::vector<sim_card>, std::string> parse_sim_devices(std::string_v
     for (int i = 0; i < count; ++i) {
       auto index = static_cast<int>(cards.size());
       // A simulated card is this process's own, unless it is named as one another offers too.
-      auto uuid = card.empty() ? "SIM-" + this_process() + "-" + std::to_string(index)
-                               : "SIM-" + card + "-" + std::to_string(i);
-      cards.push_back({index, std::get<std::int64_t>(bytes), uuid});
+      bool own = card.empty() && given_uuid.empty();
+      auto uuid = !given_uuid.empty() ? given_uuid
+                  : own               ? own_sim_card_prefix() + std::to_string(::getpid()) + "-"
+                                          + std::to_string(index)
+                                      : "SIM-" + card + "-" + std::to_string(i);
+      cards.push_back({index, std::get<std::int64_t>(bytes), uuid, own});
     }
   }
   return cards;

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "testkit/graphs.hpp"
 #include "testkit/server_process.hpp"
 
 using namespace std::chrono_literals;
@@ -61,7 +62,7 @@ BOOST_AUTO_TEST_CASE(an_invalid_graph_exits_2_naming_the_node) {
   cdui::test::temp_home home;
   auto graph = write_file(home, "bad.json", R"({"nodes": [
     {"id": "loop", "type": "TrainingLoop", "params": {"epochs": 0}}]})");
-  for (std::string command : {"run", "validate"}) {
+  for (std::string command : {"run", "validate", "estimate"}) {
     auto r = run_cdui(home, {command, graph});
     BOOST_TEST(r.code == 2);
     BOOST_TEST(r.err.find("node 'loop' (TrainingLoop): param 'epochs' must be between 1 and")
@@ -114,11 +115,152 @@ BOOST_AUTO_TEST_CASE(ctrl_c_cancels_the_run_and_the_process_exits_130) {
   BOOST_TEST(nlohmann::json::parse(last)["type"] == "execution_stopped");
 }
 
+BOOST_AUTO_TEST_CASE(estimate_lists_terms_that_add_up) {
+  cdui::test::temp_home home;
+  auto r = run_cdui(home, {"estimate", examples + "fashion_mnist_mlp.json"});
+  BOOST_TEST_MESSAGE(r.out);
+  BOOST_REQUIRE(r.code == 0);
+  // "  <term>  <bytes> B  <human>  <detail>": the terms' bytes add up to the total's.
+  std::regex line{"\n  ([a-z_]+) +([0-9]+) B "};
+  std::int64_t sum = 0, total = -1;
+  for (std::sregex_iterator it{r.out.begin(), r.out.end(), line}, end; it != end; ++it) {
+    auto bytes = std::stoll((*it)[2]);
+    if ((*it)[1] == "total")
+      total = bytes;
+    else
+      sum += bytes;
+  }
+  BOOST_TEST(total == sum);
+  for (const auto* term : {"parameters", "gradients", "optimizer_state", "activations"})
+    BOOST_TEST(r.out.find(std::string{"\n  "} + term + " ") != std::string::npos, term);
+  BOOST_TEST(r.out.find("203,530 parameters x 4 bytes") != std::string::npos);
+
+  // --json on a CUDA card of a device set: the CUDA terms, per card.
+  r = run_cdui(home, {"estimate", examples + "fashion_mnist_mlp.json", "--device", "cuda:0",
+                      "--cards", "2", "--json"});
+  BOOST_REQUIRE(r.code == 0);
+  auto j = nlohmann::json::parse(r.out);
+  std::int64_t terms = 0;
+  for (const auto& t : j["terms"])
+    terms += t["bytes"].get<std::int64_t>();
+  BOOST_TEST(j["total_bytes"].get<std::int64_t>() == terms);
+  BOOST_TEST(j["terms"].back()["name"] == "cuda_workspace");
+  BOOST_TEST(j["cards"] == 2);
+  BOOST_TEST(j["memory_source"] == "estimate");
+
+  // A rough estimate: the reason, no figure, exit 1.
+  auto csv = write_file(home, "rows.csv", "a,b,label\n1,2,0\n3,4,1\n");
+  auto graph = write_file(home, "csv.json", nlohmann::json{
+    {"nodes", {{{"id", "data"}, {"type", "Dataset"}, {"params", {{"name", "csv"}, {"path", csv}}}},
+               {{"id", "loader"}, {"type", "DataLoader"}},
+               {{"id", "model"}, {"type", "Model"}, {"params", {{"layers", {{{"type", "Linear"}, {"out_features", 2}}}}}}},
+               {{"id", "loss"}, {"type", "Loss"}},
+               {{"id", "opt"}, {"type", "Optimizer"}},
+               {{"id", "loop"}, {"type", "TrainingLoop"}}}},
+    {"edges", {{{"from", "data.dataset"}, {"to", "loader.dataset"}},
+               {{"from", "data.dataset"}, {"to", "model.dataset"}},
+               {{"from", "model.model"}, {"to", "loop.model"}},
+               {{"from", "loader.dataloader"}, {"to", "loop.dataloader"}},
+               {{"from", "loss.loss_fn"}, {"to", "loop.loss_fn"}},
+               {{"from", "opt.optimizer"}, {"to", "loop.optimizer"}}}}}.dump());
+  r = run_cdui(home, {"estimate", graph});
+  BOOST_TEST(r.code == 1);
+  BOOST_TEST(r.out.find("Rough estimate, no figure: Dataset 'data' reads a CSV file") != std::string::npos, r.out);
+  BOOST_TEST(run_cdui(home, {"estimate", graph, "--cards", "0"}).code == 2);
+  BOOST_TEST(run_cdui(home, {"estimate", graph, "--device", "gpu"}).code == 2);
+}
+
+BOOST_AUTO_TEST_CASE(post_api_estimate_answers_with_the_token_and_refuses_bad_graphs) {
+  cdui::test::temp_home home;
+  cdui::test::server_process server{home};
+  auto files = cdui::test::read_server_files(home.path());
+  BOOST_REQUIRE(files);
+  httplib::Client client{"127.0.0.1", files->port};
+  httplib::Headers token{{"X-CodefyUI-Token", cdui::test::token_of(home)}};
+  std::ifstream in{examples + "fashion_mnist_cnn.json"};
+  nlohmann::json body{{"graph", nlohmann::json::parse(in)}};
+
+  auto res = client.Post("/api/estimate", body.dump(), "application/json");
+  BOOST_REQUIRE(res);
+  BOOST_TEST(res->status == 403);
+
+  res = client.Post("/api/estimate", token, body.dump(), "application/json");
+  BOOST_REQUIRE(res);
+  BOOST_TEST(res->status == 200, res->body);
+  auto j = nlohmann::json::parse(res->body);
+  std::int64_t sum = 0;
+  for (const auto& t : j["terms"])
+    sum += t["bytes"].get<std::int64_t>();
+  BOOST_TEST(j["total_bytes"].get<std::int64_t>() == sum);
+  BOOST_TEST(j["rough"].is_null());
+  BOOST_TEST(j["memory_source"] == "estimate");
+
+  // Nothing was queued: an estimate is never applied on its own.
+  BOOST_TEST(server.get_json("/api/runs")["runs"].empty());
+
+  body["graph"]["nodes"][2]["params"]["batch_size"] = 0;
+  res = client.Post("/api/estimate", token, body.dump(), "application/json");
+  BOOST_REQUIRE(res);
+  BOOST_TEST(res->status == 400);
+  auto refusal = nlohmann::json::parse(res->body);
+  BOOST_TEST(refusal["errors"][0]["node"] == "train_loader");
+  BOOST_TEST(refusal["errors"][0]["field"] == "batch_size");
+  for (const auto* bad : {"[1]", "{}", "{\"graph\": 3}", "not json", "{\"graph\": {}, \"cards\": 0}",
+                          "{\"graph\": {}, \"device\": \"gpu\"}", "{\"graph\": {}, \"x\": 1}"}) {
+    res = client.Post("/api/estimate", token, bad, "application/json");
+    BOOST_REQUIRE(res);
+    BOOST_TEST((res->status == 400 || res->status == 422), bad << " got " << res->status);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(devices_lists_the_cpu) {
   cdui::test::temp_home home;
   auto r = run_cdui(home, {"devices"});
   BOOST_TEST(r.code == 0);
   BOOST_TEST(r.out.find("cpu") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(fit_suggests_a_batch_that_trains_on_a_card_of_that_size) {
+  // Issue 19: with Adam, a run's steps after its first hold the optimizer's state and the
+  // gradients too; what fit found on one step did not train on the card it was fitted to.
+  cdui::test::temp_home home;
+  cdui::test::wide_moons o;
+  o.optimizer = "adam";
+  o.batch = 1024;
+  auto graph = write_file(home, "wide.json", cdui::test::wide_moons_graph_json(o).dump());
+  // A card between the peaks at batch 1 and at the graph's 1024, from an unbounded fit.
+  auto roomy = run_cdui(home, {"fit", graph, "--memory", "1TiB"});
+  BOOST_REQUIRE_MESSAGE(roomy.code == 0, roomy.out);
+  std::smatch at_1, at_1024;
+  BOOST_REQUIRE(std::regex_search(roomy.out, at_1, std::regex{"\n +1  ([0-9.]+) MiB\n"}));
+  BOOST_REQUIRE(std::regex_search(roomy.out, at_1024, std::regex{"\n +1024  ([0-9.]+) MiB\n"}));
+  auto card = std::to_string((std::stod(at_1[1]) + std::stod(at_1024[1])) / 2) + "MiB";
+
+  auto r = run_cdui(home, {"fit", graph, "--memory", card});
+  BOOST_TEST_MESSAGE(r.out);
+  BOOST_REQUIRE(r.code == 0);
+  std::smatch largest, suggested;
+  BOOST_REQUIRE(
+    std::regex_search(r.out, largest, std::regex{"largest batch_size that fits: ([0-9]+)"}));
+  BOOST_REQUIRE(std::regex_search(r.out, suggested, std::regex{
+    "suggestion: loader\\.batch_size ([0-9]+) with loop\\.accumulate_steps ([0-9]+) keeps the "
+    "effective batch of 1024 \\(it trained with a peak of [0-9.]+ MiB\\)"}));
+  BOOST_TEST(std::stoi(suggested[2]) > 1);
+
+  // The suggestion, and the largest batch with one batch per step, each trained for three epochs
+  // on a card of that size, as a user runs them.
+  o.epochs = 3;
+  o.device = "sim:0";
+  for (auto [batch, accumulate] : {std::pair{std::stoi(suggested[1]), std::stoi(suggested[2])},
+                                   std::pair{std::stoi(largest[1]), 1}}) {
+    o.batch = batch;
+    o.accumulate = accumulate;
+    auto fitted = write_file(home, "fitted.json", cdui::test::wide_moons_graph_json(o).dump());
+    auto run = run_cdui(home, {"run", fitted, "--sim-devices", "1x" + card, "--device", "sim:0",
+                               "--seed", "1"});
+    BOOST_TEST(run.code == 0, batch << " x " << accumulate << ":\n" << run.out << run.err);
+    BOOST_TEST(printed_metric(run.out, "loop.total_steps") >= 3.0);
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

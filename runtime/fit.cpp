@@ -1,9 +1,11 @@
 #include "runtime/fit.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <random>
 #include <set>
 #include <stdexcept>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -13,11 +15,28 @@ namespace cdui::runtime {
 
 namespace {
 
-/// The graph cut down to one probe: the loop and what feeds it, the loader at `batch`, one
-/// optimizer step without accumulation, on sim:0.
-nlohmann::json probe_graph(const validated_graph& g, const std::string& loop,
-                           const std::string& loader, std::int64_t batch) {
-  std::set<std::string> keep{loop};
+/// A probe's epochs: its last step is in the first, or at the latest the next epoch's first window.
+constexpr std::int64_t probe_epochs = 2;
+
+/// Optimizer steps a probe of `batch` x `accumulate` trains so that a full micro-batch runs after
+/// the first step, in the state every later step of a run is in (fit_steady_state_steps at
+/// least). `samples` is the dataset's size (0: not known yet, as at the first probe, batch 1).
+/// When an epoch has fewer than two windows of full batches, the second step is the epoch's short
+/// window: it takes the next epoch's first window, whose batches are full again.
+std::int64_t steps_into_steady_state(std::int64_t samples, bool drop_last, std::int64_t batch,
+                                     std::int64_t accumulate) {
+  auto full = samples / batch;
+  if (samples == 0 || full >= fit_steady_state_steps * accumulate)
+    return fit_steady_state_steps;
+  auto batches = drop_last ? full : (samples + batch - 1) / batch;
+  return (batches + accumulate - 1) / accumulate + 1;
+}
+
+/// The graph cut down to one probe: the loop and what feeds it, the loader at `batch`, the loop on
+/// sim:0 for `steps` optimizer steps of `accumulate` micro-batches each.
+nlohmann::json probe_graph(const validated_graph& g, const fit_report& r, std::int64_t batch,
+                           std::int64_t accumulate, std::int64_t steps) {
+  std::set<std::string> keep{r.loop_node};
   for (bool grew = true; grew;) {
     grew = false;
     for (const auto& e : g.g.edges)
@@ -29,12 +48,12 @@ nlohmann::json probe_graph(const validated_graph& g, const std::string& loop,
     if (!keep.count(n.id))
       continue;
     auto params = n.params;
-    if (n.id == loader)
+    if (n.id == r.loader_node)
       params["batch_size"] = batch;
-    if (n.id == loop) {
-      params["max_steps"] = 1;
-      params["epochs"] = 1;
-      params["accumulate_steps"] = 1;
+    if (n.id == r.loop_node) {
+      params["max_steps"] = steps;
+      params["epochs"] = probe_epochs;
+      params["accumulate_steps"] = accumulate;
       params["device"] = "sim:0";
     }
     doc["nodes"].push_back({{"id", n.id}, {"type", n.type}, {"params", params}});
@@ -46,47 +65,86 @@ nlohmann::json probe_graph(const validated_graph& g, const std::string& loop,
   return doc;
 }
 
-fit_probe run_probe(const validated_graph& g, const fit_report& r, std::int64_t batch,
-                    const std::filesystem::path& dir) {
-  auto checked = validate_graph(probe_graph(g, r.loop_node, r.loader_node, batch));
-  if (auto* errors = std::get_if<std::vector<graph_error>>(&checked))
-    throw std::invalid_argument(to_string(*errors));
-  run_context ctx;
-  ctx.run_id = "fit";
-  ctx.run_dir = dir;
-  ctx.seed = 0;
-  ctx.num_threads = 1;
-  ctx.host.sim_count = 1;
-  ctx.host.sim_total_bytes = {r.memory_bytes};
-  ctx.emit = [](const std::string&, const nlohmann::json&) {};
-  auto outcome = execute(std::get<validated_graph>(checked), ctx);
-  fit_probe probe{batch, outcome.status == run_status::succeeded, 0};
-  if (probe.fits) {
-    auto metrics = nlohmann::json::parse(outcome.final_metrics);
-    probe.peak_bytes = metrics[r.loop_node]["peak_memory_bytes"]["sim:0"].get<std::int64_t>();
-  } else if (outcome.error.find("ran out of memory") == std::string::npos) {
-    throw std::invalid_argument("a probe at batch_size " + std::to_string(batch)
-                                + " failed for another reason than memory: " + outcome.error);
-  }
-  return probe;
-}
+/// Runs probes of one fit: each a real run of the cut-down graph on a sim card of the budget.
+class prober {
+public:
+  prober(const validated_graph& g, const fit_report& r, bool drop_last,
+         std::filesystem::path dir)
+    : g_(g), r_(r), drop_last_(drop_last), dir_(std::move(dir)) {}
 
-/// batch_size x accumulate_steps == intended with the fewest accumulate_steps whose batch fits;
-/// when no divisor fits, the closest effective batch from above.
-void suggest(fit_report& r) {
-  if (r.largest_batch == 0)
-    return;
+  fit_probe operator()(std::int64_t batch, std::int64_t accumulate) {
+    auto steps = steps_into_steady_state(samples_, drop_last_, batch, accumulate);
+    auto checked = validate_graph(probe_graph(g_, r_, batch, accumulate, steps));
+    if (auto* errors = std::get_if<std::vector<graph_error>>(&checked))
+      throw std::invalid_argument(to_string(*errors));
+    run_context ctx;
+    ctx.run_id = "fit";
+    ctx.run_dir = dir_;
+    ctx.seed = 0;
+    // The intra-op threads a run on a sim card gets (host_inventory::cores_per_run): all cores.
+    ctx.num_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    ctx.host.sim_count = 1;
+    ctx.host.sim_total_bytes = {r_.memory_bytes};
+    ctx.emit = [](const std::string&, const nlohmann::json&) {};
+    auto outcome = execute(std::get<validated_graph>(checked), ctx);
+    fit_probe probe{batch, accumulate, outcome.status == run_status::succeeded, 0};
+    auto metrics = outcome.final_metrics.empty() ? nlohmann::json::object()
+                                                 : nlohmann::json::parse(outcome.final_metrics);
+    // At batch 1, the loader's batches are the dataset's samples, drop_last or not.
+    if (samples_ == 0 && batch == 1 && metrics[r_.loader_node].contains("batches"))
+      samples_ = metrics[r_.loader_node]["batches"].get<std::int64_t>();
+    if (probe.fits) {
+      probe.peak_bytes = metrics[r_.loop_node]["peak_memory_bytes"]["sim:0"].get<std::int64_t>();
+    } else if (outcome.error.find("ran out of memory") == std::string::npos) {
+      throw std::invalid_argument("a probe at batch_size " + std::to_string(batch)
+                                  + " failed for another reason than memory: " + outcome.error);
+    }
+    return probe;
+  }
+
+private:
+  const validated_graph& g_;
+  const fit_report& r_;
+  bool drop_last_;
+  std::filesystem::path dir_;
+  std::int64_t samples_ = 0;
+};
+
+/// batch_size x accumulate_steps == intended with the fewest accumulate_steps whose batch is at
+/// most `largest`; when no divisor is, the closest effective batch from above.
+void suggest(fit_report& r, std::int64_t largest) {
   auto e = r.intended_effective_batch;
+  r.exact = true;
   for (std::int64_t n = 1; n <= e; ++n) {
-    if (e % n == 0 && e / n <= r.largest_batch) {
+    if (e % n == 0 && e / n <= largest) {
       r.suggested_batch = e / n;
       r.suggested_accumulate = n;
       return;
     }
   }
   r.exact = false;
-  r.suggested_accumulate = (e + r.largest_batch - 1) / r.largest_batch;
+  r.suggested_accumulate = (e + largest - 1) / largest;
   r.suggested_batch = (e + r.suggested_accumulate - 1) / r.suggested_accumulate;
+}
+
+/// Suggests, and trains the suggestion itself (its batch_size with its accumulate_steps) unless a
+/// probe already did: only a suggestion that trained under the memory is made. One that does not
+/// (accumulation holds a few bytes more than one batch per step) lowers the bound below it.
+void suggest_what_trains(fit_report& r,
+                         const std::function<fit_probe(std::int64_t, std::int64_t)>& probe) {
+  for (auto largest = r.largest_batch; largest > 0; largest = r.suggested_batch - 1) {
+    suggest(r, largest);
+    auto ran = std::find_if(r.probes.begin(), r.probes.end(), [&](const fit_probe& p) {
+      return p.batch_size == r.suggested_batch && p.accumulate_steps == r.suggested_accumulate;
+    });
+    auto p = ran != r.probes.end() ? *ran : probe(r.suggested_batch, r.suggested_accumulate);
+    if (p.fits) {
+      r.suggested_peak_bytes = p.peak_bytes;
+      return;
+    }
+  }
+  r.suggested_batch = 0;
+  r.suggested_accumulate = 0;
 }
 
 } // namespace
@@ -106,9 +164,12 @@ fit_report fit_batch_size(const validated_graph& g, std::int64_t memory_bytes,
   for (const auto& e : g.g.edges)
     if (e.to.node == r.loop_node && e.to.port == "dataloader")
       r.loader_node = e.from.node;
+  bool drop_last = false;
   for (const auto& n : g.g.nodes)
-    if (n.id == r.loader_node)
+    if (n.id == r.loader_node) {
       batch = n.params["batch_size"].get<std::int64_t>();
+      drop_last = n.params.value("drop_last", false);
+    }
   if (r.loader_node.empty() || batch == 0)
     throw std::invalid_argument("TrainingLoop " + r.loop_node + " is not fed by a DataLoader");
   r.intended_effective_batch = batch * accumulate;
@@ -116,12 +177,13 @@ fit_report fit_batch_size(const validated_graph& g, std::int64_t memory_bytes,
   auto dir = std::filesystem::temp_directory_path()
              / ("cdui-fit-" + std::to_string(std::random_device{}()));
   std::filesystem::create_directories(dir);
-  auto probe = [&](std::int64_t b) {
-    auto p = run_probe(g, r, b, dir);
+  prober run_probe{g, r, drop_last, dir};
+  auto probe = [&](std::int64_t b, std::int64_t n) {
+    auto p = run_probe(b, n);
     r.probes.push_back(p);
     if (on_probe)
       on_probe(p);
-    return p.fits;
+    return p;
   };
   try {
     // Doubling finds a bracket [fits, fails); no need to go past the effective batch the graph
@@ -129,7 +191,7 @@ fit_report fit_batch_size(const validated_graph& g, std::int64_t memory_bytes,
     std::int64_t good = 0, bad = 0;
     for (std::int64_t b = 1;; b *= 2) {
       auto capped = std::min(b, r.intended_effective_batch);
-      if (probe(capped)) {
+      if (probe(capped, 1).fits) {
         good = capped;
         if (capped == r.intended_effective_batch)
           break;
@@ -140,15 +202,15 @@ fit_report fit_batch_size(const validated_graph& g, std::int64_t memory_bytes,
     }
     while (bad > 0 && bad - good > 1) {
       auto mid = good + (bad - good) / 2;
-      (probe(mid) ? good : bad) = mid;
+      (probe(mid, 1).fits ? good : bad) = mid;
     }
     r.largest_batch = good;
+    suggest_what_trains(r, probe);
   } catch (...) {
     std::filesystem::remove_all(dir);
     throw;
   }
   std::filesystem::remove_all(dir);
-  suggest(r);
   return r;
 }
 

@@ -10,9 +10,19 @@
 
 namespace cdui::runtime {
 
-/// One probe of `cdui fit`: a batch size and the peak of one real training step at it.
+/// Optimizer steps each probe of `cdui fit` trains at least. A run's peak is reached from its
+/// second step on: from then on every step runs with the optimizer's state (Adam's exp_avg and
+/// exp_avg_sq) and the previous step's gradients (zeroed in place, not freed) held. A probe whose
+/// second step is an epoch's short last window trains one more, the next epoch's first. Measured:
+/// the peak of steps 3 to 6 equals that of step 2 (docs/training-memory.md#cdui-fit).
+inline constexpr std::int64_t fit_steady_state_steps = 2;
+
+/// One probe of `cdui fit`: a batch size (with accumulate_steps) and the peak of real training
+/// steps at it, the steady state included.
 struct fit_probe {
   std::int64_t batch_size = 0;
+  /// 1 for the search; the suggestion's accumulate_steps when the suggestion is checked.
+  std::int64_t accumulate_steps = 1;
   bool fits = false;
   std::int64_t peak_bytes = 0;  // 0 when it did not fit
 };
@@ -28,15 +38,19 @@ struct fit_report {
   std::int64_t largest_batch = 0;  // 0: not even batch 1 fits
   std::int64_t suggested_batch = 0;
   std::int64_t suggested_accumulate = 0;
+  /// The measured peak of the suggestion itself, at its batch_size and accumulate_steps.
+  std::int64_t suggested_peak_bytes = 0;
   /// False when the effective batch has no divisor that fits, so the suggestion only comes close.
   bool exact = true;
 };
 
 /// Finds the largest batch_size of the DataLoader feeding the graph's TrainingLoop whose training
-/// step fits under `memory_bytes`, by doubling then bisecting on real training steps on a simulated
-/// card of that size (the counting allocator's cap). Opt-in and explicit: it changes nothing in the
-/// graph. Throws std::invalid_argument when the graph has no TrainingLoop fed by a DataLoader.
-/// `on_probe` is called after each probe (for progress output).
+/// fits under `memory_bytes`, by doubling then bisecting on real training (into the steady state:
+/// see fit_steady_state_steps) on a simulated card of that size (the counting allocator's cap),
+/// then trains the suggested batch_size x accumulate_steps the same way: the suggestion is one
+/// that trained. Opt-in and explicit: it changes nothing in the graph. Throws
+/// std::invalid_argument when the graph has no TrainingLoop fed by a DataLoader. `on_probe` is
+/// called after each probe (for progress output).
 [[nodiscard]] fit_report fit_batch_size(const validated_graph& graph, std::int64_t memory_bytes,
                                         const std::function<void(const fit_probe&)>& on_probe = {});
 

@@ -150,6 +150,84 @@ inline nlohmann::json csv_graph_json(const std::filesystem::path& csv, std::opti
                              {{"name", "sgd"}, {"lr", 0.1}}, {{"epochs", 1}});
 }
 
+/// A generated graph of the static estimate's table (bench/estimate_bench.cpp,
+/// unit/runtime/estimate_test.cpp): Fashion-MNIST (the first `samples` images) into an MLP or a
+/// CNN, validated after the epoch on the first 512 test images in batches of `val_batch`, on the
+/// CPU with one intra-op thread, `max_steps` optimizer steps.
+struct sized_graph {
+  /// MLP: Flatten, Linear(width), ReLU, Linear(width), ReLU, Linear(10). CNN: Conv2d(width, 3x3,
+  /// padding 1), ReLU, MaxPool2d(2), Conv2d(2 x width), ReLU, MaxPool2d(2), Flatten, Linear(10).
+  bool cnn = false;
+  int width = 256;
+  int batch = 64;
+  std::string precision = "fp32";
+  int accumulate = 1;
+  std::string optimizer = "adam";
+  double momentum = 0;
+  /// The activation layers' type: ReLU, GELU or Tanh.
+  std::string activation = "ReLU";
+  /// Extra layers: Dropout(0.25) before the last Linear, BatchNorm (or, for an MLP, LayerNorm)
+  /// after the first layer.
+  bool dropout = false;
+  bool batch_norm = false;
+  bool layer_norm = false;
+  int max_steps = 3;
+  int samples = 2048;
+  int val_batch = 256;
+};
+
+inline nlohmann::json sized_graph_json(const sized_graph& o) {
+  using layer = nlohmann::json;
+  std::vector<layer> layers;
+  if (o.cnn) {
+    layers = {{{"type", "Conv2d"}, {"out_channels", o.width}, {"kernel_size", 3}, {"padding", 1}},
+              {{"type", "ReLU"}},
+              {{"type", "MaxPool2d"}, {"kernel_size", 2}},
+              {{"type", "Conv2d"}, {"out_channels", 2 * o.width}, {"kernel_size", 3}, {"padding", 1}},
+              {{"type", "ReLU"}},
+              {{"type", "MaxPool2d"}, {"kernel_size", 2}},
+              {{"type", "Flatten"}},
+              {{"type", "Linear"}, {"out_features", 10}}};
+    if (o.batch_norm)
+      layers.insert(layers.begin() + 1, layer{{"type", "BatchNorm2d"}});
+  } else {
+    layers = {{{"type", "Flatten"}},
+              {{"type", "Linear"}, {"out_features", o.width}},
+              {{"type", "ReLU"}},
+              {{"type", "Linear"}, {"out_features", o.width}},
+              {{"type", "ReLU"}},
+              {{"type", "Linear"}, {"out_features", 10}}};
+    if (o.batch_norm || o.layer_norm)
+      layers.insert(layers.begin() + 2, layer{{"type", o.batch_norm ? "BatchNorm1d" : "LayerNorm"}});
+  }
+  for (auto& l : layers)
+    if (l["type"] == "ReLU")
+      l["type"] = o.activation;
+  if (o.dropout)
+    layers.insert(layers.end() - 1, layer{{"type", "Dropout"}, {"p", 0.25}});
+  nlohmann::json opt{{"name", o.optimizer}, {"lr", 0.001}};
+  if (o.momentum > 0)
+    opt["momentum"] = o.momentum;
+  auto g = training_graph_json({{"name", "fashion_mnist"}, {"limit", o.samples}},
+                               {{"batch_size", o.batch}}, layers, opt,
+                               {{"epochs", 1000},
+                                {"max_steps", o.max_steps},
+                                {"accumulate_steps", o.accumulate},
+                                {"precision", o.precision},
+                                {"num_threads", 1},
+                                {"device", "cpu"}});
+  using node = nlohmann::json;
+  g["nodes"].push_back(node{{"id", "val_data"},
+                            {"type", "Dataset"},
+                            {"params", {{"name", "fashion_mnist"}, {"split", "test"}, {"limit", 512}}}});
+  g["nodes"].push_back(node{{"id", "val_loader"},
+                            {"type", "DataLoader"},
+                            {"params", {{"batch_size", o.val_batch}, {"shuffle", false}}}});
+  g["edges"].push_back(node{{"from", "val_data.dataset"}, {"to", "val_loader.dataset"}});
+  g["edges"].push_back(node{{"from", "val_loader.dataloader"}, {"to", "loop.val_dataloader"}});
+  return g;
+}
+
 /// A graph that does as little as a run can: one Dataset node with `params`.
 inline nlohmann::json dataset_graph_json(const nlohmann::json& params) {
   return {{"nodes", {{{"id", "data"}, {"type", "Dataset"}, {"params", params}}}},
@@ -173,6 +251,39 @@ inline nlohmann::json short_run(const std::string& device = "sim:0") {
 inline nlohmann::json body_on_worker(const nlohmann::json& graph, const std::string& worker,
                                      const std::vector<std::string>& devices) {
   return {{"graph", graph}, {"options", {{"target", {{"worker", worker}, {"devices", devices}}}}}};
+}
+
+/// A wide moons MLP for `cdui fit`'s tests (unit/runtime/fit_test.cpp, integration/cli_test.cpp),
+/// whose activations grow visibly with the batch: 1,024 samples in batches of `batch`, an MLP
+/// 2-1024-1024-2, and an EvaluateModel "eval" of the trained model over the training loader.
+struct wide_moons {
+  int batch = 256;
+  int accumulate = 1;
+  std::string precision = "fp32";
+  /// sgd at 0.01 holds no state; adam holds two tensors per parameter from its first step on.
+  std::string optimizer = "sgd";
+  int epochs = 1;
+  /// The loop's device; nullopt: the param's default (cpu).
+  std::optional<std::string> device;
+};
+
+inline nlohmann::json wide_moons_graph_json(const wide_moons& o) {
+  nlohmann::json loop{{"epochs", o.epochs}, {"accumulate_steps", o.accumulate},
+                      {"precision", o.precision}};
+  if (o.device)
+    loop["device"] = *o.device;
+  auto g = training_graph_json({{"name", "moons"}, {"n_samples", 1024}}, {{"batch_size", o.batch}},
+                               {{{"type", "Linear"}, {"out_features", 1024}},
+                                {{"type", "ReLU"}},
+                                {{"type", "Linear"}, {"out_features", 1024}},
+                                {{"type", "ReLU"}},
+                                {{"type", "Linear"}, {"out_features", 2}}},
+                               {{"name", o.optimizer}, {"lr", 0.01}}, loop);
+  using node = nlohmann::json;
+  g["nodes"].push_back(node{{"id", "eval"}, {"type", "EvaluateModel"}});
+  g["edges"].push_back(node{{"from", "loop.model"}, {"to", "eval.model"}});
+  g["edges"].push_back(node{{"from", "loader.dataloader"}, {"to", "eval.dataloader"}});
+  return g;
 }
 
 } // namespace cdui::test

@@ -16,6 +16,7 @@
 #include "actors/common/run_process.hpp"
 #include "actors/policy/launch_plan.hpp"
 #include "devices/device.hpp"
+#include "devices/sim_card_registry.hpp"
 #include "messages/atoms.hpp"
 #include "messages/digest.hpp"
 #include "messages/json_text.hpp"
@@ -72,12 +73,23 @@ void send_now(self_ptr self, wire::message_type type, const T& payload) {
   send_to_server(wire_link{self->state.socket}, type, payload);
 }
 
-hello make_hello(const agent_state& st) {
+/// Each offer's memory now: the host's RAM for the CPU (the first offer); for a sim card, its
+/// total less what every process holds on it (the card's shared memory, another user's job
+/// included, as a real card's free figure counts it).
+void measure_device_memory(std::vector<device_offer>& offers) {
+  offers.front() = this_host_cpu_offer();
+  for (auto& offer : offers)
+    if (offer.kind == "sim")
+      offer.free_bytes = devices::sim_card_free_bytes(offer.uuid, offer.total_bytes);
+}
+
+hello make_hello(agent_state& st) {
   hello h;
   h.name = st.setup.name;
   h.version = version();
   h.env_digest = fnv1a_hex(st.setup.environment);
   h.node_types_digest = runtime::node_types_digest();
+  measure_device_memory(st.setup.offers);
   h.devices = st.setup.offers;
   // Read at each hello: a re-keyed credential's file can be replaced while the agent runs.
   h.credential = (st.setup.credential_file.empty() ? storage::read_token(st.setup.home)
@@ -265,7 +277,7 @@ bool tick(self_ptr self) {
                    st.setup.name, st.contact.endpoint, silence_hint_after.count());
     }
     if (st.welcomed && now - st.last_heartbeat >= st.heartbeat_every) {
-      st.setup.offers.front() = this_host_cpu_offer();  // the host's memory now; a sim card reports its size
+      measure_device_memory(st.setup.offers);
       heartbeat h{st.setup.offers, {}};
       for (const auto& [id, r] : st.runs)
         h.running_runs.push_back(id);

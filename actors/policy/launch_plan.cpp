@@ -34,8 +34,9 @@ std::variant<launch_plan, std::string> plan_launch(const std::vector<std::string
     plan.cards.push_back({in_run, name, kind, offer->uuid, offer->total_bytes});
     plan.visible_devices.push_back(in_run);
     plan.device_aliases[in_run] = name;
-    if (kind == "sim")
-      append_listed(plan.sim_devices, std::to_string(offer->total_bytes));
+    if (kind == "sim")  // SIZE=UUID: the run's process charges the agent's card, not one of its own
+      append_listed(plan.sim_devices, std::to_string(offer->total_bytes)
+                                        + (offer->uuid.empty() ? "" : "=" + offer->uuid));
     else if (kind == "cuda")
       append_listed(plan.cuda_visible_devices, name.substr(name.find(':') + 1));
   }

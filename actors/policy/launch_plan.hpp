@@ -36,8 +36,9 @@ struct launch_plan {
   /// CUDA_VISIBLE_DEVICES: the worker's indexes of the run's CUDA cards, comma-separated, in the
   /// run's order (its cuda:0 is the first); empty without one.
   std::string cuda_visible_devices;
-  /// CODEFYUI_SIM_DEVICES: the sizes in bytes of the run's sim cards, comma-separated, in the
-  /// run's order; empty without one.
+  /// CODEFYUI_SIM_DEVICES: the run's sim cards, comma-separated, in the run's order, each as
+  /// SIZE=UUID (its size in bytes and the agent's card, so the run's memory counts on that card;
+  /// see devices/sim_devices.hpp); empty without one.
   std::string sim_devices;
 
   /// The variables the run's process gets over the agent's environment (both always set, so that

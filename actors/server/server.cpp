@@ -17,6 +17,7 @@
 #include "actors/server/watchdog.hpp"
 #include "actors/server/worker_registry.hpp"
 #include "devices/host_inventory.hpp"
+#include "devices/sim_card_registry.hpp"
 #include "messages/atoms.hpp"
 #include "messages/json_text.hpp"
 #include "messages/slot_key.hpp"
@@ -81,7 +82,8 @@ storage::store_budget budget_from_env(const storage::store_budget& defaults) {
 }
 
 /// One of this server's cards shared by memory, as the memory ledger counts it: the CPU's RAM and
-/// what is available of it; a sim card's size, all free (its runs are held to their budgets here).
+/// what is available of it; a sim card's size, and its size less what every process holds on it
+/// (its shared count: runs here, agents, cdui sim-hold).
 std::optional<std::pair<std::int64_t, std::int64_t>>
 measure_local_card(const std::vector<devices::offered_device>& offers, const std::string& key) {
   if (key == "cpu") {
@@ -94,7 +96,7 @@ measure_local_card(const std::vector<devices::offered_device>& offers, const std
   }
   for (const auto& d : offers)
     if (d.name == key && d.total_bytes > 0)
-      return std::pair{d.total_bytes, d.total_bytes};
+      return std::pair{d.total_bytes, devices::sim_card_free_bytes(d.uuid, d.total_bytes)};
   return std::nullopt;
 }
 

@@ -1,10 +1,10 @@
 // Model node: a stack of layers whose input shape comes from the dataset it is wired to.
+#include <algorithm>
 #include <cmath>
-#include <map>
-#include <set>
 
 #include <torch/torch.h>
 
+#include "runtime/layer_shapes.hpp"
 #include "runtime/node_call.hpp"
 #include "runtime/nodes/builtin.hpp"
 #include "runtime/nodes/values.hpp"
@@ -19,73 +19,10 @@ c10::Device torch_device(const std::string& name) {
 
 namespace {
 
-/// The fields each layer type takes: name -> required.
-const std::map<std::string, std::map<std::string, bool>>& layer_fields() {
-  static const std::map<std::string, std::map<std::string, bool>> fields{
-    {"Linear", {{"out_features", true}, {"in_features", false}, {"bias", false}}},
-    {"Conv2d",
-     {{"out_channels", true}, {"kernel_size", true}, {"stride", false}, {"padding", false},
-      {"in_channels", false}, {"bias", false}}},
-    {"MaxPool2d", {{"kernel_size", true}, {"stride", false}}},
-    {"Flatten", {}},
-    {"ReLU", {}},
-    {"GELU", {}},
-    {"Tanh", {}},
-    {"Dropout", {{"p", false}}},
-    {"BatchNorm1d", {}},
-    {"BatchNorm2d", {}},
-    {"LayerNorm", {}},
-  };
-  return fields;
-}
-
-std::string layer_where(const graph_node& node, std::size_t i, const std::string& type) {
-  return "node '" + node.id + "' (Model), layer " + std::to_string(i + 1)
-         + (type.empty() ? "" : " (" + type + ")");
-}
-
 std::vector<graph_error> check_model(const graph_node& node) {
   std::vector<graph_error> errors;
-  auto fail = [&](std::string message) { errors.push_back({node.id, "layers", std::move(message)}); };
-  const auto& layers = node.params["layers"];
-  if (layers.empty())
-    fail("node '" + node.id + "' (Model): param 'layers' is empty; a model needs a layer");
-  for (std::size_t i = 0; i < layers.size(); ++i) {
-    const auto& l = layers[i];
-    if (!l.is_object() || !l.contains("type") || !l["type"].is_string()) {
-      fail(layer_where(node, i, "") + ": must be an object with a \"type\"");
-      continue;
-    }
-    auto type = l["type"].get<std::string>();
-    auto known = layer_fields().find(type);
-    if (known == layer_fields().end()) {
-      std::string names;
-      for (const auto& [n, unused] : layer_fields())
-        names += (names.empty() ? "" : ", ") + n;
-      fail(layer_where(node, i, "") + ": unknown layer type '" + type + "' (known: " + names + ")");
-      continue;
-    }
-    for (const auto& [field, v] : l.items()) {
-      if (field == "type")
-        continue;
-      auto f = known->second.find(field);
-      if (f == known->second.end()) {
-        fail(layer_where(node, i, type) + ": unknown field '" + field + "'");
-      } else if (field == "bias") {
-        if (!v.is_boolean())
-          fail(layer_where(node, i, type) + ": 'bias' must be true or false");
-      } else if (field == "p") {
-        if (!v.is_number() || v.get<double>() < 0 || v.get<double>() >= 1)
-          fail(layer_where(node, i, type) + ": 'p' must be a number in [0, 1), got " + v.dump());
-      } else if (!v.is_number_integer() || v.get<std::int64_t>() < (field == "padding" ? 0 : 1)) {
-        fail(layer_where(node, i, type) + ": '" + field + "' must be an integer >= "
-             + (field == "padding" ? "0" : "1") + ", got " + v.dump());
-      }
-    }
-    for (const auto& [field, required] : known->second)
-      if (required && !l.contains(field))
-        fail(layer_where(node, i, type) + ": missing '" + field + "'");
-  }
+  for (auto& message : check_layers(node.id, node.params["layers"]))
+    errors.push_back({node.id, "layers", std::move(message)});
   const auto& shape = node.params["input_shape"];
   if (std::any_of(shape.begin(), shape.end(),
                   [](const auto& d) { return !d.is_number_integer() || d.template get<std::int64_t>() < 1; }))
@@ -113,13 +50,6 @@ private:
   at::Generator gen_;
 };
 
-std::string shape_text(const std::vector<std::int64_t>& sample) {
-  std::string text = "[N";
-  for (auto d : sample)
-    text += ", " + std::to_string(d);
-  return text + "]";
-}
-
 /// PyTorch's default initialisation of Linear and Conv2d (kaiming_uniform with a = sqrt(5), i.e.
 /// U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weight and bias), drawn from the run's generator.
 void init_from(torch::nn::Module& m, std::int64_t fan_in, at::Generator& gen) {
@@ -129,49 +59,26 @@ void init_from(torch::nn::Module& m, std::int64_t fan_in, at::Generator& gen) {
     p.uniform_(-bound, bound, gen);
 }
 
-/// Builds one layer for an input of shape `in` (without batch); throws node_error naming the layer.
-torch::nn::AnyModule make_layer(const nlohmann::json& l, const std::vector<std::int64_t>& in,
-                                at::Generator& gen, const std::string& where) {
+/// Builds the layer a plan describes (layer_shapes.hpp has the shape rules).
+torch::nn::AnyModule make_layer(const layer_plan& plan, at::Generator& gen) {
   namespace nn = torch::nn;
-  auto type = l["type"].get<std::string>();
-  auto get = [&](const char* field, std::int64_t fallback) {
-    return l.contains(field) ? l[field].get<std::int64_t>() : fallback;
-  };
-  auto bias = l.value("bias", true);
+  const auto& type = plan.type;
+  const auto& in = plan.in;
   if (type == "Linear") {
-    auto features = in.empty() ? 0 : in.back();
-    if (l.contains("in_features") && l["in_features"].get<std::int64_t>() != features)
-      throw node_error(where + " declares in_features " + l["in_features"].dump()
-                       + " but receives " + shape_text(in));
-    if (in.size() != 1)
-      throw node_error(where + " receives " + shape_text(in)
-                       + "; a Linear layer here needs [N, features]: add a Flatten layer before it");
-    auto m = nn::Linear(nn::LinearOptions(features, l["out_features"].get<std::int64_t>()).bias(bias));
-    init_from(*m, features, gen);
+    auto m = nn::Linear(nn::LinearOptions(in.back(), plan.out_features).bias(plan.bias));
+    init_from(*m, in.back(), gen);
     return nn::AnyModule(m);
   }
   if (type == "Conv2d") {
-    if (in.size() != 3)
-      throw node_error(where + " receives " + shape_text(in)
-                       + "; Conv2d needs [N, channels, height, width]");
-    if (l.contains("in_channels") && l["in_channels"].get<std::int64_t>() != in[0])
-      throw node_error(where + " declares in_channels " + l["in_channels"].dump()
-                       + " but receives " + shape_text(in));
-    auto k = l["kernel_size"].get<std::int64_t>();
-    auto m = nn::Conv2d(nn::Conv2dOptions(in[0], l["out_channels"].get<std::int64_t>(), k)
-                          .stride(get("stride", 1))
-                          .padding(get("padding", 0))
-                          .bias(bias));
-    init_from(*m, in[0] * k * k, gen);
+    auto m = nn::Conv2d(nn::Conv2dOptions(in[0], plan.out_features, plan.kernel)
+                          .stride(plan.stride)
+                          .padding(plan.padding)
+                          .bias(plan.bias));
+    init_from(*m, in[0] * plan.kernel * plan.kernel, gen);
     return nn::AnyModule(m);
   }
-  if (type == "MaxPool2d") {
-    if (in.size() != 3)
-      throw node_error(where + " receives " + shape_text(in)
-                       + "; MaxPool2d needs [N, channels, height, width]");
-    auto k = l["kernel_size"].get<std::int64_t>();
-    return nn::AnyModule(nn::MaxPool2d(nn::MaxPool2dOptions(k).stride(get("stride", k))));
-  }
+  if (type == "MaxPool2d")
+    return nn::AnyModule(nn::MaxPool2d(nn::MaxPool2dOptions(plan.kernel).stride(plan.stride)));
   if (type == "Flatten")
     return nn::AnyModule(nn::Flatten());
   if (type == "ReLU")
@@ -181,22 +88,11 @@ torch::nn::AnyModule make_layer(const nlohmann::json& l, const std::vector<std::
   if (type == "Tanh")
     return nn::AnyModule(nn::Tanh());
   if (type == "Dropout")
-    return nn::AnyModule(std::make_shared<run_dropout_impl>(l.value("p", 0.5), gen));
-  if (type == "BatchNorm1d") {
-    if (in.size() != 1 && in.size() != 2)
-      throw node_error(where + " receives " + shape_text(in) + "; BatchNorm1d needs [N, features]"
-                       " or [N, channels, length]");
+    return nn::AnyModule(std::make_shared<run_dropout_impl>(plan.p, gen));
+  if (type == "BatchNorm1d")
     return nn::AnyModule(nn::BatchNorm1d(in[0]));
-  }
-  if (type == "BatchNorm2d") {
-    if (in.size() != 3)
-      throw node_error(where + " receives " + shape_text(in)
-                       + "; BatchNorm2d needs [N, channels, height, width]");
+  if (type == "BatchNorm2d")
     return nn::AnyModule(nn::BatchNorm2d(in[0]));
-  }
-  // LayerNorm over the last dimension.
-  if (in.empty())
-    throw node_error(where + " receives a scalar per sample; LayerNorm needs a feature dimension");
   return nn::AnyModule(nn::LayerNorm(nn::LayerNormOptions({in.back()})));
 }
 
@@ -221,9 +117,13 @@ port_values run_model(node_call& call) {
   for (std::size_t i = 0; i < layers.size(); ++i) {
     auto type = layers[i]["type"].get<std::string>();
     auto where = "layer " + std::to_string(i + 1) + " (" + type + ")";
-    auto layer = make_layer(layers[i], shape, call.rng(), where);
-    // One forward pass on two zero samples gives the layer's output shape and catches the shape
-    // errors libtorch would raise later, while we still know which layer it is.
+    auto planned = plan_layer(layers[i], shape, where);
+    if (auto* error = std::get_if<std::string>(&planned))
+      throw node_error(*error);
+    const auto& plan = std::get<layer_plan>(planned);
+    auto layer = make_layer(plan, call.rng());
+    // One forward pass on two zero samples holds the module to the shape rules the estimate counts
+    // with (a disagreement is a bug here, not the user's), and catches what the rules do not.
     std::vector<std::int64_t> probe{2};
     probe.insert(probe.end(), shape.begin(), shape.end());
     at::Tensor out;
@@ -238,6 +138,10 @@ port_values run_model(node_call& call) {
                        + text.substr(0, text.find('\n')));
     }
     shape.assign(out.sizes().begin() + 1, out.sizes().end());
+    if (shape != plan.out)
+      throw node_error(where + " gives " + shape_text(shape) + " but the shape rules "
+                       "(runtime/layer_shapes.cpp) say " + shape_text(plan.out)
+                       + "; this is a bug in cdui");
     model->module->push_back(type + std::to_string(i + 1), std::move(layer));
   }
   model->module->train();

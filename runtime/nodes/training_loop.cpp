@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include "devices/memory.hpp"
+#include "devices/sim_card_registry.hpp"
 #include "runtime/node_call.hpp"
 #include "runtime/oom.hpp"
 #include "runtime/nodes/amp.hpp"
@@ -354,7 +355,9 @@ port_values run_training_loop(node_call& call) {
   auto budget = call.run().memory_budget;
   bool held_to_budget = budget > 0 && (card == 0 || budget < card);
   auto cap = held_to_budget ? budget : card;
-  auto scope = std::make_shared<devices::memory_scope>(device_name, cap);
+  // On a sim card the run charges the card's shared count too, whatever its own cap.
+  auto scope = std::make_shared<devices::memory_scope>(device_name, cap,
+                                                       devices::sim_card_for(device_name, card));
   try {
     devices::memory_scope_guard guard{scope};
     return train(call, device_name, scope.get());

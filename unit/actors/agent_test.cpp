@@ -223,9 +223,10 @@ BOOST_FIXTURE_TEST_CASE(a_run_starts_on_its_renumbered_cards_reports_its_events_
   BOOST_TEST(done->run_id == "r1");
   BOOST_TEST((done->outcome.status == run_status::succeeded));
   BOOST_TEST(done->last_cursor == 2u);
-  // The launch plan: the worker's sim:1 is the run's sim:0, and the process sees their sizes.
+  // The launch plan: the worker's sim:1 is the run's sim:0, and the process sees their sizes and
+  // the agent's cards (it charges them, not cards of its own).
   BOOST_TEST(file_text(run_dir("r1") / "env.txt")
-             == std::to_string(2 * gib) + "," + std::to_string(1 * gib) + "|\n");
+             == std::to_string(2 * gib) + "=SIM-CARD-t-1," + std::to_string(1 * gib) + "=SIM-CARD-t-0|\n");
   auto run = nlohmann::json::parse(file_text(run_dir("r1") / "run.json"));
   BOOST_TEST(run["device"] == "sim:0");
   BOOST_TEST(run["worker"] == "w1");

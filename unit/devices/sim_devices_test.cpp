@@ -43,6 +43,22 @@ BOOST_AUTO_TEST_CASE(a_cards_uuid_is_its_process_own_unless_named_as_shared) {
   BOOST_TEST(std::holds_alternative<std::string>(parse_sim_devices("1GiB@")));
 }
 
+BOOST_AUTO_TEST_CASE(a_card_can_be_given_as_another_processes_card_by_its_uuid) {
+  // How a worker run's process is given its worker's cards: their sizes and UUIDs.
+  auto cards = std::get<std::vector<sim_card>>(parse_sim_devices("1073741824=SIM-box-7-1,2GiB"));
+  BOOST_REQUIRE(cards.size() == 2u);
+  BOOST_TEST(cards[0].uuid == "SIM-box-7-1");
+  BOOST_TEST(cards[0].total_bytes == 1LL << 30);
+  BOOST_TEST(!cards[0].own);
+  BOOST_TEST(cards[1].own);
+  BOOST_TEST(cards[1].uuid.rfind(own_sim_card_prefix(), 0) == 0, cards[1].uuid);
+  BOOST_TEST(!std::get<std::vector<sim_card>>(parse_sim_devices("1GiB@box")).front().own);
+  for (auto bad : {"1GiB=", "1GiB=a/b", "2x1GiB=SIM-a-0", "1GiB@box=SIM-a-0"}) {
+    auto err = parse_sim_devices(bad);
+    BOOST_TEST(std::holds_alternative<std::string>(err), bad);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(a_bad_entry_is_named) {
   auto err = std::get<std::string>(parse_sim_devices("2x8GiB,0x1GiB"));
   BOOST_TEST(err.find("'0x1GiB'") != std::string::npos, err);

@@ -75,7 +75,9 @@ BOOST_AUTO_TEST_CASE(sim_cards_carry_their_sizes_in_order_and_keep_their_uuids) 
   auto plan = plan_of({"sim:2", "sim:1"});
   BOOST_TEST((plan.visible_devices == names{"sim:0", "sim:1"}));
   BOOST_TEST((plan.device_aliases == aliases{{"sim:0", "sim:2"}, {"sim:1", "sim:1"}}));
-  BOOST_TEST(plan.sim_devices == std::to_string(4 * gib) + "," + std::to_string(2 * gib));
+  // Each with its card's UUID: the run's process charges the agent's card, not a card of its own.
+  BOOST_TEST(plan.sim_devices
+             == std::to_string(4 * gib) + "=SIM-box-1-2," + std::to_string(2 * gib) + "=SIM-CARD-A-0");
   BOOST_TEST(plan.cuda_visible_devices == "");
   BOOST_REQUIRE(plan.cards.size() == 2u);
   BOOST_TEST(plan.cards[0].in_run == "sim:0");
@@ -96,7 +98,8 @@ BOOST_AUTO_TEST_CASE(mixed_kinds_are_numbered_per_kind_and_the_first_card_is_the
                                              {"sim:1", "sim:0"},
                                              {"cuda:1", "cuda:0"}}));
   BOOST_TEST(plan.cuda_visible_devices == "2,0");
-  BOOST_TEST(plan.sim_devices == std::to_string(2 * gib) + "," + std::to_string(1 * gib));
+  BOOST_TEST(plan.sim_devices
+             == std::to_string(2 * gib) + "=SIM-CARD-A-0," + std::to_string(1 * gib) + "=SIM-box-1-0");
   BOOST_TEST((plan.environment()
               == aliases{{"CODEFYUI_SIM_DEVICES", plan.sim_devices}, {"CUDA_VISIBLE_DEVICES", "2,0"}}));
 }

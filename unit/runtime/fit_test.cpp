@@ -3,29 +3,44 @@
 
 #include <nlohmann/json.hpp>
 
+#include "devices/host_inventory.hpp"
+#include "runtime/engine.hpp"
 #include "runtime/fit.hpp"
 #include "testkit/graphs.hpp"
+#include "testkit/home.hpp"
 
 using nlohmann::json;
 using namespace cdui::runtime;
 
 namespace {
 
-/// A wide moons MLP whose activations grow visibly with the batch.
 validated_graph wide_moons(std::int64_t batch, std::int64_t accumulate,
                            const std::string& precision = "fp32") {
-  auto g = cdui::test::training_graph_json(
-    {{"name", "moons"}, {"n_samples", 1024}}, {{"batch_size", batch}},
-    {{{"type", "Linear"}, {"out_features", 1024}},
-     {{"type", "ReLU"}},
-     {{"type", "Linear"}, {"out_features", 1024}},
-     {{"type", "ReLU"}},
-     {{"type", "Linear"}, {"out_features", 2}}},
-    {{"name", "sgd"}, {"lr", 0.01}}, {{"accumulate_steps", accumulate}, {"precision", precision}});
-  g["nodes"].push_back({{"id", "eval"}, {"type", "EvaluateModel"}});
-  g["edges"].push_back({{"from", "loop.model"}, {"to", "eval.model"}});
-  g["edges"].push_back({{"from", "loader.dataloader"}, {"to", "eval.dataloader"}});
-  return std::get<validated_graph>(validate_graph(g));
+  cdui::test::wide_moons o;
+  o.batch = static_cast<int>(batch);
+  o.accumulate = static_cast<int>(accumulate);
+  o.precision = precision;
+  return std::get<validated_graph>(validate_graph(cdui::test::wide_moons_graph_json(o)));
+}
+
+/// Trains `doc` as a run on sim:0 of a host with one sim card of `card_bytes` is trained: with the
+/// context a server makes for it (the inventory's cards, the cores of the card's slot) and the
+/// engine. Returns the loop's peak on the card; fails the test when the run does not succeed.
+std::int64_t train_on_card(const json& doc, std::int64_t card_bytes) {
+  auto host = cdui::devices::host_inventory::probe("1x" + std::to_string(card_bytes) + "B");
+  cdui::test::temp_home dir;
+  run_context ctx;
+  ctx.run_id = "fit-check";
+  ctx.run_dir = dir.path();
+  ctx.device = "sim:0";
+  ctx.seed = 1;
+  ctx.num_threads = host.cores_per_run("sim:0");
+  ctx.host = host.counts();
+  ctx.emit = [](const std::string&, const json&) {};
+  auto outcome = execute(std::get<validated_graph>(validate_graph(doc)), ctx);
+  BOOST_REQUIRE_MESSAGE(outcome.status == cdui::run_status::succeeded, outcome.error);
+  auto metrics = json::parse(outcome.final_metrics);
+  return metrics["loop"]["peak_memory_bytes"]["sim:0"].get<std::int64_t>();
 }
 
 } // namespace
@@ -92,6 +107,47 @@ BOOST_AUTO_TEST_CASE(a_graph_without_a_training_loop_is_refused) {
   auto g = std::get<validated_graph>(validate_graph(
     json{{"nodes", {{{"id", "data"}, {"type", "Dataset"}, {"params", {{"name", "moons"}}}}}}}));
   BOOST_CHECK_THROW((void)fit_batch_size(g, 1LL << 30), std::invalid_argument);
+}
+
+BOOST_AUTO_TEST_CASE(what_fit_finds_trains_on_the_card_past_adams_first_step) {
+  // Adam's two state tensors per parameter exist from the first step on, and the gradients stay
+  // (zeroed, not freed): every later step holds them with its activations. That is the peak.
+  cdui::test::wide_moons o;
+  o.optimizer = "adam";
+  auto graph = std::get<validated_graph>(validate_graph(cdui::test::wide_moons_graph_json(o)));
+  auto roomy = fit_batch_size(graph, 1LL << 40);
+  auto budget = (roomy.probes.front().peak_bytes + roomy.probes.back().peak_bytes) / 2;
+  auto r = fit_batch_size(graph, budget);
+  BOOST_REQUIRE(r.largest_batch > 1);
+  BOOST_REQUIRE(r.largest_batch < 256);
+  BOOST_REQUIRE(r.suggested_accumulate > 1);
+  BOOST_TEST(r.suggested_batch * r.suggested_accumulate == 256);
+  // The suggestion was trained itself, at its accumulate_steps, and that probe is its figure.
+  const auto& check = r.probes.back();
+  BOOST_TEST(check.batch_size == r.suggested_batch);
+  BOOST_TEST(check.accumulate_steps == r.suggested_accumulate);
+  BOOST_TEST(r.suggested_peak_bytes == check.peak_bytes);
+  BOOST_TEST(r.suggested_peak_bytes <= budget);
+
+  // Trained as a run on a card of that size for two whole epochs (the suggestion: 8 optimizer
+  // steps), the suggestion and the largest batch that fits with one batch per step.
+  std::int64_t largest_peak = 0;
+  for (const auto& p : r.probes)
+    if (p.batch_size == r.largest_batch && p.accumulate_steps == 1)
+      largest_peak = p.peak_bytes;
+  struct trial {
+    std::int64_t batch, accumulate, predicted;
+  };
+  for (auto t : {trial{r.suggested_batch, r.suggested_accumulate, r.suggested_peak_bytes},
+                 trial{r.largest_batch, 1, largest_peak}}) {
+    o.batch = static_cast<int>(t.batch);
+    o.accumulate = static_cast<int>(t.accumulate);
+    o.epochs = 2;
+    o.device = "sim:0";
+    auto peak = train_on_card(cdui::test::wide_moons_graph_json(o), budget);
+    BOOST_TEST(peak <= t.predicted, "batch " << t.batch << " x " << t.accumulate << ": trained at "
+                                             << peak << ", fit measured " << t.predicted);
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,69 @@
+#pragma once
+// The static memory estimate of a graph's training run (seed 001, "Without such a run, the field is
+// filled with a static estimate"): named terms that add up to the figure, from the layer shapes
+// alone (runtime/layer_shapes.hpp), with no tensor allocated. Torch-free.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/validate.hpp"
+
+namespace cdui::runtime {
+
+/// On CUDA, the caching allocator's reserve (seed 001: "plus 20% on all of that for the
+/// allocator's reserve").
+inline constexpr double cuda_allocator_reserve = 0.20;
+/// On CUDA, the libraries' workspaces (seed 001: "plus 128 MiB for the CUDA libraries'
+/// workspaces").
+inline constexpr std::int64_t cuda_workspace_bytes = std::int64_t{128} << 20;
+
+/// One term of an estimate: what it is, its bytes, and how it was counted.
+struct estimate_term {
+  std::string name;    // parameters, buffers, gradients, optimizer_state, autocast_copies, activations,
+                       // allocator_reserve, cuda_workspace
+  std::int64_t bytes = 0;
+  std::string detail;  // "203,530 parameters x 4 bytes"
+  bool cuda_only = false;
+};
+
+/// The estimate of one TrainingLoop's memory on its device: the terms, and their sum; or, when it
+/// had to skip or guess, a rough estimate with the reason and no figure.
+struct memory_estimate {
+  std::string loop_node;
+  std::string device;      // what the figure is for: the loop's device, or the one asked for
+  std::string precision;   // what the loop would train in there: fp32, bf16, fp16
+  std::int64_t batch_size = 0;       // the training batch counted
+  std::int64_t eval_batch_size = 0;  // the validation batch counted (0: no validation)
+  std::string activations_from;      // "training step" or "evaluation pass"
+  std::int64_t parameters = 0;
+  std::vector<estimate_term> terms;
+  /// Empty: a figure (total is the sum of the terms). Otherwise why this is a rough estimate.
+  std::string rough;
+  std::int64_t cards = 1;
+
+  [[nodiscard]] bool is_rough() const { return !rough.empty(); }
+  /// The sum of the terms (0 when rough).
+  [[nodiscard]] std::int64_t total() const;
+  /// The sum of the terms that apply on every device (what the CPU's counting allocator measures).
+  [[nodiscard]] std::int64_t total_without_cuda() const;
+};
+
+struct estimate_options {
+  /// The device to estimate for; empty: the TrainingLoop's `device` param. The CUDA terms apply on
+  /// cuda and cuda:N.
+  std::string device;
+  /// Cards of a device set: the figure is per card (without DDP, each card holds a whole run).
+  std::int64_t cards = 1;
+};
+
+/// Estimates the memory of the graph's TrainingLoop (the largest, when there are several).
+/// A graph without a TrainingLoop gets a rough estimate saying so.
+[[nodiscard]] memory_estimate estimate_memory(const validated_graph& graph,
+                                              const estimate_options& options = {});
+
+/// The estimate as JSON: {"estimate": true, "rough": ..., "terms": [...], "total_bytes": ...}.
+[[nodiscard]] nlohmann::json to_json(const memory_estimate& estimate);
+
+} // namespace cdui::runtime

@@ -1,0 +1,69 @@
+#pragma once
+// The shape rules of the Model node's layers, torch-free: what each layer type takes, the shape it
+// gives for the shape it receives, and its parameter count. The Model node builds its layers from
+// these plans and the static estimate counts memory from them, so the two cannot drift.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace cdui::runtime {
+
+/// The shape of one sample, without the batch dimension.
+using sample_shape = std::vector<std::int64_t>;
+
+/// The fields each layer type takes: type -> field -> required.
+[[nodiscard]] const std::map<std::string, std::map<std::string, bool>>& layer_fields();
+
+/// One layer of a Model, planned for the shape it receives.
+struct layer_plan {
+  std::string type;
+  sample_shape in;
+  sample_shape out;
+  /// Linear: out_features; Conv2d: out_channels.
+  std::int64_t out_features = 0;
+  /// Conv2d and MaxPool2d.
+  std::int64_t kernel = 0;
+  std::int64_t stride = 1;
+  std::int64_t padding = 0;
+  bool bias = true;
+  /// Dropout.
+  double p = 0.5;
+  /// Every parameter of the layer (weights, biases, a norm's affine weights).
+  std::int64_t parameters = 0;
+  /// The parameters autocast casts to 16 bits (those of Linear and Conv2d).
+  std::int64_t cast_parameters = 0;
+  /// The float elements of its buffers (BatchNorm's running mean and variance).
+  std::int64_t buffer_floats = 0;
+  /// Its int64 buffers (BatchNorm's num_batches_tracked).
+  std::int64_t buffer_int64s = 0;
+};
+
+/// The most elements a sample or a layer may have: larger shapes are refused before any product
+/// could overflow int64 (2^40 floats are 4 TiB, beyond any card).
+inline constexpr std::int64_t max_elements = std::int64_t{1} << 40;
+
+/// Plans `layer` (an object of layer_fields' types, checked by check_layers) for input `in`.
+/// On a shape it cannot take: the sentence, starting with `where` ("layer 2 (Linear)").
+[[nodiscard]] std::variant<layer_plan, std::string>
+plan_layer(const nlohmann::json& layer, const sample_shape& in, const std::string& where);
+
+/// Plans every layer in order from `input`; the first error as in plan_layer ("layer N (Type)").
+[[nodiscard]] std::variant<std::vector<layer_plan>, std::string>
+plan_layers(const nlohmann::json& layers, const sample_shape& input);
+
+/// "[N, 1, 28, 28]".
+[[nodiscard]] std::string shape_text(const sample_shape& sample);
+
+/// The elements of a sample of this shape (1 for a scalar).
+[[nodiscard]] std::int64_t elements(const sample_shape& sample);
+
+/// The field errors of a Model's `layers` param, each a whole sentence naming node and layer.
+[[nodiscard]] std::vector<std::string> check_layers(const std::string& node_id,
+                                                    const nlohmann::json& layers);
+
+} // namespace cdui::runtime
