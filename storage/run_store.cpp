@@ -59,6 +59,14 @@ CREATE TABLE IF NOT EXISTS workers (
   enrolled_ms INTEGER NOT NULL,
   rekeyed_ms INTEGER NOT NULL
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS measured_peaks (
+  memory_key TEXT NOT NULL,
+  cards INTEGER NOT NULL,
+  bytes INTEGER NOT NULL,
+  run_id TEXT NOT NULL,
+  measured_ms INTEGER NOT NULL,
+  PRIMARY KEY (memory_key, cards)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS shared_cards (
   offerer TEXT NOT NULL,
   device TEXT NOT NULL,
@@ -155,6 +163,7 @@ constexpr const char* required_columns[] = {
   "SELECT run_id, path, bytes FROM artifacts LIMIT 0",
   "SELECT name, credential_hash, enrolled_ms, rekeyed_ms FROM workers LIMIT 0",
   "SELECT offerer, device, shared_ms FROM shared_cards LIMIT 0",
+  "SELECT memory_key, cards, bytes, run_id, measured_ms FROM measured_peaks LIMIT 0",
 };
 
 /// SQLite's codes for a file that is not a database in working order.
@@ -469,6 +478,24 @@ std::vector<shared_card> run_store::shared_cards() const {
   while (s.step())
     out.push_back({s.text(0), s.text(1), s.integer(2)});
   return out;
+}
+
+void run_store::put_peak(const std::string& memory_key, int cards, const measured_peak_row& peak) {
+  std::lock_guard lock{mutex_};
+  statement s{db_, "INSERT OR REPLACE INTO measured_peaks (memory_key, cards, bytes, run_id, "
+                   "measured_ms) VALUES (?, ?, ?, ?, ?)"};
+  s.bind(1, memory_key).bind(2, static_cast<std::int64_t>(cards)).bind(3, peak.bytes).bind(4, peak.run_id)
+    .bind(5, peak.measured_ms);
+  s.step();
+}
+
+std::optional<measured_peak_row> run_store::peak(const std::string& memory_key, int cards) const {
+  std::lock_guard lock{mutex_};
+  statement s{db_, "SELECT bytes, run_id, measured_ms FROM measured_peaks WHERE memory_key=? AND cards=?"};
+  s.bind(1, memory_key).bind(2, static_cast<std::int64_t>(cards));
+  if (!s.step())
+    return std::nullopt;
+  return measured_peak_row{s.integer(0), s.text(1), s.integer(2)};
 }
 
 } // namespace cdui::storage

@@ -40,6 +40,14 @@ struct artifact {
 
 /// A remote worker an operator enrolled: its name and the SHA-256 of its credential (the
 /// credential itself is never stored). `rekeyed_ms` is 0 until it is re-keyed.
+/// The peak memory per card of the last succeeded run of a graph (its memory key) on a number of
+/// cards: the measured default budget of the next run of that graph is this + 20%.
+struct measured_peak_row {
+  std::int64_t bytes = 0;
+  std::string run_id;
+  std::int64_t measured_ms = 0;
+};
+
 /// A card an operator set Shared by memory (seed 001, "Sharing a card").
 struct shared_card {
   std::string offerer;  // a worker's name; empty: this server
@@ -152,6 +160,11 @@ public:
                   std::int64_t now_ms);
   /// Every card set Shared by memory, by offerer and device.
   [[nodiscard]] std::vector<shared_card> shared_cards() const;
+
+  /// Records the peak of a succeeded run of the graph with `memory_key` on `cards` cards; it
+  /// replaces the one before (the last succeeded run's counts).
+  void put_peak(const std::string& memory_key, int cards, const measured_peak_row& peak);
+  [[nodiscard]] std::optional<measured_peak_row> peak(const std::string& memory_key, int cards) const;
 
 private:
   sqlite3* db_ = nullptr;

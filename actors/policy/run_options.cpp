@@ -68,10 +68,11 @@ std::string read_target(const nlohmann::json& target, run_request& request) {
                "devices), not " + json_text(value);
       request.memory_bytes = static_cast<std::int64_t>(value.get<double>() * 1024.0 * 1024.0 * 1024.0);
     } else if (key == "memory_source") {
-      if (value != "estimate" && value != "typed")
+      // "measured" is what the server writes when it applied a graph's measured default.
+      if (value != "estimate" && value != "typed" && value != "measured")
         return "option 'target.memory_source': must be \"estimate\" (a budget taken from the static "
                "estimate) or \"typed\", not " + json_text(value);
-      request.memory_source = value == "estimate" ? "estimate" : "";
+      request.memory_source = value == "typed" ? "" : value.get<std::string>();
     } else if (key == "wait") {
       if (!value.is_boolean())
         return "option 'target.wait': must be true or false, not " + json_text(value);

@@ -98,7 +98,7 @@ submit_result submit(self_ptr self, run_request& req) {
   if (auto* refusal = std::get_if<submit_result>(&prepared))
     return *refusal;
   auto& p = std::get<prepared_run>(prepared);
-  if (auto why = budget_refusal(st, p.keys, req); !why.empty())
+  if (auto why = settle_budget(st, req, p); !why.empty())
     return {"", why};
   auto& info = p.setup.info;
   info.id = new_run_id(st);

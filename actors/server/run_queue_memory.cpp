@@ -7,6 +7,8 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/policy/memory_budget.hpp"
+#include "actors/policy/run_options.hpp"
+#include "runtime/memory_key.hpp"
 #include "messages/slot_key.hpp"
 #include "actors/server/memory_ledger.hpp"
 #include "actors/server/run_queue_parts.hpp"
@@ -77,13 +79,56 @@ std::string share_card(self_ptr self, const std::string& offerer, const std::str
   return "";
 }
 
-std::string budget_refusal(const run_queue_state& st, const std::vector<std::string>& keys,
-                           const run_request& req) {
-  bool on_shared = std::any_of(keys.begin(), keys.end(), [&](const auto& k) { return st.slots.gated(k); });
-  if (!on_shared || req.memory_bytes > 0 || req.lane == "interactive")
+std::string settle_budget(const run_queue_state& st, run_request& req, prepared_run& p) {
+  bool on_shared = std::any_of(p.keys.begin(), p.keys.end(), [&](const auto& k) { return st.slots.gated(k); });
+  if (!on_shared || req.lane == "interactive")
     return "";
-  auto none = policy::resolve_budget(std::nullopt, policy::budget_source::typed, std::nullopt);
-  return "option 'target.memory_gib': " + std::get<std::string>(none);
+  std::optional<policy::measured_peak> peak;
+  if (auto key = runtime::memory_key(nlohmann::json::parse(req.graph_json, nullptr, false)))
+    if (auto row = st.cfg.store->peak(*key, static_cast<int>(p.keys.size())))
+      peak = policy::measured_peak{row->bytes, row->run_id};
+  std::optional<std::int64_t> declared;
+  if (req.memory_bytes > 0)
+    declared = req.memory_bytes;
+  auto source = req.memory_source == "estimate"   ? policy::budget_source::estimate
+                : req.memory_source == "measured" ? policy::budget_source::measured
+                                                  : policy::budget_source::typed;
+  auto settled = policy::resolve_budget(declared, source, peak);
+  if (auto* refusal = std::get_if<std::string>(&settled))
+    return "option 'target.memory_gib': " + *refusal;
+  const auto& b = std::get<policy::run_budget>(settled);
+  // Kept in the run's options (and so on its object, in the store and on a worker): where the
+  // budget came from travels with it.
+  req.memory_bytes = b.bytes;
+  req.memory_source = b.source == policy::budget_source::typed ? "" : std::string{to_string(b.source)};
+  p.setup.context.memory_budget = b.bytes;
+  p.setup.context.memory_budget_source = std::string{to_string(b.source)};
+  if (!b.note.empty())
+    p.warnings.emplace_back("memory_budget", "the run's memory budget is " + policy::gib_text(b.bytes)
+                                               + " per card: " + b.note);
+  return "";
+}
+
+void record_peak(const run_queue_state& st, const std::string& id) {
+  auto stored = st.cfg.store->find(id);
+  if (!stored || stored->info.status != run_status::succeeded)
+    return;
+  auto metrics = nlohmann::json::parse(stored->info.final_metrics, nullptr, false);
+  std::int64_t peak = 0;
+  if (metrics.is_object())
+    for (const auto& [node, values] : metrics.items())
+      if (values.is_object() && values.contains("peak_memory_bytes") && values["peak_memory_bytes"].is_object())
+        for (const auto& [device, bytes] : values["peak_memory_bytes"].items())
+          if (bytes.is_number_integer())
+            peak = std::max(peak, bytes.get<std::int64_t>());
+  if (peak <= 0)
+    return;
+  auto key = runtime::memory_key(nlohmann::json::parse(stored->graph_json, nullptr, false));
+  run_request options;
+  if (!key || !policy::apply_options(nlohmann::json::parse(stored->info.options, nullptr, false), options).empty())
+    return;
+  auto cards = std::max<int>(1, static_cast<int>(options.devices.size()));
+  st.cfg.store->put_peak(*key, cards, {peak, id, now_ms()});
 }
 
 void note_budget(run_queue_state& st, const std::string& id, const std::vector<std::string>& keys,
@@ -158,6 +203,7 @@ void memory_started(self_ptr self, const std::string& id) {
 
 void memory_forget(self_ptr self, const std::string& id) {
   auto& st = self->state;
+  record_peak(st, id);
   st.waiting_reasons.erase(id);
   st.memory_keys.erase(id);
   st.budgets.erase(id);

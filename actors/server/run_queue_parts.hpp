@@ -50,9 +50,11 @@ void worker_gone(self_ptr self, const std::string& name, const std::string& reas
 void start_ledger(self_ptr self);
 /// An operator set a card Shared by memory or back to Exclusive; the refusal, empty when done.
 std::string share_card(self_ptr self, const std::string& offerer, const std::string& device, bool shared);
-/// Why a run may not be queued on its keys: a shared card and no budget. Empty: it may.
-std::string budget_refusal(const run_queue_state& st, const std::vector<std::string>& keys,
-                           const run_request& req);
+/// A run for a card shared by memory gets its budget: the one it declares (an estimate raised to a
+/// larger measured peak + 20%), else its graph's measured default (the peak of the last succeeded
+/// run of its memory key on as many cards + 20%), written into `req` (its options) and its context.
+/// The refusal when it has neither; empty when all is well.
+std::string settle_budget(const run_queue_state& st, run_request& req, prepared_run& p);
 /// Remembers a queued run's budget for the ledger.
 void note_budget(run_queue_state& st, const std::string& id, const std::vector<std::string>& keys,
                  const run_request& req);

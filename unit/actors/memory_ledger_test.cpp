@@ -3,6 +3,8 @@
 // runs on a sim card, real cdui.db.
 #include <boost/test/unit_test.hpp>
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include "actors/server/server.hpp"
@@ -111,6 +113,44 @@ BOOST_AUTO_TEST_CASE(a_budget_larger_than_the_card_is_refused_and_the_share_mode
   auto plain = again.submit(cdui::test::request(moons_graph_json(1, 2, 16, "sim:0")));
   BOOST_REQUIRE(plain.ok());
   BOOST_TEST(to_string(again.wait(plain.run_id).status) == "succeeded");
+}
+
+BOOST_AUTO_TEST_CASE(a_graph_that_succeeded_once_gets_its_measured_peak_plus_20_percent_as_budget) {
+  cdui::test::temp_home home;
+  cdui::server srv{server_config(home.path(), "1x1GiB")};
+  BOOST_TEST(srv.share_device("sim:0", true).empty());
+  auto first = cdui::test::request(moons_graph_json(1, 2, 16, "sim:0"));
+  first.memory_bytes = 64 * mib;
+  auto typed = srv.submit(first);
+  BOOST_REQUIRE(typed.ok());
+  auto done = srv.wait(typed.run_id);
+  BOOST_REQUIRE(to_string(done.status) == "succeeded");
+  auto peak = nlohmann::json::parse(done.final_metrics)["loop"]["peak_memory_bytes"]["sim:0"].get<std::int64_t>();
+
+  // The same graph as it executes (another seed, more epochs), with no budget: the measured default.
+  auto again = cdui::test::request(moons_graph_json(2, 4, 16, "sim:0"));
+  again.seed = 99;
+  auto measured = srv.submit(again);
+  BOOST_REQUIRE(measured.ok());
+  auto ended = srv.wait(measured.run_id);
+  BOOST_TEST(to_string(ended.status) == "succeeded", ended.error);
+  auto target = nlohmann::json::parse(ended.options)["target"];
+  BOOST_TEST(target["memory_source"] == "measured");
+  auto budget = static_cast<std::int64_t>(target["memory_gib"].get<double>() * 1024 * 1024 * 1024);
+  BOOST_TEST(budget == static_cast<std::int64_t>(std::ceil(peak * 1.2)));
+  bool said = false;
+  for (const auto& e : srv.events(measured.run_id, 0).events)
+    if (e.type == "run_warning") {
+      auto data = nlohmann::json::parse(e.data);
+      said = said || (data["kind"] == "memory_budget"
+                      && data["message"].get<std::string>().find("the peak of run " + typed.run_id)
+                           != std::string::npos);
+    }
+  BOOST_TEST(said);
+
+  // Another graph (wider) has no peak yet: still asked for a budget.
+  auto other = srv.submit(cdui::test::request(moons_graph_json(1, 2, 32, "sim:0")));
+  BOOST_TEST(!other.ok());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -279,4 +279,22 @@ BOOST_AUTO_TEST_CASE(a_cards_share_mode_survives_the_store_and_exclusive_is_the_
   BOOST_TEST(cards[1].shared_ms == 300);
 }
 
+BOOST_AUTO_TEST_CASE(a_graphs_last_measured_peak_is_kept_per_number_of_cards) {
+  cdui::test::temp_home home;
+  {
+    cdui::storage::run_store store{home.path() / "cdui.db"};
+    BOOST_TEST(!store.peak("key-a", 1).has_value());
+    store.put_peak("key-a", 1, {1000, "run00001", 10});
+    store.put_peak("key-a", 2, {700, "run00002", 20});
+    store.put_peak("key-a", 1, {900, "run00003", 30});  // the last succeeded run's, even if smaller
+  }
+  cdui::storage::run_store store{home.path() / "cdui.db"};
+  auto one = store.peak("key-a", 1);
+  BOOST_REQUIRE(one.has_value());
+  BOOST_TEST(one->bytes == 900);
+  BOOST_TEST(one->run_id == "run00003");
+  BOOST_TEST(store.peak("key-a", 2)->bytes == 700);
+  BOOST_TEST(!store.peak("key-b", 1).has_value());
+}
+
 BOOST_AUTO_TEST_SUITE_END()
