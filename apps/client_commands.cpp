@@ -17,6 +17,7 @@
 #include "apps/interrupt.hpp"
 #include "apps/progress_printer.hpp"
 #include "apps/run_report.hpp"
+#include "devices/memory.hpp"
 #include "messages/json_text.hpp"
 #include "storage/home.hpp"
 #include "storage/run_store.hpp"
@@ -52,8 +53,12 @@ run_info run_from_json(const json& j) {
   r.status = parse_run_status(j.value("status", std::string{})).value_or(run_status::failed);
   r.queue_key = j.value("queue_key", std::string{});
   r.queue_position = j.value("queue_position", 0u);
+  if (j["waiting_reason"].is_string())
+    r.waiting_reason = j["waiting_reason"].get<std::string>();
   if (j["error"].is_string())
     r.error = j["error"].get<std::string>();
+  if (j["options"].is_object())
+    r.options = json_text(j["options"]);
   auto ms = [&](const char* key) { return j[key].is_number() ? j[key].get<std::int64_t>() : 0; };
   r.created_ms = ms("created_ms");
   r.started_ms = ms("started_ms");
@@ -74,9 +79,35 @@ std::string local_time(std::int64_t ms) {
   return buf;
 }
 
+/// The run's memory budget per card as its options give it: "800.0 MiB", "1.20 GiB meas." (the
+/// graph's measured default), "512.0 MiB est." (the static estimate); "-" without one.
+std::string budget_text(const run_info& r) {
+  auto options = json::parse(r.options, nullptr, false);
+  if (!options.is_object() || !options.contains("target") || !options["target"].is_object())
+    return "-";
+  const auto& target = options["target"];
+  if (!target.contains("memory_gib") || !target["memory_gib"].is_number())
+    return "-";
+  auto bytes = static_cast<std::int64_t>(target["memory_gib"].get<double>() * 1024.0 * 1024.0 * 1024.0);
+  auto source = target.value("memory_source", std::string{});
+  return devices::format_bytes(bytes) + (source == "measured" ? " meas." : source == "estimate" ? " est." : "");
+}
+
+/// Why a queued run waits beyond its place, or the first line of why a run failed; "" otherwise.
+std::string reason_text(const run_info& r) {
+  auto text = r.status == run_status::queued ? r.waiting_reason : r.error;
+  text = text.substr(0, text.find('\n'));
+  constexpr std::size_t shown = 100;
+  return text.size() > shown ? text.substr(0, shown - 1) + "~" : text;
+}
+
 void print_runs(const std::vector<run_info>& runs, std::uint64_t total) {
-  std::printf("%-8s  %-20s  %-11s  %-8s  %-5s  %-19s  %s\n", "ID", "NAME", "STATUS", "DEVICE",
-              "QUEUE", "CREATED", "SECONDS");
+  // DEVICE is as wide as its widest key (a worker's "gpu-box/cuda:1"), so the columns stay aligned.
+  int device = 8;
+  for (const auto& r : runs)
+    device = std::max(device, static_cast<int>(r.queue_key.size()));
+  std::printf("%-8s  %-20s  %-11s  %-*s  %-5s  %-15s  %-19s  %-7s  %s\n", "ID", "NAME", "STATUS",
+              device, "DEVICE", "QUEUE", "BUDGET", "CREATED", "SECONDS", "REASON");
   for (const auto& r : runs) {
     auto name = r.name.size() > 20 ? r.name.substr(0, 19) + "~" : r.name;
     auto queue = r.queue_position > 0 ? std::to_string(r.queue_position) : std::string{"-"};
@@ -90,9 +121,10 @@ void print_runs(const std::vector<run_info>& runs, std::uint64_t total) {
       std::snprintf(buf, sizeof buf, "%.1f", static_cast<double>(end - r.started_ms) / 1000.0);
       seconds = buf;
     }
-    std::printf("%-8s  %-20s  %-11s  %-8s  %-5s  %-19s  %s\n", r.id.c_str(), name.c_str(),
-                std::string{to_string(r.status)}.c_str(), r.queue_key.c_str(), queue.c_str(),
-                local_time(r.created_ms).c_str(), seconds.c_str());
+    std::printf("%-8s  %-20s  %-11s  %-*s  %-5s  %-15s  %-19s  %-7s  %s\n", r.id.c_str(), name.c_str(),
+                std::string{to_string(r.status)}.c_str(), device, r.queue_key.c_str(), queue.c_str(),
+                budget_text(r).c_str(), local_time(r.created_ms).c_str(), seconds.c_str(),
+                reason_text(r).c_str());
   }
   if (total > runs.size())
     std::printf("(%zu of %llu runs; --limit shows more)\n", runs.size(),

@@ -159,6 +159,27 @@ BOOST_AUTO_TEST_CASE(without_a_server_cdui_run_trains_embedded_and_runs_reads_th
   BOOST_TEST(bad_status.code == 2);
 }
 
+BOOST_AUTO_TEST_CASE(cdui_runs_shows_each_runs_budget_and_why_it_failed) {
+  cdui::test::temp_home home;
+  server_process srv{home};
+  // 2-8192-2 with Adam holds far more than 0.0002 GiB (209.7 KiB): it outgrows its budget.
+  auto graph = write_graph(home, "held", moons_graph_json(1, 4, 8192, "sim:0"));
+  auto r = run_cdui(home, {"run", graph, "--memory-gib", "0.0002"});
+  BOOST_TEST(r.code == 1, r.out << r.err);
+  BOOST_TEST(r.err.find("The run is held to its memory budget of 209.7 KiB per card (typed: "
+                        "target.memory_gib)") != std::string::npos, r.err);
+  auto id = run_id_in(r.out);
+  auto listed = run_cdui(home, {"runs"});
+  BOOST_TEST(listed.code == 0, listed.err);
+  BOOST_TEST(listed.out.rfind("ID        NAME", 0) == 0u, listed.out);
+  BOOST_TEST(listed.out.find("BUDGET") != std::string::npos, listed.out);
+  BOOST_TEST(listed.out.find("REASON") != std::string::npos, listed.out);
+  auto line = listed.out.substr(listed.out.find(id));
+  line = line.substr(0, line.find('\n'));
+  BOOST_TEST(line.find("209.7 KiB") != std::string::npos, line);
+  BOOST_TEST(line.find("Node TrainingLoop (loop) ran out of memory on sim:0.") != std::string::npos, line);
+}
+
 BOOST_AUTO_TEST_CASE(recorded_outputs_health_and_sessions_over_http) {
   cdui::test::temp_home home;
   server_process srv{home};
