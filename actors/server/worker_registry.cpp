@@ -72,7 +72,9 @@ caf::result<workers_status> status_with_workers(self_ptr self) {
       all.proxies.push_back(std::move(proxy));
     },
     [table](workers_status& all) {
-      for (const auto& [name, c] : table->workers()) {
+      for (const auto& worker : table->workers()) {
+        const auto& name = worker.first;  // not a structured binding: a lambda captures it
+        const auto& c = worker.second;
         bool listed = std::any_of(all.workers.begin(), all.workers.end(),
                                   [&](const worker_entry& w) { return w.name == name; });
         if (!listed)
