@@ -473,6 +473,19 @@ std::string prometheus_text(cdui::server& runtime) {
          "# TYPE cdui_workers gauge\n";
   for (const auto& [s, n] : by_status)
     out << "cdui_workers{status=\"" << s << "\"} " << n << '\n';
+  // Each card shared by memory, as GET /api/devices shows its ledger.
+  auto memory = runtime.memory();
+  if (!memory.cards.empty()) {
+    out << "# HELP cdui_card_memory_bytes A card shared by memory: its total, free, reserved and "
+           "running bytes, and what a new budget may take.\n"
+           "# TYPE cdui_card_memory_bytes gauge\n";
+    for (const auto& c : memory.cards)
+      for (const auto& [what, bytes] : {std::pair{"total", c.total}, std::pair{"free", c.free},
+                                        std::pair{"reserved", c.reserved}, std::pair{"running", c.running},
+                                        std::pair{"may_take", c.may_take}})
+        out << "cdui_card_memory_bytes{device=\"" << c.key << "\",kind=\"" << what << "\"} " << bytes
+            << '\n';
+  }
   if (const auto& b = status.bridge) {
     out << "# HELP cdui_bridge_messages_total Messages the ZeroMQ bridge received and sent.\n"
            "# TYPE cdui_bridge_messages_total counter\n"

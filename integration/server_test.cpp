@@ -101,6 +101,43 @@ BOOST_AUTO_TEST_CASE(a_limit_override_lets_two_runs_share_a_card) {
   BOOST_TEST(text.find("skipped the entry ' nonsense'") != std::string::npos, text);
 }
 
+BOOST_AUTO_TEST_CASE(a_card_shared_over_http_shows_its_ledger_in_devices_and_metrics) {
+  cdui::test::temp_home home;
+  server_process srv{home};
+  auto c = srv.client();
+  auto put = [&](const std::string& device, const json& body, bool with_token = true) {
+    auto path = "/api/devices/" + device + "/sharing";
+    return with_token ? c.Put(path.c_str(), srv.auth(), body.dump(), "application/json")
+                      : c.Put(path.c_str(), body.dump(), "application/json");
+  };
+  BOOST_TEST(put("sim:0", {{"mode", "shared"}}, false)->status == 403);
+  auto bad = put("sim:0", {{"mode", "sometimes"}});
+  BOOST_TEST(bad->status == 400);
+  BOOST_TEST(json::parse(bad->body)["detail"].get<std::string>().rfind("field 'mode'", 0) == 0u);
+  BOOST_TEST(put("sim:9", {{"mode", "shared"}})->status == 404);
+  auto ok = put("sim:0", {{"mode", "shared"}});
+  BOOST_TEST(ok->status == 200, ok->body);
+
+  // A run without a budget is asked for one; with one it runs, and the ledger shows it.
+  auto none = srv.submit(endless_run());
+  BOOST_TEST(none->status == 400);
+  BOOST_TEST(json::parse(none->body)["detail"].get<std::string>().rfind("option 'target.memory_gib'", 0) == 0u);
+  auto body = endless_run();
+  body["options"]["target"] = {{"memory_gib", 0.5}};
+  auto id = srv.submit_ok(body);
+  srv.await_status(id, "running");
+  auto devices = srv.get_json("/api/devices")["devices"];
+  BOOST_REQUIRE(devices.size() == 2u);
+  BOOST_TEST(devices[1]["device"] == "sim:0");
+  BOOST_TEST(devices[1]["mode"] == "shared");
+  BOOST_TEST(devices[1]["memory"]["runs"][0]["run_id"] == id);
+  BOOST_TEST(devices[1]["memory"]["runs"][0]["budget_bytes"] == 512 * 1024 * 1024);
+  auto metrics = c.Get("/metrics")->body;
+  BOOST_TEST(metrics.find("cdui_card_memory_bytes{device=\"sim:0\",kind=\"running\"} 536870912")
+             != std::string::npos, metrics);
+  srv.cancel(id);
+}
+
 BOOST_AUTO_TEST_CASE(every_refusal_has_its_status_and_names_the_field) {
   cdui::test::temp_home home;
   server_process srv{home, {{"CODEFYUI_RUN_INTERACTIVE_MAX_CONCURRENT", "1"}}};
