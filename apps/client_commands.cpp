@@ -313,7 +313,7 @@ int cancel_command(const std::string& run_id) {
 }
 
 int worker_action_command(worker_action action, const std::string& name,
-                          const std::string& server_host) {
+                          const std::string& server_host, const std::string& device) {
   if (!policy::is_valid_worker_name(name)) {
     std::fprintf(stderr, "cdui: '%s' is not a worker name (%s)\n", name.c_str(),
                  policy::worker_name_rule);
@@ -339,6 +339,11 @@ int worker_action_command(worker_action action, const std::string& name,
                          "application/json");
     case worker_action::remove:
       return client.Delete(("/api/workers/" + name).c_str());
+    case worker_action::share:
+    case worker_action::exclusive:
+      return client.Put(("/api/workers/" + name + "/devices/" + device + "/sharing").c_str(),
+                        json_text({{"mode", action == worker_action::share ? "shared" : "exclusive"}}),
+                        "application/json");
     case worker_action::drain:
     case worker_action::undrain:
       break;
@@ -371,6 +376,13 @@ int worker_action_command(worker_action action, const std::string& name,
     break;
   case worker_action::drain:
     std::printf("worker '%s' drains: it takes no new runs; its running runs finish\n", name.c_str());
+    break;
+  case worker_action::share:
+    std::printf("%s on worker '%s' is shared by memory: runs there declare a budget "
+                "(--memory-gib) or get their graph's measured peak + 20%%\n", device.c_str(), name.c_str());
+    break;
+  case worker_action::exclusive:
+    std::printf("%s on worker '%s' is exclusive: one run at a time\n", device.c_str(), name.c_str());
     break;
   case worker_action::undrain:
     std::printf("worker '%s' takes runs again\n", name.c_str());

@@ -45,12 +45,14 @@ struct runs_options {
 [[nodiscard]] int cancel_command(const std::string& run_id);
 
 /// What an operator does to a worker from the command line.
-enum class worker_action { enroll, rekey, remove, drain, undrain };
+enum class worker_action { enroll, rekey, remove, drain, undrain, share, exclusive };
 
-/// `cdui workers enroll|rekey|remove|drain|undrain NAME`: the worker endpoints of the HTTP API.
-/// enroll and rekey print the command to run on the worker's machine (`server_host`: the host it
-/// names, default: the one this command reached the server by).
+/// `cdui workers enroll|rekey|remove|drain|undrain NAME` and `cdui workers share|exclusive NAME
+/// DEVICE`: the worker endpoints of the HTTP API. enroll and rekey print the command to run on the
+/// worker's machine (`server_host`: the host it names, default: the one this command reached the
+/// server by); share and exclusive set the worker's card `device` Shared by memory or Exclusive.
 [[nodiscard]] int worker_action_command(worker_action action, const std::string& name,
-                                        const std::string& server_host);
+                                        const std::string& server_host,
+                                        const std::string& device = "");
 
 } // namespace cdui::apps

@@ -109,6 +109,31 @@ json run_json(const run_info& r) {
   return j;
 }
 
+/// PUT .../sharing {"mode": "shared" | "exclusive"}: this server's device (`worker` empty) or a
+/// worker's. 404 for a device or worker it does not know, 409 for a card that cannot be shared.
+void put_sharing(cdui::server& rt, const std::string& worker, const std::string& device,
+                 const httplib::Request& req, httplib::Response& res) {
+  auto body = json::parse(req.body, nullptr, false);
+  auto mode = body.is_object() ? body.value("mode", json()) : json();
+  if (mode != "shared" && mode != "exclusive") {
+    refuse(res, 400, "field 'mode': must be \"shared\" (runs declare a memory budget and share the "
+                     "card) or \"exclusive\" (one run at a time by count)");
+    return;
+  }
+  auto why = worker.empty() ? rt.share_device(device, mode == "shared")
+                            : rt.share_worker_device(worker, device, mode == "shared");
+  if (!why.empty()) {
+    bool unknown = why.rfind("this server has no device", 0) == 0 || why.rfind("no worker named", 0) == 0
+                   || why.rfind("no device", 0) == 0;
+    refuse(res, unknown ? 404 : 409, why);
+    return;
+  }
+  json answer{{"device", device}, {"mode", mode}};
+  if (!worker.empty())
+    answer["worker"] = worker;
+  reply(res, 200, answer);
+}
+
 /// Reads an integer query parameter of at least `min`; false (with a 400 sent) when it is not one.
 bool query_number(const httplib::Request& req, httplib::Response& res, const char* name,
                   std::uint64_t& out, std::uint64_t min = 0) {
@@ -672,22 +697,13 @@ void mount_http_api(httplib::Server& http, cdui::server& runtime, http_api_optio
               });
   http.Put(R"(/api/devices/([^/]+)/sharing)",
            [&rt, token](const httplib::Request& req, httplib::Response& res) {
-             if (!authorized(req, res, token))
-               return;
-             auto body = json::parse(req.body, nullptr, false);
-             auto mode = body.is_object() ? body.value("mode", json()) : json();
-             if (mode != "shared" && mode != "exclusive") {
-               refuse(res, 400, "field 'mode': must be \"shared\" (runs declare a memory budget "
-                                "and share the card) or \"exclusive\" (one run at a time by count)");
-               return;
-             }
-             std::string device = req.matches[1];
-             auto why = rt.share_device(device, mode == "shared");
-             if (!why.empty()) {
-               refuse(res, why.rfind("this server has no device", 0) == 0 ? 404 : 409, why);
-               return;
-             }
-             reply(res, 200, {{"device", device}, {"mode", mode}});
+             if (authorized(req, res, token))
+               put_sharing(rt, "", req.matches[1], req, res);
+           });
+  http.Put(R"(/api/workers/([^/]+)/devices/([^/]+)/sharing)",
+           [&rt, token](const httplib::Request& req, httplib::Response& res) {
+             if (authorized(req, res, token))
+               put_sharing(rt, req.matches[1], req.matches[2], req, res);
            });
   http.Get("/api/devices", [&rt](const httplib::Request&, httplib::Response& res) {
     reply(res, 200, devices_json(rt.queue(), rt.memory()));

@@ -159,6 +159,7 @@ int main(int argc, char** argv) {
     ->check(CLI::PositiveNumber);
   auto* workers = app.add_subcommand("workers", "the server's workers, their devices and status");
   std::string worker_name;
+  std::string worker_device;
   std::string server_host;
   std::vector<std::pair<CLI::App*, worker_action>> worker_actions;
   for (auto [verb, action, help] :
@@ -166,9 +167,13 @@ int main(int argc, char** argv) {
         std::tuple{"rekey", worker_action::rekey, "give an enrolled worker a new credential: prints the new command"},
         std::tuple{"remove", worker_action::remove, "revoke a worker, disconnect it and fail its runs"},
         std::tuple{"drain", worker_action::drain, "no new runs on a worker; its running runs finish"},
-        std::tuple{"undrain", worker_action::undrain, "a drained worker takes runs again"}}) {
+        std::tuple{"undrain", worker_action::undrain, "a drained worker takes runs again"},
+        std::tuple{"share", worker_action::share, "share a worker's card by memory: runs declare budgets"},
+        std::tuple{"exclusive", worker_action::exclusive, "a worker's card takes one run at a time again"}}) {
     auto* sub = workers->add_subcommand(verb, help);
     sub->add_option("name", worker_name, "the worker's name")->required();
+    if (action == worker_action::share || action == worker_action::exclusive)
+      sub->add_option("device", worker_device, "the worker's device, e.g. sim:0 or cuda:1")->required();
     if (action == worker_action::enroll || action == worker_action::rekey)
       sub->add_option("--server-host", server_host,
                       "the host the worker's machine reaches this server by (default: the one this "
@@ -231,7 +236,7 @@ int main(int argc, char** argv) {
     return cancel_command(cancel_id);
   for (const auto& [sub, action] : worker_actions)
     if (*sub)
-      return worker_action_command(action, worker_name, server_host);
+      return worker_action_command(action, worker_name, server_host, worker_device);
   if (*agent_start)
     return agent_start_command(agent_opts);
   if (*agent_stop)

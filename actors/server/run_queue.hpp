@@ -61,6 +61,10 @@ struct run_queue_config {
   /// their figures stay unreported and runs there wait.
   card_probe probe;
   std::chrono::milliseconds probe_interval{500};
+  /// What each run on a shared card holds besides its budget: on CUDA its context
+  /// (CODEFYUI_EXECUTION_CUDA_CONTEXT_MIB, 768 MiB), elsewhere CODEFYUI_SIM_CONTEXT_MIB (0).
+  std::int64_t cuda_context_bytes = 768LL << 20;
+  std::int64_t sim_context_bytes = 0;
 };
 
 /// A queued run's memory budget, for a card shared by memory.
@@ -97,6 +101,8 @@ struct run_queue_state {
   std::map<std::string, std::string> waiting_reasons;
   std::map<std::string, std::string> memory_keys;
   std::map<std::string, int> exclusive_limits;
+  /// The keys set Shared (cdui.db): this server's, and each worker's whether it is here or not.
+  std::set<std::string> shared_keys;
   bool shutting_down = false;
   std::vector<caf::response_promise> drained;     // shutdown callers, answered when none runs
   static inline const char* name = "run_queue";

@@ -18,10 +18,16 @@ namespace cdui::actors::queue_parts {
 
 namespace {
 
-/// The card as sentences name it.
+/// The card as sentences name it (seed 001: "cuda:1 on gpu-box").
 std::string card_name(const std::string& key) {
   auto at = slot_key::parse(key);
-  return at.device + " on " + (at.local() ? std::string{"this server"} : "worker '" + at.offerer + "'");
+  return at.device + " on " + (at.local() ? std::string{"this server"} : at.offerer);
+}
+
+/// What each run on the card holds besides its budget: a CUDA context on CUDA, else the sim allowance.
+std::int64_t context_of(const run_queue_config& cfg, const std::string& key) {
+  auto device = slot_key::parse(key).device;
+  return device.rfind("cuda", 0) == 0 ? cfg.cuda_context_bytes : cfg.sim_context_bytes;
 }
 
 /// Puts the key under the ledger (many runs by count, each admitted by its budget) or back to
@@ -37,14 +43,17 @@ void apply_share(self_ptr self, const std::string& key, bool shared) {
   if (shared) {
     st.exclusive_limits[key] = st.slots.limit(key);
     st.slots.set_limit(key, policy::shared_slot_limit);
+    st.shared_keys.insert(key);
   } else {
     st.slots.set_limit(key, st.exclusive_limits[key]);
     st.exclusive_limits.erase(key);
+    st.shared_keys.erase(key);
     for (auto i = st.waiting_reasons.begin(); i != st.waiting_reasons.end();)
       i = st.memory_keys[i->first] == key ? st.waiting_reasons.erase(i) : std::next(i);
   }
   st.slots.set_gated(key, shared);
-  caf::anon_send(st.ledger, atoms::share::value, key, card_name(key), std::int64_t{0}, holders, shared);
+  caf::anon_send(st.ledger, atoms::share::value, key, card_name(key), context_of(st.cfg, key), holders,
+                 shared);
 }
 
 } // namespace
@@ -53,28 +62,47 @@ void start_ledger(self_ptr self) {
   auto& st = self->state;
   st.ledger = self->spawn<caf::linked>(memory_ledger, memory_ledger_config{st.cfg.probe, st.cfg.probe_interval});
   self->send(st.ledger, atoms::attach::value, caf::actor_cast<run_queue_actor>(self));
-  for (const auto& card : st.cfg.store->shared_cards())
-    if (card.offerer.empty() && st.slots.limit(card.device) > 0
-        && policy::sharing_refusal(true, card.device).empty())
+  // This server's cards now; a worker's once it offers them (share_offered).
+  for (const auto& card : st.cfg.store->shared_cards()) {
+    if (!card.offerer.empty())
+      st.shared_keys.insert(slot_key{card.offerer, card.device}.str());
+    else if (policy::sharing_refusal(true, card.device).empty())
       apply_share(self, card.device, true);
+  }
+}
+
+void share_offered(self_ptr self, const std::string& key, std::int64_t total, std::int64_t free) {
+  auto& st = self->state;
+  if (!st.shared_keys.count(key))
+    return;
+  apply_share(self, key, true);
+  caf::anon_send(st.ledger, atoms::report::value, key, total, free);
 }
 
 std::string share_card(self_ptr self, const std::string& offerer, const std::string& device,
                        bool shared) {
   auto& st = self->state;
-  if (!offerer.empty())
-    return "sharing a worker's card by memory is not in yet: only this server's sim cards and CPU "
-           "can be shared (PUT /api/devices/{device}/sharing)";
-  bool known = std::any_of(st.local.devices.begin(), st.local.devices.end(),
-                           [&](const auto& d) { return d.name == device; });
-  if (!known)
-    return "this server has no device '" + device + "' (see GET /api/status for its devices)";
-  if (auto why = policy::sharing_refusal(true, device); !why.empty())
-    return why;
-  st.cfg.store->set_shared("", device, shared, now_ms());
-  spdlog::info("{} is {}", card_name(device), shared ? "shared by memory: runs there declare a budget"
-                                                     : "exclusive: one run at a time by count");
-  apply_share(self, device, shared);
+  if (!offerer.empty()) {
+    auto w = st.workers.find(offerer);
+    if (w == st.workers.end())
+      return "no worker named '" + offerer + "' has connected to this server since it started";
+    if (std::find(w->second.devices.begin(), w->second.devices.end(), device) == w->second.devices.end())
+      return "no device '" + device + "' on worker '" + offerer + "' (see GET /api/workers)";
+    if (auto why = policy::sharing_refusal(false, device); !why.empty())
+      return why;
+  } else {
+    bool known = std::any_of(st.local.devices.begin(), st.local.devices.end(),
+                             [&](const auto& d) { return d.name == device; });
+    if (!known)
+      return "this server has no device '" + device + "' (see GET /api/status for its devices)";
+    if (auto why = policy::sharing_refusal(true, device); !why.empty())
+      return why;
+  }
+  auto key = slot_key{offerer, device}.str();
+  st.cfg.store->set_shared(offerer, device, shared, now_ms());
+  spdlog::info("{} is {}", card_name(key), shared ? "shared by memory: runs there declare a budget"
+                                                  : "exclusive: one run at a time by count");
+  apply_share(self, key, shared);
   pump(self);
   return "";
 }

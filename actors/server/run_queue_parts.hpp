@@ -48,7 +48,11 @@ void worker_gone(self_ptr self, const std::string& name, const std::string& reas
 /// Sharing cards by memory (run_queue_memory.cpp): spawns the memory ledger (linked) and shares
 /// again the cards the store says are shared.
 void start_ledger(self_ptr self);
-/// An operator set a card Shared by memory or back to Exclusive; the refusal, empty when done.
+/// A worker offers a device (its hello or heartbeat): when the card is set Shared, its key is under
+/// the ledger, which gets its figures.
+void share_offered(self_ptr self, const std::string& key, std::int64_t total, std::int64_t free);
+/// An operator set a card Shared by memory or back to Exclusive (a worker's, or this server's when
+/// `offerer` is empty); cdui.db keeps it. The refusal, empty when done.
 std::string share_card(self_ptr self, const std::string& offerer, const std::string& device, bool shared);
 /// A run for a card shared by memory gets its budget: the one it declares (an estimate raised to a
 /// larger measured peak + 20%), else its graph's measured default (the peak of the last succeeded

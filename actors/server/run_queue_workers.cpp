@@ -56,8 +56,13 @@ void queue_parts::worker_update(self_ptr self, const std::string& name, const st
         close_worker_slot(self, slot_key{name, d}.str(), "worker '" + name + "' no longer offers " + d);
   for (const auto& d : offers) {
     slot_key key{name, d.name};
-    st.slots.set_limit(key.str(), policy::worker_slot_limit(key, d.uuid, st.cfg.limits, st.local, st.slots));
+    auto limit = policy::worker_slot_limit(key, d.uuid, st.cfg.limits, st.local, st.slots);
+    if (st.slots.gated(key.str()))
+      st.exclusive_limits[key.str()] = limit;  // by memory now; the limit is for the way back
+    else
+      st.slots.set_limit(key.str(), limit);
     st.slots.set_open(key.str(), open);
+    share_offered(self, key.str(), d.total_bytes, d.free_bytes);
   }
   st.workers[name] = std::move(w);
   regroup(self, name);

@@ -2,6 +2,7 @@
 
 #include <sys/sysinfo.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <stdexcept>
 #include <mutex>
@@ -81,6 +82,22 @@ storage::store_budget budget_from_env(const storage::store_budget& defaults) {
   return reading.budget;
 }
 
+/// A memory allowance in MiB from the environment, in bytes: 0 to 1 TiB, else `fallback` with a
+/// warning in the log.
+std::int64_t mib_setting(const char* name, std::int64_t fallback) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0')
+    return fallback << 20;
+  char* end = nullptr;
+  errno = 0;
+  auto value = std::strtoll(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || value < 0 || value > (1LL << 20)) {
+    spdlog::warn("{}: '{}' is not a number of MiB from 0 to 1048576; using {}", name, text, fallback);
+    return fallback << 20;
+  }
+  return value << 20;
+}
+
 /// One of this server's cards shared by memory, as the memory ledger counts it: the CPU's RAM and
 /// what is available of it; a sim card's size, and its size less what every process holds on it
 /// (its shared count: runs here, agents, cdui sim-hold).
@@ -119,6 +136,8 @@ actors::run_queue_config make_queue_config(const server::config& c,
   q.exec_binary = c.run_process_binary;
   q.stop_deadline_ms = seconds_setting("CODEFYUI_STOP_DEADLINE_S",
                                        actors::default_stop_deadline_ms / 1000.0, 0.05, 3600);
+  q.cuda_context_bytes = mib_setting("CODEFYUI_EXECUTION_CUDA_CONTEXT_MIB", 768);
+  q.sim_context_bytes = mib_setting("CODEFYUI_SIM_CONTEXT_MIB", 0);
   q.probe = [offers = q.host.devices()](const std::string& key)
     -> std::optional<std::pair<std::int64_t, std::int64_t>> {
     return measure_local_card(offers, key);
@@ -351,6 +370,12 @@ bool server::drain_worker(const std::string& name, bool draining) {
 
 std::string server::share_device(const std::string& device, bool shared) {
   return impl_->ask<std::string>(false, atoms::share::value, std::string{}, device, shared)
+    .value_or("the run queue did not answer; try again");
+}
+
+std::string server::share_worker_device(const std::string& worker, const std::string& device,
+                                        bool shared) {
+  return impl_->ask<std::string>(false, atoms::share::value, worker, device, shared)
     .value_or("the run queue did not answer; try again");
 }
 

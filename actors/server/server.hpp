@@ -125,6 +125,11 @@ public:
   /// when done.
   [[nodiscard]] std::string share_device(const std::string& device, bool shared);
 
+  /// The same for a worker's card (CUDA, MPS or sim): the worker must have connected since the
+  /// server started and offer the device.
+  [[nodiscard]] std::string share_worker_device(const std::string& worker, const std::string& device,
+                                                bool shared);
+
   /// The memory ledger: every card shared by memory with its budgets (GET /api/devices).
   [[nodiscard]] memory_ledger_status memory();
 

@@ -139,10 +139,9 @@ void on_heartbeat(self_ptr self, const std::string& identity, const heartbeat& h
             refused{"this server does not know this connection; say hello again", true});
     return;
   }
-  bool was_open = open_for_runs(st);
   st.health->heartbeat(h, now_ms());
-  if (open_for_runs(st) != was_open)
-    announce(self);
+  // Every heartbeat: whether its slots are open, and its cards' memory for the memory ledger.
+  announce(self);
 }
 
 /// Its status over time: late heartbeats make it Degraded, then Disconnected; then its connection
