@@ -709,7 +709,7 @@ void mount_http_api(httplib::Server& http, cdui::server& runtime, http_api_optio
     reply(res, 200, devices_json(rt.queue(), rt.memory()));
   });
   http.Get("/api/workers", [&rt](const httplib::Request&, httplib::Response& res) {
-    reply(res, 200, workers_json(rt.workers(), rt.queue()));
+    reply(res, 200, workers_json(rt.workers(), rt.queue(), rt.memory()));
   });
   http.Get("/api/status", [&rt](const httplib::Request&, httplib::Response& res) {
     reply(res, 200, status_json(rt.status()));

@@ -172,19 +172,40 @@ json health_json(const std::vector<cache_store_status>& caches) {
   return {{"status", "ok"}, {"caches", by_name}};
 }
 
-json workers_json(const workers_status& w, const run_queue_status& queue) {
+/// A card's memory ledger as GET /api/devices and GET /api/workers show it.
+json card_memory_json(const card_memory_status& c) {
+  json runs = json::array();
+  for (const auto& r : c.runs)
+    runs.push_back({{"run_id", r.id}, {"budget_bytes", r.budget}, {"running", r.running}});
+  return {{"reported", c.reported}, {"total_bytes", c.total}, {"free_bytes", c.free},
+          {"reserved_bytes", c.reserved}, {"running_bytes", c.running},
+          {"may_take_bytes", c.may_take}, {"context_bytes", c.context}, {"runs", runs}};
+}
+
+json workers_json(const workers_status& w, const run_queue_status& queue,
+                  const memory_ledger_status& memory) {
   std::map<std::string, json> slots;
-  for (const auto& q : queue.queues)
+  std::map<std::string, bool> by_memory;
+  for (const auto& q : queue.queues) {
     slots[q.device] = {{"taken", q.running.size()},
                        {"limit", q.limit},
                        {"waiting", q.waiting.size()},
                        {"shared", shared_json(q.shared)}};
+    by_memory[q.device] = q.by_memory;
+  }
+  std::map<std::string, const card_memory_status*> cards;
+  for (const auto& c : memory.cards)
+    cards[c.key] = &c;
   json workers = json::array();
   for (const auto& worker : w.workers) {
     auto entry = worker_json(worker);
     for (auto& d : entry["devices"]) {
-      auto s = slots.find(slot_key{worker.name, d["name"].get<std::string>()}.str());
+      auto key = slot_key{worker.name, d["name"].get<std::string>()}.str();
+      auto s = slots.find(key);
       d["slots"] = s != slots.end() ? s->second : json(nullptr);
+      d["mode"] = by_memory[key] ? "shared" : "exclusive";
+      auto c = cards.find(key);
+      d["memory"] = c != cards.end() ? card_memory_json(*c->second) : json(nullptr);
     }
     workers.push_back(std::move(entry));
   }
@@ -201,14 +222,6 @@ json workers_json(const workers_status& w, const run_queue_status& queue) {
           {"node_types_digest", w.node_types_digest}};
 }
 
-json card_memory_json(const card_memory_status& c) {
-  json runs = json::array();
-  for (const auto& r : c.runs)
-    runs.push_back({{"run_id", r.id}, {"budget_bytes", r.budget}, {"running", r.running}});
-  return {{"reported", c.reported}, {"total_bytes", c.total}, {"free_bytes", c.free},
-          {"reserved_bytes", c.reserved}, {"running_bytes", c.running},
-          {"may_take_bytes", c.may_take}, {"context_bytes", c.context}, {"runs", runs}};
-}
 
 json devices_json(const run_queue_status& queue, const memory_ledger_status& memory) {
   std::map<std::string, const card_memory_status*> cards;

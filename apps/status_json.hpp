@@ -23,7 +23,8 @@ namespace cdui::apps {
 /// GET /api/workers: every worker (with each device's "slots" from the queue: taken, limit,
 /// waiting, shared; null for a device the queue has no slot for), the enrolled names and the
 /// refused connections.
-[[nodiscard]] nlohmann::json workers_json(const workers_status& workers, const run_queue_status& queue);
+[[nodiscard]] nlohmann::json workers_json(const workers_status& workers, const run_queue_status& queue,
+                                          const memory_ledger_status& memory);
 
 /// GET /api/devices: this server's devices, each with its slots and share mode, and for a card
 /// shared by memory what its ledger holds.

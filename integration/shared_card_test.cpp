@@ -4,6 +4,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
+#include <csignal>
 
 #include "integration/worker_helpers.hpp"
 #include "testkit/wait.hpp"
@@ -68,6 +69,52 @@ BOOST_AUTO_TEST_CASE(a_workers_shared_card_runs_two_budgets_and_the_third_waits_
   BOOST_TEST(exclusive.code == 0, exclusive.err);
   auto plain = srv.submit_ok(body_on_worker(moons_graph_json(1, 2, 16, std::nullopt), "w1", {"sim:0"}));
   BOOST_TEST(srv.wait_final(plain)["status"] == "succeeded");
+}
+
+/// w1's sim:0 as GET /api/workers shows it; null until w1 is listed.
+json w1_card(const server_process& srv) {
+  auto listing = srv.get_json("/api/workers");
+  for (const auto& w : listing["workers"])
+    if (w["name"] == "w1")
+      for (const auto& d : w["devices"])
+        if (d["name"] == "sim:0")
+          return d;
+  return nullptr;
+}
+
+BOOST_AUTO_TEST_CASE(after_kill_9_the_adopted_runs_budget_counts_on_the_shared_card_again) {
+  temp_home home;
+  run_process_guard guard{home};
+  auto agent = start_agent(home, "w1", "1x2GiB");
+  std::string a;
+  {
+    server_process srv{home, fast_heartbeats};
+    await_worker(srv, "w1", "online");
+    BOOST_REQUIRE(run_cdui(home, {"workers", "share", "w1", "sim:0"}).code == 0);
+    a = srv.submit_ok(endless_on_w1(0.8));
+    srv.await_status(a, "running");
+    srv.proc().signal(SIGKILL);
+    srv.proc().wait_for(10s);
+  }
+  server_process srv{home, fast_heartbeats};
+  // The mode came back from cdui.db, and the adopted run counts its budget as running.
+  BOOST_TEST(eventually([&] {
+    auto card = w1_card(srv);
+    return card.is_object() && card["memory"].is_object() && !card["memory"]["runs"].empty();
+  }));
+  auto card = w1_card(srv);
+  BOOST_TEST(card["mode"] == "shared");
+  BOOST_TEST(card["memory"]["runs"][0]["run_id"] == a);
+  BOOST_TEST(card["memory"]["runs"][0]["running"] == true);
+  BOOST_TEST(card["memory"]["running_bytes"].get<std::int64_t>()
+             == static_cast<std::int64_t>(0.8 * 1024 * 1024 * 1024));
+  // So 1.5 GiB does not fit beside it: refused (no target.wait), naming the adopted run.
+  auto big = srv.submit_ok(endless_on_w1(1.5));
+  auto ended = srv.wait_final(big);
+  BOOST_TEST(ended["status"] == "failed");
+  BOOST_TEST(ended["error"].get<std::string>().find("(runs " + a + ")") != std::string::npos, ended.dump());
+  srv.cancel(a);
+  srv.wait_final(a);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -53,6 +53,11 @@ device_slot_actor::behavior_type device_slot(self_ptr self, std::string key,
       return memory_verdict{static_cast<int>(v.answer), v.reason};
     },
     [=](atoms::hold, const std::string& run) { self->state.ledger->hold(run); },
+    [=](atoms::adopt, const std::string& run, std::int64_t budget) {
+      // Running already (adopted after a restart, or on the card when it turned shared): it counts.
+      self->state.ledger->reserve(run, budget);
+      self->state.ledger->start(run);
+    },
     [=](atoms::started, const std::string& run) { self->state.ledger->start(run); },
     [=](atoms::released, const std::string& run) {
       // Any run that leaves may make room: a budget freed, or a run without one that held the card.

@@ -122,7 +122,8 @@ void judge_from(self_ptr self, std::shared_ptr<ask_job> job, std::size_t i) {
 }
 
 bool share(self_ptr self, const std::string& key, const std::string& name, std::int64_t context,
-           const std::vector<std::string>& holders, bool shared) {
+           const std::vector<std::string>& holders, const std::vector<std::int64_t>& budgets,
+           bool shared) {
   auto& st = self->state;
   auto i = st.slots.find(key);
   if (!shared) {
@@ -139,9 +140,13 @@ bool share(self_ptr self, const std::string& key, const std::string& name, std::
   auto context_name = key.find("cuda") != std::string::npos ? "CUDA context" : "context";
   auto slot = self->spawn(device_slot, key, card_ledger::config{name, context, context_name},
                           caf::actor_cast<memory_ledger_actor>(self));
-  for (const auto& run : holders) {
-    self->send(slot, atoms::hold::value, run);
-    st.runs[run].push_back(key);
+  for (std::size_t i = 0; i < holders.size(); ++i) {
+    auto budget = i < budgets.size() ? budgets[i] : 0;
+    if (budget > 0)
+      self->send(slot, atoms::adopt::value, holders[i], budget);
+    else
+      self->send(slot, atoms::hold::value, holders[i]);
+    st.runs[holders[i]].push_back(key);
   }
   st.slots.emplace(key, slot);
   if (st.cfg.probe)
@@ -160,8 +165,8 @@ memory_ledger_actor::behavior_type memory_ledger(self_ptr self, memory_ledger_co
     "memory ledger",
     [=](atoms::attach, const run_queue_actor& queue) { self->state.queue = queue; },
     [=](atoms::share, const std::string& key, const std::string& name, std::int64_t context,
-        const std::vector<std::string>& holders, bool shared) {
-      return share(self, key, name, context, holders, shared);
+        const std::vector<std::string>& holders, const std::vector<std::int64_t>& budgets, bool shared) {
+      return share(self, key, name, context, holders, budgets, shared);
     },
     [=](atoms::ask, const std::string& run, std::int64_t budget, const std::vector<std::string>& keys,
         bool any_of, bool has_wait, bool wait) -> caf::result<memory_answer> {

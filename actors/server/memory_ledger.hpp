@@ -38,9 +38,10 @@ struct memory_ledger_state {
 /// The memory ledger (DESIGN.md, "Actors"; seed 001, "Sharing a card"): the supervisor of one
 /// device_slot actor per card shared by memory (device_slot.hpp), which the run queue asks before
 /// a run starts on such a card. Protocol: memory_ledger_actor in fwd.hpp.
-/// - (share, key, name, context bytes, holders, shared) -> bool: a card turns Shared (a device slot
-///   is spawned for it, the runs in `holders`, which have no budget, keep it until they end) or
-///   back to Exclusive (its slot quits); false when that changes nothing.
+/// - (share, key, name, context bytes, holders, budgets, shared) -> bool: a card turns Shared (a
+///   device slot is spawned for it; the runs in `holders` are on it already: each counts its budget
+///   as running, and one without a budget (0) keeps the card until it ends) or back to Exclusive
+///   (its slot quits); false when that changes nothing.
 /// - (ask, run, budget, keys, any_of, has_wait, wait) -> memory_answer: the run's budget judged on
 ///   its cards (policy::decide): granted (reserved on the cards named), wait or refuse, with the
 ///   reason. Asks are judged one at a time, in the order they come.

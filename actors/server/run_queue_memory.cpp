@@ -52,8 +52,15 @@ void apply_share(self_ptr self, const std::string& key, bool shared) {
       i = st.memory_keys[i->first] == key ? st.waiting_reasons.erase(i) : std::next(i);
   }
   st.slots.set_gated(key, shared);
+  // A run on the card already counts its budget (a worker run adopted after a restart); one
+  // without keeps the card to itself.
+  std::vector<std::int64_t> budgets;
+  for (const auto& id : holders) {
+    auto b = st.budgets.find(id);
+    budgets.push_back(b == st.budgets.end() ? 0 : b->second.bytes);
+  }
   caf::anon_send(st.ledger, atoms::share::value, key, card_name(key), context_of(st.cfg, key), holders,
-                 shared);
+                 budgets, shared);
 }
 
 } // namespace

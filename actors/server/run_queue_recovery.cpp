@@ -91,6 +91,7 @@ void queue_parts::resume(self_ptr self) {
     st.started.insert(id);
     st.remote.insert(id);
     st.slots.hold(id, p.keys);
+    note_budget(st, id, p.keys, step.request);  // on a shared card it counts as running at once
     caf::anon_send(st.registry, atoms::adopt::value, id, worker, run, cursor);
   }
   pump(self);
