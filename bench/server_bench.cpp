@@ -19,6 +19,12 @@
 //      send()s, so a side without TCP_NODELAY waits for the peer's delayed ACK (~40 ms); `cdui
 //      start` sets it on its sockets, and the two client passes show what a client's own setting
 //      still costs.
+//   5. the memory ledger with its messages: a memory_ledger actor with --cards
+//      device slots (cards of 16 GiB shared by memory, figures reported), and --ledger-runs asks of
+//      1 GiB each, round robin over the cards, from a driver actor that keeps 64 asks in flight
+//      and releases each granted run at once, as the run queue asks for the runs at the fronts of
+//      its shared cards. Timed: the first ask to the last answer. decisions/s = answers / seconds;
+//      goal >= 100,000/s (issue 12).
 //   4. the cost per run of each isolation: two embedded cdui::server on temp homes, one executing
 //      runs on threads (the default), one as `cdui exec --pipe` processes (--isolation process,
 //      the --cdui binary), --isolated runs each of a small training graph (moons, 256 samples,
@@ -27,7 +33,8 @@
 //      process/thread difference, which is what a process costs a run (fork, exec, loading
 //      libtorch, reading the graph again).
 // Usage: bench_server [--runs 10000] [--devices 64] [--rounds 7] [--submits 500] [--posts 300]
-//                     [--isolated 20] [--cdui PATH] [--only admission|submit|http|isolation]
+//                     [--isolated 20] [--cdui PATH] [--cards 1000] [--ledger-runs 100000]
+//                     [--only admission|submit|http|isolation|ledger]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -45,10 +52,12 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <caf/all.hpp>
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
 #include "actors/policy/admission.hpp"
+#include "actors/server/memory_ledger.hpp"
 #include "actors/server/server.hpp"
 #include "apps/http_api.hpp"
 #include "runtime/validate.hpp"
@@ -75,6 +84,8 @@ constexpr auto server_stop_timeout = std::chrono::seconds(30);
 struct options {
   int runs = 10'000;
   int devices = 64;
+  int cards = 1000;
+  int ledger_runs = 100'000;
   int rounds = 7;
   int submits = 500;
   int posts = 300;
@@ -106,6 +117,10 @@ options parse_options(int argc, char** argv) {
       o.runs = number();
     else if (flag == "--devices")
       o.devices = number();
+    else if (flag == "--cards")
+      o.cards = number();
+    else if (flag == "--ledger-runs")
+      o.ledger_runs = number();
     else if (flag == "--rounds")
       o.rounds = number();
     else if (flag == "--submits")
@@ -117,12 +132,13 @@ options parse_options(int argc, char** argv) {
     else if (flag == "--cdui")
       o.cdui = value;
     else if (flag == "--only"
-             && (value == "admission" || value == "submit" || value == "http" || value == "isolation"))
+             && (value == "admission" || value == "submit" || value == "http" || value == "isolation"
+                 || value == "ledger"))
       o.only = value;
     else {
       std::fprintf(stderr, "bench_server: unknown flag %s (known: --runs --devices --rounds "
                            "--submits --posts --isolated --cdui, --only "
-                           "admission|submit|http|isolation)\n", flag.c_str());
+                           "admission|submit|http|isolation|ledger, --cards --ledger-runs)\n", flag.c_str());
       std::exit(2);
     }
   }
@@ -494,6 +510,80 @@ void measure_isolation(const options& o) {
   fs::remove_all(dir);
 }
 
+// --- 5. the memory ledger with its messages -------------------------------------------------------
+
+/// Asks `runs` budgets of the ledger, `in_flight` at a time, releasing each granted one; answers
+/// its caller (the seconds) once every ask was answered.
+caf::behavior ledger_driver(caf::event_based_actor* self, actors::memory_ledger_actor ledger, int runs,
+                            int cards, caf::actor done) {
+  struct state_t {
+    int sent = 0;
+    int answered = 0;
+    int granted = 0;
+    bench_clock::time_point start = bench_clock::now();
+  };
+  auto st = std::make_shared<state_t>();
+  auto ask = std::make_shared<std::function<void()>>();
+  *ask = [=] {
+    if (st->sent == runs)
+      return;
+    auto i = st->sent++;
+    auto id = std::to_string(i);
+    std::vector<std::string> keys{"w/sim:" + std::to_string(i % cards)};
+    self->request(ledger, std::chrono::seconds(30), atoms::ask::value, id, std::int64_t{1} << 30, keys,
+                  false, false, false)
+      .then([=](memory_answer& a) {
+        if (a.kind == 0) {
+          ++st->granted;
+          self->send(ledger, atoms::released::value, id);
+        }
+        if (++st->answered == runs) {
+          self->send(done, seconds_since(st->start), st->granted);
+          self->quit();
+          return;
+        }
+        (*ask)();
+      });
+  };
+  for (int i = 0; i < 64; ++i)
+    (*ask)();
+  return {[](caf::unit_t) {}};
+}
+
+void measure_ledger(const options& o) {
+  caf::actor_system_config cfg;
+  cfg.set("logger.verbosity", caf::atom("quiet"));
+  caf::actor_system system{cfg};
+  auto ledger = system.spawn(actors::memory_ledger, actors::memory_ledger_config{});
+  caf::scoped_actor self{system};
+  for (int c = 0; c < o.cards; ++c) {
+    auto key = "w/sim:" + std::to_string(c);
+    self->request(ledger, std::chrono::seconds(30), atoms::share::value, key, key, std::int64_t{0},
+                  std::vector<std::string>{}, std::vector<std::int64_t>{}, true)
+      .receive([](bool) {}, [](caf::error&) {});
+    caf::anon_send(ledger, atoms::report::value, key, std::int64_t{16} << 30, std::int64_t{16} << 30);
+  }
+  std::vector<double> rates;
+  for (int round = 0; round < o.rounds; ++round) {
+    system.spawn(ledger_driver, ledger, o.ledger_runs, o.cards, caf::actor_cast<caf::actor>(self));
+    self->receive([&](double seconds, int granted) {
+      if (granted != o.ledger_runs)
+        std::fprintf(stderr, "ledger: only %d of %d asks granted\n", granted, o.ledger_runs);
+      rates.push_back(o.ledger_runs / seconds);
+    });
+  }
+  auto m = median(rates);
+  std::printf("memory ledger with its messages (%d runs over %d shared cards, 64 asks in flight)\n",
+              o.ledger_runs, o.cards);
+  std::printf("  rounds (decisions/s):");
+  for (auto r : rates)
+    std::printf(" %.0f", r);
+  std::printf("\n  ledger decisions/s: median %.0f (goal >= %.0f: %s, %.1fx)\n", m,
+              admission_goal_per_second, m >= admission_goal_per_second ? "met" : "NOT met",
+              m / admission_goal_per_second);
+  caf::anon_send_exit(ledger, caf::exit_reason::user_shutdown);
+}
+
 int run_bench(const options& o) {
   auto part = [&](const char* name) { return o.only.empty() || o.only == name; };
   if (part("admission")) {
@@ -508,6 +598,8 @@ int run_bench(const options& o) {
     measure_http(o);
   if (part("isolation"))
     measure_isolation(o);
+  if (part("ledger"))
+    measure_ledger(o);
   return 0;
 }
 

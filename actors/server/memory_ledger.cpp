@@ -25,6 +25,8 @@ struct ask_job {
   std::vector<card_ledger::verdict> verdicts;
   /// The cards that reserved the budget so far.
   std::vector<std::string> reserved;
+  /// A device set of several cards, judged and reserved with no other ask between.
+  bool whole_set = false;
   caf::typed_response_promise<memory_answer> promise;
 };
 
@@ -55,7 +57,7 @@ void finish(self_ptr self, const std::shared_ptr<ask_job>& job) {
 }
 
 /// Reserves the budget on card `i` and the ones after it (all of them; or, placed later, the
-/// first that has room). Awaited: no other ask is judged meanwhile.
+/// first that has room).
 void reserve_from(self_ptr self, std::shared_ptr<ask_job> job, std::size_t i) {
   if (i == job->keys.size()) {
     finish(self, job);
@@ -68,27 +70,34 @@ void reserve_from(self_ptr self, std::shared_ptr<ask_job> job, std::size_t i) {
     reserve_from(self, job, i + 1);
     return;
   }
-  self->request(slot->second, request_deadline, atoms::reserve::value, job->run, job->request.budget)
-    .await(
-      [=](memory_verdict& v) {
-        job->verdicts.push_back(verdict_of(v));
-        if (job->verdicts.back().answer == card_ledger::fit::fits) {
-          job->reserved.push_back(key);
-          if (job->request.any_of) {
-            finish(self, job);
-            return;
-          }
-        }
-        reserve_from(self, job, i + 1);
-      },
-      [=](caf::error& e) {
-        job->verdicts.push_back(no_answer(key, e));
-        reserve_from(self, job, i + 1);
-      });
+  auto on_verdict = [=](memory_verdict& v) {
+    job->verdicts.push_back(verdict_of(v));
+    if (job->verdicts.back().answer == card_ledger::fit::fits) {
+      job->reserved.push_back(key);
+      if (job->request.any_of) {
+        finish(self, job);
+        return;
+      }
+    }
+    reserve_from(self, job, i + 1);
+  };
+  auto on_error = [=](caf::error& e) {
+    job->verdicts.push_back(no_answer(key, e));
+    reserve_from(self, job, i + 1);
+  };
+  auto reply = self->request(slot->second, request_deadline, atoms::reserve::value, job->run,
+                             job->request.budget);
+  // A device set's cards were judged together (awaited) and reserve so too. Otherwise each slot
+  // reserves atomically, so asks on other cards go on meanwhile.
+  if (job->whole_set)
+    reply.await(on_verdict, on_error);
+  else
+    reply.then(on_verdict, on_error);
 }
 
 /// A device set: every card is judged before any reserves, so a set that does not fit leaves no
-/// reservation behind (whose release would wake the runs waiting there for nothing).
+/// reservation behind (whose release would wake the runs waiting there for nothing). Awaited: no
+/// other ask is judged meanwhile.
 void judge_from(self_ptr self, std::shared_ptr<ask_job> job, std::size_t i) {
   if (i == job->keys.size()) {
     bool all_fit = std::all_of(job->verdicts.begin(), job->verdicts.end(), [](const auto& v) {
@@ -176,10 +185,11 @@ memory_ledger_actor::behavior_type memory_ledger(self_ptr self, memory_ledger_co
       job->keys = keys;
       job->promise = self->make_response_promise<memory_answer>();
       auto promise = job->promise;
-      if (any_of || keys.size() == 1)
-        reserve_from(self, job, 0);
-      else
+      job->whole_set = !any_of && keys.size() > 1;
+      if (job->whole_set)
         judge_from(self, job, 0);
+      else
+        reserve_from(self, job, 0);
       return promise;
     },
     [=](atoms::started, const std::string& run) {

@@ -44,7 +44,8 @@ struct memory_ledger_state {
 ///   (its slot quits); false when that changes nothing.
 /// - (ask, run, budget, keys, any_of, has_wait, wait) -> memory_answer: the run's budget judged on
 ///   its cards (policy::decide): granted (reserved on the cards named), wait or refuse, with the
-///   reason. Asks are judged one at a time, in the order they come.
+///   reason. A card reserves atomically, so asks for single cards go on side by side; a device
+///   set's cards are judged first, with no other ask judged meanwhile.
 /// - (started, run): a granted run started; (released, run): it ended, or will not start.
 /// - (report, key, total, free): a card's figures (a worker's heartbeat); (tick): this server's
 ///   own cards are measured with the probe.
