@@ -225,6 +225,17 @@ admission_round admit_all(const std::vector<std::string>& ids,
   return r;
 }
 
+/// Each round's decisions/s and their median against the goal.
+void print_decision_rounds(const char* what, const std::vector<double>& rates) {
+  auto m = median(rates);
+  std::printf("  rounds (decisions/s):");
+  for (auto r : rates)
+    std::printf(" %.0f", r);
+  std::printf("\n  %s decisions/s: median %.0f (goal >= %.0f: %s, %.1fx)\n", what, m,
+              admission_goal_per_second, m >= admission_goal_per_second ? "met" : "NOT met",
+              m / admission_goal_per_second);
+}
+
 /// Runs `rounds` rounds over the given runs and prints the median decisions/s.
 void measure_admission(const char* label, const options& o, int set_every) {
   std::vector<std::string> ids;
@@ -248,15 +259,9 @@ void measure_admission(const char* label, const options& o, int set_every) {
     enqueue_us.push_back(r.enqueue_seconds * 1e6 / o.runs);
     admit_us.push_back(r.admit_seconds * 1e6 / o.runs);
   }
-  auto m = median(rates);
   std::printf("%s (%d runs, %d of them device sets of 2, over %d devices)\n", label, o.runs, sets,
               o.devices);
-  std::printf("  rounds (decisions/s):");
-  for (auto r : rates)
-    std::printf(" %.0f", r);
-  std::printf("\n  admission decisions/s: median %.0f (goal >= %.0f: %s, %.1fx)\n", m,
-              admission_goal_per_second, m >= admission_goal_per_second ? "met" : "NOT met",
-              m / admission_goal_per_second);
+  print_decision_rounds("admission", rates);
   std::printf("  per run, median: enqueue %.2f us, release + admit %.2f us\n", median(enqueue_us),
               median(admit_us));
 }
@@ -572,15 +577,9 @@ void measure_ledger(const options& o) {
       rates.push_back(o.ledger_runs / seconds);
     });
   }
-  auto m = median(rates);
   std::printf("memory ledger with its messages (%d runs over %d shared cards, 64 asks in flight)\n",
               o.ledger_runs, o.cards);
-  std::printf("  rounds (decisions/s):");
-  for (auto r : rates)
-    std::printf(" %.0f", r);
-  std::printf("\n  ledger decisions/s: median %.0f (goal >= %.0f: %s, %.1fx)\n", m,
-              admission_goal_per_second, m >= admission_goal_per_second ? "met" : "NOT met",
-              m / admission_goal_per_second);
+  print_decision_rounds("ledger", rates);
   caf::anon_send_exit(ledger, caf::exit_reason::user_shutdown);
 }
 
