@@ -3,6 +3,7 @@
 #include <caf/all.hpp>
 
 #include "actors/common/guarded.hpp"
+#include "actors/policy/memory_budget.hpp"
 
 namespace cdui::actors {
 
@@ -44,6 +45,18 @@ device_slot_actor::behavior_type device_slot(self_ptr self, std::string key,
     [=](atoms::ask, std::int64_t budget) {
       auto v = self->state.ledger->judge(budget);
       return memory_verdict{static_cast<int>(v.answer), v.reason};
+    },
+    [=](atoms::ask, const std::string& run, std::int64_t budget, bool has_wait, bool wait) {
+      // A run for this card alone, delegated by the ledger: judged, reserved when it fits, and
+      // answered to the run queue directly.
+      auto& st = self->state;
+      auto v = st.ledger->judge(budget);
+      if (v.answer == policy::card_ledger::fit::fits) {
+        st.ledger->reserve(run, budget);
+        return memory_answer{static_cast<int>(policy::memory_decision::kind::grant), {st.key}, ""};
+      }
+      auto d = policy::decide_verdicts({v}, {budget, has_wait ? std::optional<bool>{wait} : std::nullopt, false});
+      return memory_answer{static_cast<int>(d.answer), {}, d.reason};
     },
     [=](atoms::reserve, const std::string& run, std::int64_t budget) {
       auto& l = *self->state.ledger;

@@ -55,6 +55,7 @@ using run_queue_actor = caf::typed_actor<
 using device_slot_actor = caf::typed_actor<
   caf::reacts_to<atoms::report, std::int64_t, std::int64_t>,
   caf::replies_to<atoms::ask, std::int64_t>::with<memory_verdict>,
+  caf::replies_to<atoms::ask, std::string, std::int64_t, bool, bool>::with<memory_answer>,
   caf::replies_to<atoms::reserve, std::string, std::int64_t>::with<memory_verdict>,
   caf::reacts_to<atoms::hold, std::string>,
   caf::reacts_to<atoms::adopt, std::string, std::int64_t>,

@@ -179,6 +179,12 @@ memory_ledger_actor::behavior_type memory_ledger(self_ptr self, memory_ledger_co
     },
     [=](atoms::ask, const std::string& run, std::int64_t budget, const std::vector<std::string>& keys,
         bool any_of, bool has_wait, bool wait) -> caf::result<memory_answer> {
+      // One card: its slot judges, reserves and answers the asker itself (one message fewer).
+      if (!any_of && keys.size() == 1)
+        if (auto slot = self->state.slots.find(keys.front()); slot != self->state.slots.end()) {
+          self->state.runs[run] = keys;  // released there whatever the answer (a no-op if refused)
+          return self->delegate(slot->second, atoms::ask::value, run, budget, has_wait, wait);
+        }
       auto job = std::make_shared<ask_job>();
       job->run = run;
       job->request = {budget, has_wait ? std::optional<bool>{wait} : std::nullopt, any_of};
