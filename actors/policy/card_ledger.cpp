@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "messages/run_request.hpp"
+
 namespace cdui::policy {
 
 std::string gib_text(std::int64_t bytes) {
   char buf[48];
-  std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
+  std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / bytes_per_gib);
   return buf;
 }
 
@@ -56,6 +58,13 @@ card_ledger::verdict card_ledger::judge(std::int64_t budget) const {
 
 void card_ledger::reserve(const std::string& run_id, std::int64_t budget) {
   runs_[run_id] = {run_id, budget, false};
+}
+
+card_ledger::verdict card_ledger::try_reserve(const std::string& run_id, std::int64_t budget) {
+  auto v = judge(budget);
+  if (v.answer == fit::fits)
+    reserve(run_id, budget);
+  return v;
 }
 
 void card_ledger::start(const std::string& run_id) {

@@ -50,6 +50,8 @@ public:
 
   /// A run assigned to the card with its budget (> 0), not started yet (reserved).
   void reserve(const std::string& run_id, std::int64_t budget);
+  /// judge(), and reserve() when it fits: what a device slot does for a run asking for the card.
+  verdict try_reserve(const std::string& run_id, std::int64_t budget);
   /// A reserved run started: its budget counts as running (a run adopted after a restart starts
   /// running at once: reserve then start).
   void start(const std::string& run_id);

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "devices/device.hpp"
+
 namespace cdui::policy {
 
 namespace {
@@ -37,7 +39,7 @@ std::string_view to_string(budget_source s) {
 }
 
 std::string sharing_refusal(bool on_this_server, std::string_view device) {
-  auto kind = device.substr(0, device.find(':'));
+  auto kind = devices::kind_of(device);
   if (on_this_server) {
     if (kind == "cuda")
       return "this server's CUDA cards admit runs by count only: its runs share one process, and "
@@ -51,6 +53,10 @@ std::string sharing_refusal(bool on_this_server, std::string_view device) {
   if (kind == "cuda" || kind == "sim" || kind == "mps")
     return "";
   return "only a worker's cards (cuda, mps, sim) can be shared by memory, not '" + std::string{device} + "'";
+}
+
+std::string context_name(std::string_view device) {
+  return devices::kind_of(device) == "cuda" ? "CUDA context" : "context";
 }
 
 std::variant<run_budget, std::string>

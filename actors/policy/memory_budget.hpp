@@ -54,6 +54,10 @@ resolve_budget(std::optional<std::int64_t> declared, budget_source declared_sour
 /// scopes are capped in-process; not this server's CUDA cards, nor a worker's CPU.
 [[nodiscard]] std::string sharing_refusal(bool on_this_server, std::string_view device);
 
+/// What each run on a card holds besides its budget is called in sentences: "CUDA context" on a CUDA
+/// card, "context" elsewhere.
+[[nodiscard]] std::string context_name(std::string_view device);
+
 /// A card shared by memory admits by budget; this many runs by count at most.
 inline constexpr int shared_slot_limit = 64;
 

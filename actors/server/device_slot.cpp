@@ -50,19 +50,14 @@ device_slot_actor::behavior_type device_slot(self_ptr self, std::string key,
       // A run for this card alone, delegated by the ledger: judged, reserved when it fits, and
       // answered to the run queue directly.
       auto& st = self->state;
-      auto v = st.ledger->judge(budget);
-      if (v.answer == policy::card_ledger::fit::fits) {
-        st.ledger->reserve(run, budget);
-        return memory_answer{static_cast<int>(policy::memory_decision::kind::grant), {st.key}, ""};
-      }
+      auto v = st.ledger->try_reserve(run, budget);
       auto d = policy::decide_verdicts({v}, {budget, has_wait ? std::optional<bool>{wait} : std::nullopt, false});
+      if (d.answer == policy::memory_decision::kind::grant)
+        return memory_answer{static_cast<int>(d.answer), {st.key}, ""};
       return memory_answer{static_cast<int>(d.answer), {}, d.reason};
     },
     [=](atoms::reserve, const std::string& run, std::int64_t budget) {
-      auto& l = *self->state.ledger;
-      auto v = l.judge(budget);
-      if (v.answer == policy::card_ledger::fit::fits)
-        l.reserve(run, budget);
+      auto v = self->state.ledger->try_reserve(run, budget);
       return memory_verdict{static_cast<int>(v.answer), v.reason};
     },
     [=](atoms::hold, const std::string& run) { self->state.ledger->hold(run); },

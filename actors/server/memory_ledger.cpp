@@ -1,6 +1,7 @@
 #include "actors/server/memory_ledger.hpp"
 
 #include <memory>
+#include <optional>
 
 #include <caf/all.hpp>
 
@@ -9,6 +10,7 @@
 #include "actors/common/guarded.hpp"
 #include "actors/policy/memory_budget.hpp"
 #include "actors/server/device_slot.hpp"
+#include "messages/slot_key.hpp"
 
 namespace cdui::actors {
 
@@ -38,6 +40,16 @@ card_ledger::verdict no_answer(const std::string& key, const caf::error& e) {
   return {card_ledger::fit::pending, "the actor of card " + key + " did not answer (" + caf::to_string(e) + ")"};
 }
 
+/// The card's slot; none when the card is not shared (any more), which the job records as a card
+/// that never fits.
+std::optional<device_slot_actor> slot_for(self_ptr self, ask_job& job, const std::string& key) {
+  auto i = self->state.slots.find(key);
+  if (i != self->state.slots.end())
+    return i->second;
+  job.verdicts.push_back({card_ledger::fit::never, key + " is not shared by memory"});
+  return std::nullopt;
+}
+
 void release_on(self_ptr self, const std::string& run, const std::vector<std::string>& keys) {
   for (const auto& key : keys)
     if (auto i = self->state.slots.find(key); i != self->state.slots.end())
@@ -64,9 +76,8 @@ void reserve_from(self_ptr self, std::shared_ptr<ask_job> job, std::size_t i) {
     return;
   }
   const auto& key = job->keys[i];
-  auto slot = self->state.slots.find(key);
-  if (slot == self->state.slots.end()) {
-    job->verdicts.push_back({card_ledger::fit::never, key + " is not shared by memory"});
+  auto slot = slot_for(self, *job, key);
+  if (!slot) {
     reserve_from(self, job, i + 1);
     return;
   }
@@ -85,7 +96,7 @@ void reserve_from(self_ptr self, std::shared_ptr<ask_job> job, std::size_t i) {
     job->verdicts.push_back(no_answer(key, e));
     reserve_from(self, job, i + 1);
   };
-  auto reply = self->request(slot->second, request_deadline, atoms::reserve::value, job->run,
+  auto reply = self->request(*slot, request_deadline, atoms::reserve::value, job->run,
                              job->request.budget);
   // A device set's cards were judged together (awaited) and reserve so too. Otherwise each slot
   // reserves atomically, so asks on other cards go on meanwhile.
@@ -112,13 +123,12 @@ void judge_from(self_ptr self, std::shared_ptr<ask_job> job, std::size_t i) {
     return;
   }
   const auto& key = job->keys[i];
-  auto slot = self->state.slots.find(key);
-  if (slot == self->state.slots.end()) {
-    job->verdicts.push_back({card_ledger::fit::never, key + " is not shared by memory"});
+  auto slot = slot_for(self, *job, key);
+  if (!slot) {
     judge_from(self, job, i + 1);
     return;
   }
-  self->request(slot->second, request_deadline, atoms::ask::value, job->request.budget)
+  self->request(*slot, request_deadline, atoms::ask::value, job->request.budget)
     .await(
       [=](memory_verdict& v) {
         job->verdicts.push_back(verdict_of(v));
@@ -146,8 +156,9 @@ bool share(self_ptr self, const std::string& key, const std::string& name, std::
   }
   if (i != st.slots.end())
     return false;
-  auto context_name = key.find("cuda") != std::string::npos ? "CUDA context" : "context";
-  auto slot = self->spawn(device_slot, key, card_ledger::config{name, context, context_name},
+  auto slot = self->spawn(device_slot, key,
+                          card_ledger::config{name, context,
+                                              policy::context_name(slot_key::parse(key).device)},
                           caf::actor_cast<memory_ledger_actor>(self));
   for (std::size_t i = 0; i < holders.size(); ++i) {
     auto budget = i < budgets.size() ? budgets[i] : 0;

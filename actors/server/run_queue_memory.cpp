@@ -12,6 +12,7 @@
 #include "messages/slot_key.hpp"
 #include "actors/server/memory_ledger.hpp"
 #include "actors/server/run_queue_parts.hpp"
+#include "devices/device.hpp"
 #include "messages/clock.hpp"
 
 namespace cdui::actors::queue_parts {
@@ -26,8 +27,8 @@ std::string card_name(const std::string& key) {
 
 /// What each run on the card holds besides its budget: a CUDA context on CUDA, else the sim allowance.
 std::int64_t context_of(const run_queue_config& cfg, const std::string& key) {
-  auto device = slot_key::parse(key).device;
-  return device.rfind("cuda", 0) == 0 ? cfg.cuda_context_bytes : cfg.sim_context_bytes;
+  return devices::kind_of(slot_key::parse(key).device) == "cuda" ? cfg.cuda_context_bytes
+                                                                 : cfg.sim_context_bytes;
 }
 
 /// Puts the key under the ledger (many runs by count, each admitted by its budget) or back to
@@ -48,8 +49,11 @@ void apply_share(self_ptr self, const std::string& key, bool shared) {
     st.slots.set_limit(key, st.exclusive_limits[key]);
     st.exclusive_limits.erase(key);
     st.shared_keys.erase(key);
-    for (auto i = st.waiting_reasons.begin(); i != st.waiting_reasons.end();)
-      i = st.memory_keys[i->first] == key ? st.waiting_reasons.erase(i) : std::next(i);
+    for (auto i = st.waiting_reasons.begin(); i != st.waiting_reasons.end();) {
+      auto waits_for = st.memory_keys.find(i->first);
+      i = waits_for != st.memory_keys.end() && waits_for->second == key ? st.waiting_reasons.erase(i)
+                                                                          : std::next(i);
+    }
   }
   st.slots.set_gated(key, shared);
   // A run on the card already counts its budget (a worker run adopted after a restart); one
@@ -119,9 +123,9 @@ std::string settle_budget(const run_queue_state& st, run_request& req, prepared_
   if (!on_shared || req.lane == "interactive")
     return "";
   std::optional<policy::measured_peak> peak;
-  if (auto key = runtime::memory_key(nlohmann::json::parse(req.graph_json, nullptr, false)))
-    if (auto row = st.cfg.store->peak(*key, static_cast<int>(p.keys.size())))
-      peak = policy::measured_peak{row->bytes, row->run_id};
+  // The graph as validated already (not its text parsed again).
+  if (auto row = st.cfg.store->peak(runtime::memory_key(p.setup.graph->g), static_cast<int>(p.keys.size())))
+    peak = policy::measured_peak{row->bytes, row->run_id};
   std::optional<std::int64_t> declared;
   if (req.memory_bytes > 0)
     declared = req.memory_bytes;

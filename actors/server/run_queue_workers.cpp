@@ -49,8 +49,17 @@ void queue_parts::worker_update(self_ptr self, const std::string& name, const st
     w.devices.push_back(d.name);
     w.uuids.push_back(d.uuid);
   }
+  auto before = st.workers.find(name);
+  if (before != st.workers.end() && before->second.devices == w.devices
+      && before->second.uuids == w.uuids && before->second.open == open
+      && before->second.one_shot == one_shot) {
+    // A heartbeat that changes nothing the queue keeps: only its cards' memory, for the ledger.
+    for (const auto& d : offers)
+      share_offered(self, slot_key{name, d.name}.str(), d.total_bytes, d.free_bytes);
+    return;
+  }
   // Devices it no longer offers: their slots close, and the runs waiting for them fail.
-  if (auto before = st.workers.find(name); before != st.workers.end())
+  if (before != st.workers.end())
     for (const auto& d : before->second.devices)
       if (std::find(w.devices.begin(), w.devices.end(), d) == w.devices.end())
         close_worker_slot(self, slot_key{name, d}.str(), "worker '" + name + "' no longer offers " + d);
