@@ -82,15 +82,13 @@ std::string local_time(std::int64_t ms) {
 /// The run's memory budget per card as its options give it: "800.0 MiB", "1.20 GiB meas." (the
 /// graph's measured default), "512.0 MiB est." (the static estimate); "-" without one.
 std::string budget_text(const run_info& r) {
-  auto options = json::parse(r.options, nullptr, false);
-  if (!options.is_object() || !options.contains("target") || !options["target"].is_object())
+  run_request options;
+  if (!policy::apply_options(json::parse(r.options, nullptr, false), options).empty()
+      || options.memory_bytes == 0)
     return "-";
-  const auto& target = options["target"];
-  if (!target.contains("memory_gib") || !target["memory_gib"].is_number())
-    return "-";
-  auto bytes = static_cast<std::int64_t>(target["memory_gib"].get<double>() * 1024.0 * 1024.0 * 1024.0);
-  auto source = target.value("memory_source", std::string{});
-  return devices::format_bytes(bytes) + (source == "measured" ? " meas." : source == "estimate" ? " est." : "");
+  const auto& source = options.memory_source;
+  return devices::format_bytes(options.memory_bytes)
+         + (source == "measured" ? " meas." : source == "estimate" ? " est." : "");
 }
 
 /// Why a queued run waits beyond its place, or the first line of why a run failed; "" otherwise.

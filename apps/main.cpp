@@ -16,6 +16,7 @@
 #include "apps/run_command.hpp"
 #include "apps/server_command.hpp"
 #include "apps/sim_hold_command.hpp"
+#include "messages/run_request.hpp"
 
 int main(int argc, char** argv) {
   using namespace cdui::apps;
@@ -46,7 +47,7 @@ int main(int argc, char** argv) {
   run->add_option("--memory-gib", run_opts.memory_gib,
                   "the run's memory budget per card in GiB (target.memory_gib): it runs out of memory "
                   "alone past it; a card shared by memory admits it by it")
-    ->check(CLI::Range(1e-6, 1024.0 * 1024.0));
+    ->check(CLI::Range(1e-6, cdui::max_memory_gib));
   run->add_flag("--deterministic", run_opts.deterministic,
                 "ask libtorch for deterministic algorithms");
   run->add_flag("--record-outputs", run_opts.record_outputs,

@@ -82,7 +82,7 @@ run_request make_request(const run_command_options& options, std::string graph_t
   request.worker = options.target == "local" ? "" : options.target;
   request.devices = options.devices;
   if (options.memory_gib)
-    request.memory_bytes = static_cast<std::int64_t>(*options.memory_gib * 1024.0 * 1024.0 * 1024.0);
+    request.memory_bytes = static_cast<std::int64_t>(*options.memory_gib * bytes_per_gib);
   return request;
 }
 

@@ -182,30 +182,41 @@ json card_memory_json(const card_memory_status& c) {
           {"may_take_bytes", c.may_take}, {"context_bytes", c.context}, {"runs", runs}};
 }
 
+/// Each card shared by memory's ledger (card_memory_json), by slot key.
+std::map<std::string, json> ledgers_by_key(const memory_ledger_status& memory) {
+  std::map<std::string, json> ledgers;
+  for (const auto& c : memory.cards)
+    ledgers[c.key] = card_memory_json(c);
+  return ledgers;
+}
+
+/// A device's slot counts, its share mode and its ledger (null unless shared by memory).
+void describe_device(json& d, const slot_status& slot, const std::map<std::string, json>& ledgers) {
+  d["slots"] = {{"taken", slot.running.size()}, {"limit", slot.limit}, {"waiting", slot.waiting.size()}};
+  d["mode"] = slot.by_memory ? "shared" : "exclusive";
+  auto ledger = ledgers.find(slot.device);
+  d["memory"] = ledger != ledgers.end() ? ledger->second : json(nullptr);
+}
+
 json workers_json(const workers_status& w, const run_queue_status& queue,
                   const memory_ledger_status& memory) {
-  std::map<std::string, json> slots;
-  std::map<std::string, bool> by_memory;
-  for (const auto& q : queue.queues) {
-    slots[q.device] = {{"taken", q.running.size()},
-                       {"limit", q.limit},
-                       {"waiting", q.waiting.size()},
-                       {"shared", shared_json(q.shared)}};
-    by_memory[q.device] = q.by_memory;
-  }
-  std::map<std::string, const card_memory_status*> cards;
-  for (const auto& c : memory.cards)
-    cards[c.key] = &c;
+  std::map<std::string, const slot_status*> slots;
+  for (const auto& q : queue.queues)
+    slots[q.device] = &q;
+  auto ledgers = ledgers_by_key(memory);
   json workers = json::array();
   for (const auto& worker : w.workers) {
     auto entry = worker_json(worker);
     for (auto& d : entry["devices"]) {
-      auto key = slot_key{worker.name, d["name"].get<std::string>()}.str();
-      auto s = slots.find(key);
-      d["slots"] = s != slots.end() ? s->second : json(nullptr);
-      d["mode"] = by_memory[key] ? "shared" : "exclusive";
-      auto c = cards.find(key);
-      d["memory"] = c != cards.end() ? card_memory_json(*c->second) : json(nullptr);
+      auto s = slots.find(slot_key{worker.name, d["name"].get<std::string>()}.str());
+      if (s == slots.end()) {
+        d["slots"] = nullptr;
+        d["mode"] = "exclusive";
+        d["memory"] = nullptr;
+        continue;
+      }
+      describe_device(d, *s->second, ledgers);
+      d["slots"]["shared"] = shared_json(s->second->shared);
     }
     workers.push_back(std::move(entry));
   }
@@ -224,19 +235,13 @@ json workers_json(const workers_status& w, const run_queue_status& queue,
 
 
 json devices_json(const run_queue_status& queue, const memory_ledger_status& memory) {
-  std::map<std::string, const card_memory_status*> cards;
-  for (const auto& c : memory.cards)
-    cards[c.key] = &c;
+  auto ledgers = ledgers_by_key(memory);
   json devices = json::array();
   for (const auto& q : queue.queues) {
     if (!slot_key::parse(q.device).local())
       continue;  // a worker's: GET /api/workers
-    json d{{"device", q.device},
-           {"mode", q.by_memory ? "shared" : "exclusive"},
-           {"slots", {{"taken", q.running.size()}, {"limit", q.limit}, {"waiting", q.waiting.size()}}},
-           {"memory", nullptr}};
-    if (auto c = cards.find(q.device); c != cards.end())
-      d["memory"] = card_memory_json(*c->second);
+    json d{{"device", q.device}};
+    describe_device(d, q, ledgers);
     devices.push_back(std::move(d));
   }
   return {{"devices", devices}};

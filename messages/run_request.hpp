@@ -8,6 +8,11 @@
 
 namespace cdui {
 
+/// options.target.memory_gib counts in GiB: this many bytes each.
+inline constexpr double bytes_per_gib = 1024.0 * 1024.0 * 1024.0;
+/// The largest memory_gib a run may declare: 1 PiB, past any card, still exact in bytes.
+inline constexpr double max_memory_gib = 1024.0 * 1024.0;
+
 /// What a front door asks for when it submits a run: the graph (JSON text) and the run's options.
 struct run_request {
   std::string graph_json;

@@ -62,11 +62,10 @@ std::string read_target(const nlohmann::json& target, run_request& request) {
         request.devices.push_back(value[i].get<std::string>());
       }
     } else if (key == "memory_gib") {
-      // At most 1 PiB: a figure past any card, still exact in bytes.
-      if (!value.is_number() || !(value.get<double>() > 0) || value.get<double>() > 1024.0 * 1024.0)
+      if (!value.is_number() || !(value.get<double>() > 0) || value.get<double>() > max_memory_gib)
         return "option 'target.memory_gib': must be a number of GiB above 0 (per card of the run's "
                "devices), not " + json_text(value);
-      request.memory_bytes = static_cast<std::int64_t>(value.get<double>() * 1024.0 * 1024.0 * 1024.0);
+      request.memory_bytes = static_cast<std::int64_t>(value.get<double>() * bytes_per_gib);
     } else if (key == "memory_source") {
       // "measured" is what the server writes when it applied a graph's measured default.
       if (value != "estimate" && value != "typed" && value != "measured")
@@ -213,7 +212,7 @@ nlohmann::json options_json(const run_request& r) {
   else if (!r.worker.empty())
     o["target"]["worker"] = r.worker;
   if (r.memory_bytes > 0)
-    o["target"]["memory_gib"] = static_cast<double>(r.memory_bytes) / (1024.0 * 1024.0 * 1024.0);
+    o["target"]["memory_gib"] = static_cast<double>(r.memory_bytes) / bytes_per_gib;
   if (!r.memory_source.empty())
     o["target"]["memory_source"] = r.memory_source;
   if (r.has_wait)

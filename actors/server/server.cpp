@@ -2,7 +2,7 @@
 
 #include <sys/sysinfo.h>
 
-#include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <stdexcept>
 #include <mutex>
@@ -58,20 +58,28 @@ int interactive_limit() {
 
 /// A number of seconds from an environment variable, in ms; a bad value keeps the default, with a
 /// logged warning naming the variable.
-std::int64_t seconds_setting(const char* var, double default_seconds, double min, double max) {
+/// A number from the environment variable `var`, from `min` to `max` (a whole one when `whole`):
+/// `fallback` when it is unset, and also, with a warning in the log naming the `unit`, when it is
+/// not such a number.
+double number_setting(const char* var, double fallback, double min, double max, const char* unit,
+                      bool whole = false) {
   const char* text = std::getenv(var);
   if (text == nullptr || *text == '\0')
-    return static_cast<std::int64_t>(default_seconds * 1000);
+    return fallback;
   try {
     std::size_t used = 0;
-    double s = std::stod(text, &used);
-    if (used == std::string{text}.size() && s >= min && s <= max)
-      return static_cast<std::int64_t>(s * 1000);
+    double x = std::stod(text, &used);
+    if (used == std::string{text}.size() && x >= min && x <= max && (!whole || x == std::floor(x)))
+      return x;
   } catch (const std::exception&) {
   }
-  spdlog::warn("{}: '{}' is not a number of seconds from {} to {}; using {}", var, text, min, max,
-               default_seconds);
-  return static_cast<std::int64_t>(default_seconds * 1000);
+  spdlog::warn("{}: '{}' is not a number of {} from {} to {}; using {}", var, text, unit, min, max,
+               fallback);
+  return fallback;
+}
+
+std::int64_t seconds_setting(const char* var, double default_seconds, double min, double max) {
+  return static_cast<std::int64_t>(number_setting(var, default_seconds, min, max, "seconds") * 1000);
 }
 
 /// A store's budget from its setting; a bad value keeps the default, with a logged warning.
@@ -82,20 +90,11 @@ storage::store_budget budget_from_env(const storage::store_budget& defaults) {
   return reading.budget;
 }
 
-/// A memory allowance in MiB from the environment, in bytes: 0 to 1 TiB, else `fallback` with a
-/// warning in the log.
-std::int64_t mib_setting(const char* name, std::int64_t fallback) {
-  const char* text = std::getenv(name);
-  if (text == nullptr || *text == '\0')
-    return fallback << 20;
-  char* end = nullptr;
-  errno = 0;
-  auto value = std::strtoll(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || value < 0 || value > (1LL << 20)) {
-    spdlog::warn("{}: '{}' is not a number of MiB from 0 to 1048576; using {}", name, text, fallback);
-    return fallback << 20;
-  }
-  return value << 20;
+/// A memory allowance from the environment, a whole number of MiB from 0 to 1048576 (1 TiB), in
+/// bytes; else `fallback` MiB, with a warning in the log.
+std::int64_t mib_setting(const char* var, std::int64_t fallback) {
+  auto mib = number_setting(var, static_cast<double>(fallback), 0, 1 << 20, "MiB", true);
+  return static_cast<std::int64_t>(mib) << 20;
 }
 
 /// One of this server's cards shared by memory, as the memory ledger counts it: the CPU's RAM and
