@@ -177,16 +177,20 @@ json card_memory_json(const card_memory_status& c) {
   json runs = json::array();
   for (const auto& r : c.runs)
     runs.push_back({{"run_id", r.id}, {"budget_bytes", r.budget}, {"running", r.running}});
-  return {{"reported", c.reported}, {"total_bytes", c.total}, {"free_bytes", c.free},
-          {"reserved_bytes", c.reserved}, {"running_bytes", c.running},
+  return {{"offerers", c.offerers}, {"reported", c.reported}, {"total_bytes", c.total},
+          {"free_bytes", c.free}, {"reserved_bytes", c.reserved}, {"running_bytes", c.running},
           {"may_take_bytes", c.may_take}, {"context_bytes", c.context}, {"runs", runs}};
 }
 
-/// Each card shared by memory's ledger (card_memory_json), by slot key.
+/// Each card shared by memory's ledger (card_memory_json), by slot key: a card that several
+/// offerers share shows its one ledger under each of their keys.
 std::map<std::string, json> ledgers_by_key(const memory_ledger_status& memory) {
   std::map<std::string, json> ledgers;
-  for (const auto& c : memory.cards)
-    ledgers[c.key] = card_memory_json(c);
+  for (const auto& c : memory.cards) {
+    auto ledger = card_memory_json(c);
+    for (const auto& key : c.offerers)
+      ledgers[key] = ledger;
+  }
   return ledgers;
 }
 

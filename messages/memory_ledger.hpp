@@ -35,10 +35,12 @@ struct card_run_status {
   CDUI_FIELDS(id, budget, running)
 };
 
-/// One card shared by memory, as its device slot keeps it.
+/// One card shared by memory, as its device slot keeps it: one for a card however many offerers
+/// share it (the same UUID).
 struct card_memory_status {
-  std::string key;   // its slot key
-  std::string name;  // "sim:0 on this server"
+  std::string key;                    // its first offerer's slot key
+  std::vector<std::string> offerers;  // the slot keys that share it, sorted (key first)
+  std::string name;                   // "sim:0 on this server", "sim:0 on w1 (same card as sim:0 on w2)"
   bool reported = false;
   std::int64_t total = 0;
   std::int64_t free = 0;
@@ -47,7 +49,7 @@ struct card_memory_status {
   std::int64_t may_take = 0;  // what a new budget may take, its context taken off
   std::int64_t context = 0;   // each run's context allowance
   std::vector<card_run_status> runs;
-  CDUI_FIELDS(key, name, reported, total, free, reserved, running, may_take, context, runs)
+  CDUI_FIELDS(key, offerers, name, reported, total, free, reserved, running, may_take, context, runs)
 };
 
 /// The memory ledger: every card shared by memory.

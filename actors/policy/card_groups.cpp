@@ -25,6 +25,10 @@ int worker_slot_limit(const slot_key& key, const std::string& uuid,
   return key.device == "cpu" ? devices::cpu_slot_limit : devices::accelerator_slot_limit;
 }
 
+std::string card_id(const slot_key& key, const std::string& uuid) {
+  return is_card(key.device, uuid) ? "uuid:" + uuid : key.str();
+}
+
 std::string lowered_limit::sentence() const {
   return key + ": its limit of " + std::to_string(own) + " runs is lowered to " + std::to_string(limit)
          + ": " + by + " offers the same card (" + uuid + ") with that limit";

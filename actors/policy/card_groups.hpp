@@ -19,6 +19,11 @@ namespace cdui::policy {
                                     const std::map<std::string, int>& overrides,
                                     const local_devices& local, const admission& slots);
 
+/// The card behind a slot, as the memory ledger keeps one ledger per card: "uuid:<UUID>" for a
+/// card with a UUID (every offerer of it says the same one), else the slot key itself (a CPU is
+/// never matched, nor is a card whose UUID is unknown).
+[[nodiscard]] std::string card_id(const slot_key& key, const std::string& uuid);
+
 /// A slot whose own limit its card's shared budget lowers, as the seed asks it be logged.
 struct lowered_limit {
   std::string key;

@@ -13,6 +13,15 @@ std::string gib_text(std::int64_t bytes) {
   return buf;
 }
 
+std::string card_name(const std::vector<std::string>& offerer_names) {
+  if (offerer_names.empty())
+    return "";
+  auto out = offerer_names.front();
+  for (std::size_t i = 1; i < offerer_names.size(); ++i)
+    out += (i == 1 ? " (same card as " : ", ") + offerer_names[i];
+  return offerer_names.size() > 1 ? out + ")" : out;
+}
+
 void card_ledger::report(std::int64_t total, std::int64_t free) {
   total_ = std::max<std::int64_t>(total, 0);
   free_ = std::clamp<std::int64_t>(free, 0, total_);

@@ -11,6 +11,11 @@ namespace cdui::policy {
 /// "6.0 GiB": a figure as refusals and wait reasons say it (one decimal, binary units).
 [[nodiscard]] std::string gib_text(std::int64_t bytes);
 
+/// A card as sentences name it, from what each offerer that shares it calls it, first to last:
+/// "sim:0 on w1", or for a card several offerers share (seed 001: one card, one ledger)
+/// "sim:0 on w1 (same card as sim:0 on w2)", so a reason says whose runs count on it.
+[[nodiscard]] std::string card_name(const std::vector<std::string>& offerer_names);
+
 /// One card's memory ledger (seed 001, "Sharing a card"): the device_slot actor's policy. Its total
 /// and free memory from the latest heartbeat (free counts every process on the card, other users'
 /// jobs included), the budgets of runs assigned but not started (reserved) and of runs that
@@ -29,6 +34,9 @@ public:
   };
 
   explicit card_ledger(config cfg) : cfg_(std::move(cfg)) {}
+
+  /// Another name for the card in its texts: an offerer began or stopped sharing it (card_name).
+  void rename(std::string name) { cfg_.name = std::move(name); }
 
   /// The latest heartbeat's figures (bytes).
   void report(std::int64_t total, std::int64_t free);

@@ -17,12 +17,13 @@ void report(self_ptr self, std::int64_t total, std::int64_t free) {
   auto before = st.ledger->reported() ? st.ledger->available() : -1;
   st.ledger->report(total, free);
   if (st.ledger->available() > before)
-    self->send(st.supervisor, atoms::memory_freed::value, st.key);
+    self->send(st.supervisor, atoms::memory_freed::value, st.card);
 }
 
 card_memory_status status_of(const device_slot_state& st) {
   const auto& l = *st.ledger;
-  card_memory_status out{st.key, l.settings().name, l.reported(), l.total(), l.free(), l.reserved(),
+  card_memory_status out{st.offerers.empty() ? st.card : st.offerers.front(), st.offerers,
+                         l.settings().name, l.reported(), l.total(), l.free(), l.reserved(),
                          l.running(), l.may_take(), l.settings().context_bytes, {}};
   for (const auto& run : l.runs())
     out.runs.push_back({run.run_id, run.budget, run.running});
@@ -31,29 +32,36 @@ card_memory_status status_of(const device_slot_state& st) {
 
 } // namespace
 
-device_slot_actor::behavior_type device_slot(self_ptr self, std::string key,
+device_slot_actor::behavior_type device_slot(self_ptr self, std::string card,
+                                             std::vector<std::string> offerers,
                                              policy::card_ledger::config cfg,
                                              memory_ledger_actor supervisor) {
-  self->state.key = std::move(key);
+  self->state.card = std::move(card);
+  self->state.offerers = std::move(offerers);
   self->state.ledger.emplace(std::move(cfg));
   self->state.supervisor = supervisor;
   self->monitor(supervisor);
   self->set_down_handler([=](const caf::down_msg& down) { self->quit(down.reason); });
   return guarded_typed_behavior<device_slot_actor>(
     "device slot",
+    [=](atoms::share, const std::string& name, const std::vector<std::string>& offerers) {
+      self->state.ledger->rename(name);
+      self->state.offerers = offerers;
+    },
     [=](atoms::report, std::int64_t total, std::int64_t free) { report(self, total, free); },
     [=](atoms::ask, std::int64_t budget) {
       auto v = self->state.ledger->judge(budget);
       return memory_verdict{static_cast<int>(v.answer), v.reason};
     },
-    [=](atoms::ask, const std::string& run, std::int64_t budget, bool has_wait, bool wait) {
-      // A run for this card alone, delegated by the ledger: judged, reserved when it fits, and
-      // answered to the run queue directly.
+    [=](atoms::ask, const std::string& key, const std::string& run, std::int64_t budget,
+        bool has_wait, bool wait) {
+      // A run for this card alone (through `key`, one of its offerers), delegated by the ledger:
+      // judged, reserved when it fits, and answered to the run queue directly.
       auto& st = self->state;
       auto v = st.ledger->try_reserve(run, budget);
       auto d = policy::decide_verdicts({v}, {budget, has_wait ? std::optional<bool>{wait} : std::nullopt, false});
       if (d.answer == policy::memory_decision::kind::grant)
-        return memory_answer{static_cast<int>(d.answer), {st.key}, ""};
+        return memory_answer{static_cast<int>(d.answer), {key}, ""};
       return memory_answer{static_cast<int>(d.answer), {}, d.reason};
     },
     [=](atoms::reserve, const std::string& run, std::int64_t budget) {
@@ -70,7 +78,7 @@ device_slot_actor::behavior_type device_slot(self_ptr self, std::string key,
     [=](atoms::released, const std::string& run) {
       // Any run that leaves may make room: a budget freed, or a run without one that held the card.
       if (self->state.ledger->release(run))
-        self->send(self->state.supervisor, atoms::memory_freed::value, self->state.key);
+        self->send(self->state.supervisor, atoms::memory_freed::value, self->state.card);
     },
     [=](atoms::status) { return status_of(self->state); });
 }

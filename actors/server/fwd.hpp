@@ -53,9 +53,10 @@ using run_queue_actor = caf::typed_actor<
 
 /// One card shared by memory (device_slot.hpp): a thin shell over policy::card_ledger.
 using device_slot_actor = caf::typed_actor<
+  caf::reacts_to<atoms::share, std::string, std::vector<std::string>>,
   caf::reacts_to<atoms::report, std::int64_t, std::int64_t>,
   caf::replies_to<atoms::ask, std::int64_t>::with<memory_verdict>,
-  caf::replies_to<atoms::ask, std::string, std::int64_t, bool, bool>::with<memory_answer>,
+  caf::replies_to<atoms::ask, std::string, std::string, std::int64_t, bool, bool>::with<memory_answer>,
   caf::replies_to<atoms::reserve, std::string, std::int64_t>::with<memory_verdict>,
   caf::reacts_to<atoms::hold, std::string>,
   caf::reacts_to<atoms::adopt, std::string, std::int64_t>,
@@ -66,8 +67,8 @@ using device_slot_actor = caf::typed_actor<
 /// The memory ledger (memory_ledger.hpp): the supervisor of the cards shared by memory.
 using memory_ledger_actor = caf::typed_actor<
   caf::reacts_to<atoms::attach, run_queue_actor>,
-  caf::replies_to<atoms::share, std::string, std::string, std::int64_t, std::vector<std::string>,
-                  std::vector<std::int64_t>, bool>::with<bool>,
+  caf::replies_to<atoms::share, std::string, std::string, std::string, std::int64_t,
+                  std::vector<std::string>, std::vector<std::int64_t>, bool>::with<bool>,
   caf::replies_to<atoms::ask, std::string, std::int64_t, std::vector<std::string>, bool, bool, bool>::with<memory_answer>,
   caf::reacts_to<atoms::started, std::string>,
   caf::reacts_to<atoms::released, std::string>,

@@ -1,5 +1,6 @@
 #include "actors/server/memory_ledger.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 
@@ -25,8 +26,9 @@ struct ask_job {
   policy::memory_request request;
   std::vector<std::string> keys;
   std::vector<card_ledger::verdict> verdicts;
-  /// The cards that reserved the budget so far.
+  /// The cards that reserved the budget so far: the keys asked, and their cards' ids.
   std::vector<std::string> reserved;
+  std::vector<std::string> reserved_cards;
   /// A device set of several cards, judged and reserved with no other ask between.
   bool whole_set = false;
   caf::typed_response_promise<memory_answer> promise;
@@ -40,19 +42,24 @@ card_ledger::verdict no_answer(const std::string& key, const caf::error& e) {
   return {card_ledger::fit::pending, "the actor of card " + key + " did not answer (" + caf::to_string(e) + ")"};
 }
 
-/// The card's slot; none when the card is not shared (any more), which the job records as a card
-/// that never fits.
-std::optional<device_slot_actor> slot_for(self_ptr self, ask_job& job, const std::string& key) {
-  auto i = self->state.slots.find(key);
-  if (i != self->state.slots.end())
-    return i->second;
-  job.verdicts.push_back({card_ledger::fit::never, key + " is not shared by memory"});
-  return std::nullopt;
+/// The card a slot key stands for; null when the key is not shared.
+const shared_key* shared_card(const memory_ledger_state& st, const std::string& key) {
+  auto i = st.cards.find(key);
+  return i == st.cards.end() ? nullptr : &i->second;
 }
 
-void release_on(self_ptr self, const std::string& run, const std::vector<std::string>& keys) {
-  for (const auto& key : keys)
-    if (auto i = self->state.slots.find(key); i != self->state.slots.end())
+/// The key's card; none when it is not shared (any more), which the job records as a card that
+/// never fits.
+const shared_key* slot_for(self_ptr self, ask_job& job, const std::string& key) {
+  if (const auto* card = shared_card(self->state, key))
+    return card;
+  job.verdicts.push_back({card_ledger::fit::never, key + " is not shared by memory"});
+  return nullptr;
+}
+
+void release_on(self_ptr self, const std::string& run, const std::vector<std::string>& cards) {
+  for (const auto& card : cards)
+    if (auto i = self->state.slots.find(card); i != self->state.slots.end())
       self->send(i->second, atoms::released::value, run);
 }
 
@@ -61,9 +68,9 @@ void finish(self_ptr self, const std::shared_ptr<ask_job>& job) {
   memory_answer answer{static_cast<int>(decision.answer), {}, decision.reason};
   if (decision.answer == policy::memory_decision::kind::grant) {
     answer.cards = job->reserved;
-    self->state.runs[job->run] = job->reserved;
+    self->state.runs[job->run] = job->reserved_cards;
   } else {
-    release_on(self, job->run, job->reserved);  // a device set that did not get every card
+    release_on(self, job->run, job->reserved_cards);  // a device set that did not get every card
   }
   job->promise.deliver(std::move(answer));
 }
@@ -76,15 +83,16 @@ void reserve_from(self_ptr self, std::shared_ptr<ask_job> job, std::size_t i) {
     return;
   }
   const auto& key = job->keys[i];
-  auto slot = slot_for(self, *job, key);
-  if (!slot) {
+  const auto* card = slot_for(self, *job, key);
+  if (!card) {
     reserve_from(self, job, i + 1);
     return;
   }
-  auto on_verdict = [=](memory_verdict& v) {
+  auto on_verdict = [=, id = card->card](memory_verdict& v) {
     job->verdicts.push_back(verdict_of(v));
     if (job->verdicts.back().answer == card_ledger::fit::fits) {
       job->reserved.push_back(key);
+      job->reserved_cards.push_back(id);
       if (job->request.any_of) {
         finish(self, job);
         return;
@@ -96,7 +104,7 @@ void reserve_from(self_ptr self, std::shared_ptr<ask_job> job, std::size_t i) {
     job->verdicts.push_back(no_answer(key, e));
     reserve_from(self, job, i + 1);
   };
-  auto reply = self->request(*slot, request_deadline, atoms::reserve::value, job->run,
+  auto reply = self->request(card->slot, request_deadline, atoms::reserve::value, job->run,
                              job->request.budget);
   // A device set's cards were judged together (awaited) and reserve so too. Otherwise each slot
   // reserves atomically, so asks on other cards go on meanwhile.
@@ -123,12 +131,12 @@ void judge_from(self_ptr self, std::shared_ptr<ask_job> job, std::size_t i) {
     return;
   }
   const auto& key = job->keys[i];
-  auto slot = slot_for(self, *job, key);
-  if (!slot) {
+  const auto* card = slot_for(self, *job, key);
+  if (!card) {
     judge_from(self, job, i + 1);
     return;
   }
-  self->request(*slot, request_deadline, atoms::ask::value, job->request.budget)
+  self->request(card->slot, request_deadline, atoms::ask::value, job->request.budget)
     .await(
       [=](memory_verdict& v) {
         job->verdicts.push_back(verdict_of(v));
@@ -140,38 +148,75 @@ void judge_from(self_ptr self, std::shared_ptr<ask_job> job, std::size_t i) {
       });
 }
 
-bool share(self_ptr self, const std::string& key, const std::string& name, std::int64_t context,
-           const std::vector<std::string>& holders, const std::vector<std::int64_t>& budgets,
-           bool shared) {
+/// Tells the card's slot which keys share it now and how its texts name it (policy::card_name).
+void rename(self_ptr self, const std::string& card) {
+  std::vector<std::string> keys;
+  std::vector<std::string> names;
+  for (const auto& [key, name] : self->state.offerers[card]) {
+    keys.push_back(key);
+    names.push_back(name);
+  }
+  self->send(self->state.slots.at(card), atoms::share::value, policy::card_name(names), keys);
+}
+
+bool unshare(self_ptr self, const std::string& key) {
   auto& st = self->state;
-  auto i = st.slots.find(key);
-  if (!shared) {
-    if (i == st.slots.end())
-      return false;
-    caf::anon_send_exit(i->second, caf::exit_reason::user_shutdown);
-    st.slots.erase(i);
-    for (auto& [run, keys] : st.runs)
-      keys.erase(std::remove(keys.begin(), keys.end(), key), keys.end());
+  auto alias = st.cards.find(key);
+  if (alias == st.cards.end())
+    return false;
+  auto card = alias->second.card;
+  st.cards.erase(alias);
+  auto& offerers = st.offerers[card];
+  offerers.erase(key);
+  if (!offerers.empty()) {
+    // Another offerer still shares the card: its ledger goes on, and the runs that came through
+    // `key` stay on it until they end (they are on the card all the same).
+    rename(self, card);
     return true;
   }
-  if (i != st.slots.end())
+  st.offerers.erase(card);
+  if (auto slot = st.slots.find(card); slot != st.slots.end()) {
+    caf::anon_send_exit(slot->second, caf::exit_reason::user_shutdown);
+    st.slots.erase(slot);
+  }
+  for (auto& [run, cards] : st.runs)
+    cards.erase(std::remove(cards.begin(), cards.end(), card), cards.end());
+  return true;
+}
+
+bool share(self_ptr self, const std::string& key, const std::string& card, const std::string& name,
+           std::int64_t context, const std::vector<std::string>& holders,
+           const std::vector<std::int64_t>& budgets, bool shared) {
+  auto& st = self->state;
+  if (!shared)
+    return unshare(self, key);
+  if (st.cards.count(key))
     return false;
-  auto slot = self->spawn(device_slot, key,
-                          card_ledger::config{name, context,
-                                              policy::context_name(slot_key::parse(key).device)},
-                          caf::actor_cast<memory_ledger_actor>(self));
+  st.offerers[card][key] = name;
+  auto slot = st.slots.find(card);
+  if (slot == st.slots.end()) {
+    auto spawned = self->spawn(device_slot, card, std::vector<std::string>{key},
+                               card_ledger::config{name, context,
+                                                   policy::context_name(slot_key::parse(key).device)},
+                               caf::actor_cast<memory_ledger_actor>(self));
+    slot = st.slots.emplace(card, spawned).first;
+  } else {
+    rename(self, card);  // a second offerer of the card: one ledger, the runs through both on it
+  }
+  st.cards.emplace(key, shared_key{card, slot->second});
   for (std::size_t i = 0; i < holders.size(); ++i) {
     auto budget = i < budgets.size() ? budgets[i] : 0;
     if (budget > 0)
-      self->send(slot, atoms::adopt::value, holders[i], budget);
+      self->send(slot->second, atoms::adopt::value, holders[i], budget);
     else
-      self->send(slot, atoms::hold::value, holders[i]);
-    st.runs[holders[i]].push_back(key);
+      self->send(slot->second, atoms::hold::value, holders[i]);
+    auto& on = st.runs[holders[i]];
+    if (std::find(on.begin(), on.end(), card) == on.end())
+      on.push_back(card);
   }
-  st.slots.emplace(key, slot);
   if (st.cfg.probe)
     if (auto figures = st.cfg.probe(key))
-      self->send(slot, atoms::report::value, figures->first, figures->second);
+      self->send(slot->second, atoms::report::value, figures->first, figures->second);
   return true;
 }
 
@@ -184,17 +229,19 @@ memory_ledger_actor::behavior_type memory_ledger(self_ptr self, memory_ledger_co
   return guarded_typed_behavior<memory_ledger_actor>(
     "memory ledger",
     [=](atoms::attach, const run_queue_actor& queue) { self->state.queue = queue; },
-    [=](atoms::share, const std::string& key, const std::string& name, std::int64_t context,
-        const std::vector<std::string>& holders, const std::vector<std::int64_t>& budgets, bool shared) {
-      return share(self, key, name, context, holders, budgets, shared);
+    [=](atoms::share, const std::string& key, const std::string& card, const std::string& name,
+        std::int64_t context, const std::vector<std::string>& holders,
+        const std::vector<std::int64_t>& budgets, bool shared) {
+      return share(self, key, card, name, context, holders, budgets, shared);
     },
     [=](atoms::ask, const std::string& run, std::int64_t budget, const std::vector<std::string>& keys,
         bool any_of, bool has_wait, bool wait) -> caf::result<memory_answer> {
       // One card: its slot judges, reserves and answers the asker itself (one message fewer).
       if (!any_of && keys.size() == 1)
-        if (auto slot = self->state.slots.find(keys.front()); slot != self->state.slots.end()) {
-          self->state.runs[run] = keys;  // released there whatever the answer (a no-op if refused)
-          return self->delegate(slot->second, atoms::ask::value, run, budget, has_wait, wait);
+        if (const auto* card = shared_card(self->state, keys.front())) {
+          self->state.runs[run] = {card->card};  // released there whatever the answer (a no-op if refused)
+          return self->delegate(card->slot, atoms::ask::value, keys.front(), run, budget, has_wait,
+                                wait);
         }
       auto job = std::make_shared<ask_job>();
       job->run = run;
@@ -211,8 +258,8 @@ memory_ledger_actor::behavior_type memory_ledger(self_ptr self, memory_ledger_co
     },
     [=](atoms::started, const std::string& run) {
       if (auto i = self->state.runs.find(run); i != self->state.runs.end())
-        for (const auto& key : i->second)
-          if (auto s = self->state.slots.find(key); s != self->state.slots.end())
+        for (const auto& card : i->second)
+          if (auto s = self->state.slots.find(card); s != self->state.slots.end())
             self->send(s->second, atoms::started::value, run);
     },
     [=](atoms::released, const std::string& run) {
@@ -223,18 +270,23 @@ memory_ledger_actor::behavior_type memory_ledger(self_ptr self, memory_ledger_co
       self->state.runs.erase(i);
     },
     [=](atoms::report, const std::string& key, std::int64_t total, std::int64_t free) {
-      if (auto i = self->state.slots.find(key); i != self->state.slots.end())
-        self->send(i->second, atoms::report::value, total, free);
+      if (const auto* card = shared_card(self->state, key))
+        self->send(card->slot, atoms::report::value, total, free);
     },
-    [=](atoms::memory_freed, const std::string& key) {
-      if (self->state.queue)
-        self->send(self->state.queue, atoms::memory_freed::value, key);
+    [=](atoms::memory_freed, const std::string& card) {
+      // Room on the card is room for the runs waiting at each key that shares it.
+      auto& st = self->state;
+      if (!st.queue)
+        return;
+      if (auto offerers = st.offerers.find(card); offerers != st.offerers.end())
+        for (const auto& [key, name] : offerers->second)
+          self->send(st.queue, atoms::memory_freed::value, key);
     },
     [=](atoms::tick) {
       auto& st = self->state;
-      for (const auto& [key, slot] : st.slots)
+      for (const auto& [key, card] : st.cards)
         if (auto figures = st.cfg.probe(key))
-          self->send(slot, atoms::report::value, figures->first, figures->second);
+          self->send(card.slot, atoms::report::value, figures->first, figures->second);
       self->delayed_send(self, st.cfg.probe_interval, atoms::tick::value);
     },
     [=](atoms::status) {

@@ -25,23 +25,37 @@ struct memory_ledger_config {
   std::chrono::milliseconds probe_interval{500};
 };
 
+/// A slot key shared by memory: its card's id and the card's slot.
+struct shared_key {
+  std::string card;
+  device_slot_actor slot;
+};
+
 struct memory_ledger_state {
   memory_ledger_config cfg;
   run_queue_actor queue;
-  /// The cards shared by memory, by slot key.
+  /// The cards shared by memory, by card id ("uuid:<UUID>", else the slot key of its offerer).
   std::map<std::string, device_slot_actor> slots;
-  /// The cards each granted (or holding) run has a place on.
+  /// Each slot key shared by memory, and its card: asks, reports and the queue name slot keys.
+  std::map<std::string, shared_key> cards;
+  /// Each card's offerers that share it: slot key -> the card as that key's sentences name it.
+  std::map<std::string, std::map<std::string, std::string>> offerers;
+  /// The cards (ids) each granted (or holding) run has a place on.
   std::map<std::string, std::vector<std::string>> runs;
   static inline const char* name = "memory_ledger";
 };
 
 /// The memory ledger (DESIGN.md, "Actors"; seed 001, "Sharing a card"): the supervisor of one
 /// device_slot actor per card shared by memory (device_slot.hpp), which the run queue asks before
-/// a run starts on such a card. Protocol: memory_ledger_actor in fwd.hpp.
-/// - (share, key, name, context bytes, holders, budgets, shared) -> bool: a card turns Shared (a
-///   device slot is spawned for it; the runs in `holders` are on it already: each counts its budget
-///   as running, and one without a budget (0) keeps the card until it ends) or back to Exclusive
-///   (its slot quits); false when that changes nothing.
+/// a run starts on such a card. A card that several offerers offer (the same UUID: two agents on
+/// one GPU server, or this server and a same-host agent) keeps one slot, so the runs through every
+/// offerer count on one ledger. Protocol: memory_ledger_actor in fwd.hpp.
+/// - (share, key, card, name, context bytes, holders, budgets, shared) -> bool: slot key `key`
+///   (of card id `card`: "uuid:<UUID>", else the key) turns Shared (the card's slot is spawned, or
+///   the key joins the slot of a card another key shares already; the runs in `holders` are on it
+///   already: each counts its budget as running, and one without a budget (0) keeps the card until
+///   it ends) or back to Exclusive (the slot quits once no key of its card is shared; until then
+///   the key's runs still count on it); false when that changes nothing.
 /// - (ask, run, budget, keys, any_of, has_wait, wait) -> memory_answer: the run's budget judged on
 ///   its cards (policy::decide): granted (reserved on the cards named), wait or refuse, with the
 ///   reason. A card reserves atomically, so asks for single cards go on side by side; a device
@@ -49,8 +63,8 @@ struct memory_ledger_state {
 /// - (started, run): a granted run started; (released, run): it ended, or will not start.
 /// - (report, key, total, free): a card's figures (a worker's heartbeat); (tick): this server's
 ///   own cards are measured with the probe.
-/// - (memory_freed, key) from a slot: passed on to the queue, which asks again for the runs that
-///   wait there.
+/// - (memory_freed, card) from a slot: passed on to the queue once per key sharing the card, which
+///   asks again for the runs that wait there.
 /// - (status) -> memory_ledger_status, each slot's card_memory_status.
 memory_ledger_actor::behavior_type memory_ledger(memory_ledger_actor::stateful_pointer<memory_ledger_state> self,
                                                  memory_ledger_config cfg);

@@ -31,6 +31,24 @@ std::int64_t context_of(const run_queue_config& cfg, const std::string& key) {
                                                                  : cfg.sim_context_bytes;
 }
 
+/// The card behind the key (policy::card_id): the same for every offerer of one card (its UUID,
+/// from this server's devices or the worker's latest offer), so the ledger keeps one ledger for it.
+std::string card_of(const run_queue_state& st, const std::string& key) {
+  auto at = slot_key::parse(key);
+  std::string uuid;
+  if (at.local()) {
+    for (const auto& d : st.local.devices)
+      if (d.name == at.device)
+        uuid = d.uuid;
+  } else if (auto w = st.workers.find(at.offerer); w != st.workers.end()) {
+    auto d = std::find(w->second.devices.begin(), w->second.devices.end(), at.device);
+    auto i = static_cast<std::size_t>(d - w->second.devices.begin());
+    if (i < w->second.uuids.size())
+      uuid = w->second.uuids[i];
+  }
+  return policy::card_id(at, uuid);
+}
+
 /// Puts the key under the ledger (many runs by count, each admitted by its budget) or back to
 /// its limit by count. A run holding the card when it turns shared keeps it to itself.
 void apply_share(self_ptr self, const std::string& key, bool shared) {
@@ -63,8 +81,11 @@ void apply_share(self_ptr self, const std::string& key, bool shared) {
     auto b = st.budgets.find(id);
     budgets.push_back(b == st.budgets.end() ? 0 : b->second.bytes);
   }
-  caf::anon_send(st.ledger, atoms::share::value, key, card_name(key), context_of(st.cfg, key), holders,
-                 budgets, shared);
+  caf::anon_send(st.ledger, atoms::share::value, key, card_of(st, key), card_name(key),
+                 context_of(st.cfg, key), holders, budgets, shared);
+  // A card other offerers offer too admits many runs only while every online one shares it: its
+  // budget is the smallest limit among them (64 shared, else the limit by count).
+  regroup(self, "");
 }
 
 } // namespace

@@ -44,6 +44,9 @@ void worker_update(self_ptr self, const std::string& name, const std::vector<dev
                    bool open, bool one_shot);
 /// An operator removed the worker: its slots close for good and the runs waiting for it fail.
 void worker_gone(self_ptr self, const std::string& name, const std::string& reason);
+/// Rebuilds the shared budgets of cards several offerers offer (policy::card_groups) from the
+/// slots' limits now, and logs the limits they lower for worker `joined` (empty: none).
+void regroup(self_ptr self, const std::string& joined);
 
 /// Sharing cards by memory (run_queue_memory.cpp): spawns the memory ledger (linked) and shares
 /// again the cards the store says are shared.

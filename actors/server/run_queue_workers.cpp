@@ -16,14 +16,13 @@ namespace cdui::actors {
 
 using namespace queue_parts;
 
-namespace {
-
-/// Rebuilds the shared budgets (policy::card_groups) and logs the limits they lower for `joined`.
-void regroup(self_ptr self, const std::string& joined) {
+void queue_parts::regroup(self_ptr self, const std::string& joined) {
   auto& st = self->state;
   for (const auto& lowered : st.groups.regroup(st.slots, st.local, st.workers, joined))
     spdlog::warn("{}", lowered.sentence());
 }
+
+namespace {
 
 /// Closes a worker's slot `key` and fails the runs waiting in it with `reason`.
 void close_worker_slot(self_ptr self, const std::string& key, const std::string& reason) {
@@ -63,6 +62,8 @@ void queue_parts::worker_update(self_ptr self, const std::string& name, const st
     for (const auto& d : before->second.devices)
       if (std::find(w.devices.begin(), w.devices.end(), d) == w.devices.end())
         close_worker_slot(self, slot_key{name, d}.str(), "worker '" + name + "' no longer offers " + d);
+  // Known before its cards are shared: the ledger finds each card by the UUID offered now.
+  st.workers[name] = std::move(w);
   for (const auto& d : offers) {
     slot_key key{name, d.name};
     auto limit = policy::worker_slot_limit(key, d.uuid, st.cfg.limits, st.local, st.slots);
@@ -73,7 +74,6 @@ void queue_parts::worker_update(self_ptr self, const std::string& name, const st
     st.slots.set_open(key.str(), open);
     share_offered(self, key.str(), d.total_bytes, d.free_bytes);
   }
-  st.workers[name] = std::move(w);
   regroup(self, name);
   if (!st.shutting_down)
     pump(self);

@@ -3,10 +3,14 @@
 // runs on a sim card, real cdui.db.
 #include <boost/test/unit_test.hpp>
 
+#include <chrono>
 #include <cmath>
+#include <set>
 
+#include <caf/all.hpp>
 #include <nlohmann/json.hpp>
 
+#include "actors/server/memory_ledger.hpp"
 #include "actors/server/server.hpp"
 #include "testkit/embedded.hpp"
 #include "testkit/graphs.hpp"
@@ -34,6 +38,63 @@ std::string waiting_reason(cdui::server& srv, const std::string& id) {
   auto info = srv.info(id);
   return info ? info->waiting_reason : "";
 }
+
+/// The memory ledger actor alone, with a scoped actor standing in for its run queue.
+struct ledger_fixture {
+  ledger_fixture() {
+    cfg.set("scheduler.max-threads", std::size_t{2});
+    cfg.set("logger.verbosity", caf::atom("quiet"));
+    self->send(ledger, cdui::atoms::attach::value, caf::actor_cast<cdui::actors::run_queue_actor>(queue));
+  }
+  ~ledger_fixture() { caf::anon_send_exit(ledger, caf::exit_reason::user_shutdown); }
+
+  /// (share, key, card, name, ...): what the run queue sends when `key` turns Shared or back.
+  bool share(const std::string& key, const std::string& card, bool shared,
+             std::vector<std::string> holders = {}, std::vector<std::int64_t> budgets = {}) {
+    auto at = key.find('/');
+    auto name = key.substr(at + 1) + " on " + key.substr(0, at);
+    bool changed = false;
+    self->request(ledger, std::chrono::seconds(5), cdui::atoms::share::value, key, card, name,
+                  std::int64_t{0}, holders, budgets, shared)
+      .receive([&](bool c) { changed = c; }, [](caf::error& e) { BOOST_FAIL(caf::to_string(e)); });
+    return changed;
+  }
+
+  /// A run for `key` alone, with target.wait true.
+  cdui::memory_answer ask(const std::string& run, std::int64_t budget, const std::string& key) {
+    cdui::memory_answer answer;
+    self->request(ledger, std::chrono::seconds(5), cdui::atoms::ask::value, run, budget,
+                  std::vector<std::string>{key}, false, true, true)
+      .receive([&](cdui::memory_answer& a) { answer = std::move(a); },
+               [](caf::error& e) { BOOST_FAIL(caf::to_string(e)); });
+    return answer;
+  }
+
+  cdui::memory_ledger_status status() {
+    cdui::memory_ledger_status out;
+    self->request(ledger, std::chrono::seconds(5), cdui::atoms::status::value)
+      .receive([&](cdui::memory_ledger_status& s) { out = std::move(s); },
+               [](caf::error& e) { BOOST_FAIL(caf::to_string(e)); });
+    return out;
+  }
+
+  /// The keys the ledger told the queue memory freed at, since the last call. Taken after a
+  /// status(): a slot's memory_freed reaches the ledger before its status answer does.
+  std::multiset<std::string> freed() {
+    std::multiset<std::string> keys;
+    for (bool more = true; more;)
+      queue->receive([&](cdui::atoms::memory_freed, const std::string& key) { keys.insert(key); },
+                     caf::after(std::chrono::milliseconds(0)) >> [&] { more = false; });
+    return keys;
+  }
+
+  caf::actor_system_config cfg;
+  caf::actor_system system{cfg};
+  cdui::actors::memory_ledger_actor ledger =
+    system.spawn(cdui::actors::memory_ledger, cdui::actors::memory_ledger_config{});
+  caf::scoped_actor queue{system};
+  caf::scoped_actor self{system};
+};
 
 } // namespace
 
@@ -151,6 +212,53 @@ BOOST_AUTO_TEST_CASE(a_graph_that_succeeded_once_gets_its_measured_peak_plus_20_
   // Another graph (wider) has no peak yet: still asked for a budget.
   auto other = srv.submit(cdui::test::request(moons_graph_json(1, 2, 32, "sim:0")));
   BOOST_TEST(!other.ok());
+}
+
+BOOST_FIXTURE_TEST_CASE(two_offerers_of_one_card_keep_one_ledger_until_neither_shares_it, ledger_fixture) {
+  const std::string card = "uuid:SIM-card-A-0";
+  BOOST_TEST(share("w1/sim:0", card, true));
+  BOOST_TEST(!share("w1/sim:0", card, true));  // shared already: nothing changes
+  // w2 offers the same card with a run on it already (its budget counts as running).
+  BOOST_TEST(share("w2/sim:0", card, true, {"held"}, {512 * mib}));
+  self->send(ledger, cdui::atoms::report::value, std::string{"w2/sim:0"}, 2048 * mib, 2048 * mib);
+  auto memory = status();
+  BOOST_REQUIRE(memory.cards.size() == 1u);
+  BOOST_TEST(memory.cards[0].key == "w1/sim:0");
+  BOOST_TEST((memory.cards[0].offerers == std::vector<std::string>{"w1/sim:0", "w2/sim:0"}));
+  BOOST_TEST(memory.cards[0].name == "sim:0 on w1 (same card as sim:0 on w2)");
+  BOOST_TEST(memory.cards[0].running == 512 * mib);
+  freed();  // the first figures
+
+  // Through either key, the runs count on the one ledger.
+  BOOST_TEST(ask("a", 1024 * mib, "w1/sim:0").kind == 0);
+  auto waits = ask("b", 1024 * mib, "w2/sim:0");
+  BOOST_TEST(waits.kind == 1);
+  BOOST_TEST(waits.reason == "waits for memory: needs 1.0 GiB, sim:0 on w1 (same card as sim:0 on w2) "
+                             "has 0.5 GiB free (runs a, held)");
+  // Room on the card is room at each key that shares it.
+  self->send(ledger, cdui::atoms::released::value, std::string{"held"});
+  status();
+  BOOST_TEST((freed() == std::multiset<std::string>{"w1/sim:0", "w2/sim:0"}));
+
+  // w1 turns Exclusive: the ledger goes on for w2, and run a (through w1) still counts on it.
+  BOOST_TEST(share("w1/sim:0", card, false));
+  memory = status();
+  BOOST_REQUIRE(memory.cards.size() == 1u);
+  BOOST_TEST(memory.cards[0].key == "w2/sim:0");
+  BOOST_TEST((memory.cards[0].offerers == std::vector<std::string>{"w2/sim:0"}));
+  BOOST_TEST(memory.cards[0].name == "sim:0 on w2");
+  BOOST_REQUIRE(memory.cards[0].runs.size() == 1u);
+  BOOST_TEST(memory.cards[0].runs[0].id == "a");
+  BOOST_TEST(ask("c", 1024 * mib, "w1/sim:0").kind == 2);  // w1 is not shared by memory
+  self->send(ledger, cdui::atoms::released::value, std::string{"a"});
+  status();
+  BOOST_TEST((freed() == std::multiset<std::string>{"w2/sim:0"}));
+  BOOST_TEST(status().cards[0].runs.empty());
+
+  // Neither shares it: its slot ends.
+  BOOST_TEST(share("w2/sim:0", card, false));
+  BOOST_TEST(!share("w2/sim:0", card, false));
+  BOOST_TEST(status().cards.empty());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -33,6 +33,14 @@ BOOST_AUTO_TEST_CASE(a_workers_slot_takes_its_override_else_the_shared_cards_lim
   BOOST_TEST(worker_slot_limit({"w1", "cpu"}, "card-A", {}, host(), slots) == 2);
 }
 
+BOOST_AUTO_TEST_CASE(a_card_is_its_uuid_for_every_offerer_and_a_cpu_or_a_card_without_one_its_key) {
+  BOOST_TEST(card_id({"", "sim:0"}, "card-A") == "uuid:card-A");
+  BOOST_TEST(card_id({"w1", "sim:3"}, "card-A") == "uuid:card-A");
+  BOOST_TEST(card_id({"w1", "cuda:0"}, "") == "w1/cuda:0");
+  BOOST_TEST(card_id({"w1", "cpu"}, "card-A") == "w1/cpu");
+  BOOST_TEST(card_id({"", "cpu"}, "") == "cpu");
+}
+
 BOOST_AUTO_TEST_CASE(two_offerers_of_one_card_share_one_budget) {
   admission slots;
   slots.set_limit("sim:0", 2);

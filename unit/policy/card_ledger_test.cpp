@@ -66,6 +66,19 @@ BOOST_AUTO_TEST_CASE(without_a_context_allowance_the_budget_alone_counts_and_the
   BOOST_TEST((c.judge(800 * mib).answer == card_ledger::fit::fits));
 }
 
+BOOST_AUTO_TEST_CASE(a_card_several_offerers_share_is_named_by_the_first_and_the_same_card_as_the_others) {
+  BOOST_TEST(card_name({"sim:0 on w1"}) == "sim:0 on w1");
+  BOOST_TEST(card_name({"sim:0 on w1", "sim:0 on w2"}) == "sim:0 on w1 (same card as sim:0 on w2)");
+  BOOST_TEST(card_name({"cuda:0 on this server", "cuda:0 on box", "cuda:1 on box2"})
+             == "cuda:0 on this server (same card as cuda:0 on box, cuda:1 on box2)");
+  // Renamed, its texts say so.
+  auto c = sim_card(2 * gib, 2 * gib);
+  c.rename(card_name({"sim:0 on w1", "sim:0 on w2"}));
+  c.reserve("r1", 1600 * mib);
+  BOOST_TEST(c.judge(800 * mib).reason
+             == "needs 0.8 GiB, sim:0 on w1 (same card as sim:0 on w2) has 0.4 GiB free (runs r1)");
+}
+
 BOOST_AUTO_TEST_CASE(the_wait_and_refusal_texts_name_both_numbers_in_the_seeds_words) {
   auto c = cuda_card(24 * gib, 24 * gib);
   c.reserve("a1b2c3d4", 5 * gib);
