@@ -54,14 +54,14 @@ using join = caf::atom_constant<caf::atom("cd_wjoin")>;
 /// Shared by memory or back), ask (a run's budget judged), reserve (a slot's part of it), report
 /// (a card's total and free), started (a granted run started), memory_freed (room on a card), hold
 /// (a run without a budget keeps a card that turned shared),
-/// waiting (the run queue tells a run why it waits).
+/// budget (a queued run's memory budget was given or raised).
 using share = caf::atom_constant<caf::atom("cd_share")>;
 using ask = caf::atom_constant<caf::atom("cd_ask")>;
 using reserve = caf::atom_constant<caf::atom("cd_reserve")>;
 using report = caf::atom_constant<caf::atom("cd_report")>;
 using started = caf::atom_constant<caf::atom("cd_started")>;
 using memory_freed = caf::atom_constant<caf::atom("cd_memfree")>;
-using waiting = caf::atom_constant<caf::atom("cd_waiting")>;
 using hold = caf::atom_constant<caf::atom("cd_hold")>;
+using budget = caf::atom_constant<caf::atom("cd_budget")>;
 
 } // namespace cdui::atoms

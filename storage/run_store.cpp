@@ -269,9 +269,9 @@ void run_store::insert(const stored_run& run) {
 void run_store::update(const run_info& i) {
   std::lock_guard lock{mutex_};
   statement s{db_, "UPDATE runs SET status=?, error=?, queue_key=?, started_ms=?, finished_ms=?, "
-                   "final_metrics=? WHERE id=?"};
+                   "final_metrics=?, options=? WHERE id=?"};
   s.bind(1, std::string{to_string(i.status)}).bind(2, i.error).bind(3, i.queue_key);
-  s.bind(4, i.started_ms).bind(5, i.finished_ms).bind(6, i.final_metrics).bind(7, i.id);
+  s.bind(4, i.started_ms).bind(5, i.finished_ms).bind(6, i.final_metrics).bind(7, i.options).bind(8, i.id);
   s.step();
 }
 

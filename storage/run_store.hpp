@@ -105,7 +105,8 @@ public:
   /// Records a new run; its submit order is the order of these calls.
   void insert(const stored_run& run);
 
-  /// Writes the run's status, error, times, queue key and final metrics.
+  /// Writes the run's status, error, times, queue key, final metrics and options (a budget given or
+  /// raised while it waited).
   void update(const run_info& info);
 
   /// Appends an event (its cursor must be the run's last + 1). A metric event

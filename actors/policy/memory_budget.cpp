@@ -8,6 +8,11 @@ namespace cdui::policy {
 
 namespace {
 
+// The decisions' words, which place_later() reads back.
+const std::string larger_than_every_card = "its budget is larger than every card it may use: ";
+const std::string waits_for_memory = "waits for memory: ";
+const std::string no_wait = " (target.wait is false, so it does not wait)";
+
 std::int64_t with_margin(std::int64_t peak) {
   return static_cast<std::int64_t>(std::ceil(static_cast<double>(peak) * measured_margin));
 }
@@ -123,11 +128,11 @@ memory_decision decide_verdicts(const std::vector<card_ledger::verdict>& verdict
   }
   if (request.any_of) {
     if (waiting.empty() && pending.empty())
-      return {kind::refuse, {}, "its budget is larger than every card it may use: " + joined(never)};
+      return {kind::refuse, {}, larger_than_every_card + joined(never)};
     if (pending.empty() && !request.wait.value_or(true))
-      return {kind::refuse, {}, joined(waiting) + " (target.wait is false, so it does not wait)"};
+      return {kind::refuse, {}, joined(waiting) + no_wait};
     waiting.insert(waiting.end(), pending.begin(), pending.end());
-    return {kind::wait, {}, "waits for memory: " + joined(waiting)};
+    return {kind::wait, {}, waits_for_memory + joined(waiting)};
   }
   if (!never.empty())
     return {kind::refuse, {}, joined(never)};
@@ -136,9 +141,30 @@ memory_decision decide_verdicts(const std::vector<card_ledger::verdict>& verdict
                                 + " (with target.wait true it would wait in the queue until it fits)"};
   if (!waiting.empty() || !pending.empty()) {
     waiting.insert(waiting.end(), pending.begin(), pending.end());
-    return {kind::wait, {}, "waits for memory: " + joined(waiting)};
+    return {kind::wait, {}, waits_for_memory + joined(waiting)};
   }
   return {kind::grant, fitting, ""};
+}
+
+memory_decision place_later(memory_decision on_idle, bool busy_others, std::optional<bool> wait) {
+  using kind = memory_decision::kind;
+  auto after = [](const std::string& text, const std::string& prefix) {
+    return text.rfind(prefix, 0) == 0 ? text.substr(prefix.size()) : text;
+  };
+  switch (on_idle.answer) {
+  case kind::grant:
+    return on_idle;
+  case kind::refuse:
+    if (!busy_others)
+      return on_idle;
+    return {kind::wait, {}, "waits for a card that is busy now: the free ones are too small ("
+                              + after(on_idle.reason, larger_than_every_card) + ")"};
+  case kind::wait:
+    if (wait.value_or(true) || busy_others)
+      return on_idle;
+    return {kind::refuse, {}, after(on_idle.reason, waits_for_memory) + no_wait};
+  }
+  return on_idle;
 }
 
 } // namespace cdui::policy

@@ -91,4 +91,13 @@ struct memory_decision {
 [[nodiscard]] memory_decision decide_verdicts(const std::vector<card_ledger::verdict>& verdicts,
                                      const memory_request& request);
 
+/// A run placed later (any, the pool) is judged by the ledger only on the shared cards where it
+/// would be next (free_slots(): it never passes a run queued at a card), as a run that may wait.
+/// This finishes the decision from that answer (`on_idle`): granted stays granted; a budget larger
+/// than each of those cards, or one that does not fit now while target.wait is false, waits when
+/// another card it may use is busy now (`busy_others`: it may get that one later) and is refused
+/// otherwise; else it waits for memory.
+[[nodiscard]] memory_decision place_later(memory_decision on_idle, bool busy_others,
+                                          std::optional<bool> wait);
+
 } // namespace cdui::policy

@@ -187,22 +187,39 @@ std::variant<placement, std::string> place(const run_request& req, const device_
   return local_run(req, hint, local);
 }
 
-std::optional<slot_key> free_slot(const floating_run& run, const known_workers& workers,
-                                  const local_devices& local, const admission& slots) {
+std::vector<slot_key> candidate_slots(const floating_run& run, const known_workers& workers,
+                                     const local_devices& local, bool open_only) {
+  std::vector<slot_key> out;
   for (const auto& [name, w] : workers) {
-    if (!w.open || (run.pool && !w.one_shot) || (run.keeps_outputs && w.one_shot))
+    if ((open_only && !w.open) || (run.pool && !w.one_shot) || (run.keeps_outputs && w.one_shot))
       continue;
-    for (const auto& d : w.devices) {
-      slot_key key{name, d};
-      if (run.fits(d) && slots.idle(key.str()))
-        return key;
-    }
+    for (const auto& d : w.devices)
+      if (run.fits(d))
+        out.push_back({name, d});
   }
   if (!run.pool)
     for (const auto& d : local.devices)
-      if (run.fits(d.name) && slots.idle(d.name))
-        return slot_key{"", d.name};
-  return std::nullopt;
+      if (run.fits(d.name))
+        out.push_back({"", d.name});
+  return out;
+}
+
+floating_slots free_slots(const floating_run& run, bool has_budget, const known_workers& workers,
+                          const local_devices& local, const admission& slots) {
+  floating_slots out;
+  for (const auto& key : candidate_slots(run, workers, local)) {
+    auto k = key.str();
+    bool by_memory = slots.gated(k);
+    if (by_memory && !has_budget)
+      continue;
+    if (!slots.idle(k))
+      out.busy_others = true;
+    else if (by_memory)
+      out.by_memory.push_back(std::move(k));
+    else if (!out.by_count)
+      out.by_count = key;
+  }
+  return out;
 }
 
 } // namespace cdui::policy

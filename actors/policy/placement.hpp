@@ -52,7 +52,7 @@ struct floating_run {
 struct placement {
   /// The slots it queues for: one, or a device set (all taken at once). Empty for a floating run.
   std::vector<slot_key> keys;
-  /// A run for any worker or the pool: placed when a slot of its kind is free (free_slot()).
+  /// A run for any worker or the pool: placed when a slot of its kind is free (free_slots()).
   std::optional<floating_run> floating;
   /// The device its run context names (the option's, or a device set's first); empty: its nodes
   /// decide. Always empty for a worker run, whose devices are renumbered inside the run.
@@ -78,11 +78,27 @@ struct placement {
                                                          const local_devices& local,
                                                          const known_workers& workers, bool resuming);
 
-/// The slot a floating run takes now: the first one of its kind that would start it at once
-/// (admission::idle), on open workers in name order (never a one-shot worker for a run that keeps
-/// outputs, only one-shot workers for the pool), then this server's (not for the pool). nullopt:
-/// none is free; it keeps waiting, so it never jumps a device's queue.
-[[nodiscard]] std::optional<slot_key> free_slot(const floating_run& run, const known_workers& workers,
-                                                const local_devices& local, const admission& slots);
+/// The slots a floating run may use, in the order it looks at them: workers' in name order (never
+/// a one-shot worker for a run that keeps outputs, only one-shot workers for the pool), then this
+/// server's (not for the pool), only devices of its kind. `open_only`: only workers whose slots
+/// admit runs now (connected, not draining); else also those away, which it may use once back.
+[[nodiscard]] std::vector<slot_key> candidate_slots(const floating_run& run, const known_workers& workers,
+                                                    const local_devices& local, bool open_only = true);
+
+/// Where a floating run may go now. It only takes a slot that would start it at once
+/// (admission::idle): it never jumps a device's queue.
+struct floating_slots {
+  /// The first such slot not shared by memory: it takes it by count.
+  std::optional<slot_key> by_count;
+  /// For a run with a memory budget: the slots shared by memory that would start it next, in
+  /// order, for the memory ledger to judge (a run without a budget never goes to one).
+  std::vector<std::string> by_memory;
+  /// Whether some other slot it may use is busy now (a queue, or full): it may still get that one
+  /// later, so neither a budget that fits none of `by_memory` nor target.wait false refuses it.
+  bool busy_others = false;
+};
+[[nodiscard]] floating_slots free_slots(const floating_run& run, bool has_budget,
+                                        const known_workers& workers, const local_devices& local,
+                                        const admission& slots);
 
 } // namespace cdui::policy

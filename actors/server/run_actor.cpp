@@ -8,6 +8,9 @@
 
 #include "actors/common/guarded.hpp"
 #include "actors/common/run_process.hpp"
+#include "actors/policy/memory_budget.hpp"
+#include "actors/policy/run_options.hpp"
+#include "messages/run_request.hpp"
 #include "messages/clock.hpp"
 #include "messages/actor_status.hpp"
 #include "messages/atoms.hpp"
@@ -315,6 +318,24 @@ caf::behavior run_actor(self_ptr self, run_setup setup, run_queue_actor queue) {
         st.setup.context.num_threads = num_threads;
       }
       st.setup.store->update(st.setup.info);
+    },
+    [=](atoms::budget, std::int64_t bytes, const std::string& source, const std::string& note) {
+      // Given or raised while it waits (seed 001, "Sharing a card"): it runs held to this one,
+      // here or on its worker, and its options, run object and store row say so.
+      auto& st = self->state;
+      st.setup.context.memory_budget = bytes;
+      st.setup.context.memory_budget_source = source;
+      run_request options;
+      if (policy::apply_options(nlohmann::json::parse(st.setup.info.options, nullptr, false), options).empty()) {
+        options.memory_bytes = bytes;
+        options.memory_source = source == "typed" ? "" : source;
+        st.setup.info.options = json_text(policy::options_json(options));
+        st.setup.store->update(st.setup.info);
+      }
+      append(self, "run_warning",
+             json_text(nlohmann::json{{"kind", "memory_budget"},
+                                      {"message", "the run's memory budget is now " + policy::gib_text(bytes)
+                                                    + " per card: " + note}}));
     },
     [=](atoms::grant, const std::string&) {
       if (self->state.stop->load()) {

@@ -33,24 +33,40 @@ caf::error unknown_run(const std::string& id) {
   return caf::make_error(caf::sec::invalid_argument, "no run has the id '" + id + "'");
 }
 
-/// Places the floating runs, oldest first, each on the first free slot of its kind.
+/// Gives a floating run its place: its actor is told, and the run leaves the floating runs.
+void place_on(self_ptr self, const std::string& id, const slot_key& slot) {
+  auto& st = self->state;
+  caf::anon_send(st.runs.at(id), atoms::place::value, slot.offerer, std::vector<std::string>{slot.device},
+                 slot.str(), st.cfg.host.cores_per_run(slot.device));
+  if (!slot.local())
+    st.remote.insert(id);
+  if (auto b = st.budgets.find(id); b != st.budgets.end())
+    b->second.keys = {slot.str()};
+  remove_floating(st, id);
+}
+
+/// Places the floating runs, oldest first: each on the first slot of its kind that would start it
+/// at once by count; a run with a memory budget also on a card shared by memory, which the ledger
+/// judges (ask_floating), unless it was told to wait for the same cards.
 void place_floating(self_ptr self) {
   auto& st = self->state;
-  for (auto i = st.floating.begin(); i != st.floating.end();) {
-    auto slot = policy::free_slot(st.floats.at(*i), st.workers, st.local, st.slots);
-    if (!slot) {
-      ++i;
-      continue;
+  for (auto id : std::vector<std::string>{st.floating.begin(), st.floating.end()}) {
+    auto asked = st.floating_asks.find(id);
+    if (asked != st.floating_asks.end() && !asked->second.answered)
+      continue;  // the ledger's answer is on its way
+    auto b = st.budgets.find(id);
+    auto free = policy::free_slots(st.floats.at(id), b != st.budgets.end() && b->second.bytes > 0,
+                                   st.workers, st.local, st.slots);
+    if (free.by_count) {
+      st.floating_asks.erase(id);
+      st.waiting_reasons.erase(id);
+      auto slot = *free.by_count;
+      place_on(self, id, slot);
+      st.slots.enqueue(id, {slot.str()});
+    } else if (!free.by_memory.empty()
+               && (asked == st.floating_asks.end() || asked->second.cards != free.by_memory)) {
+      ask_floating(self, id, free);
     }
-    auto id = *i;
-    caf::anon_send(st.runs.at(id), atoms::place::value, slot->offerer,
-               std::vector<std::string>{slot->device}, slot->str(),
-               st.cfg.host.cores_per_run(slot->device));
-    st.slots.enqueue(id, {slot->str()});
-    if (!slot->local())
-      st.remote.insert(id);
-    st.floats.erase(id);
-    i = st.floating.erase(i);
   }
 }
 
@@ -156,6 +172,8 @@ void queue_parts::launch(self_ptr self, prepared_run p, const run_request& req) 
   p.setup.context.slot = p.queue_key;
   p.setup.context.run_id = id;
   p.setup.context.run_dir = p.setup.dir->path();
+  if (req.lane != "interactive")
+    note_budget(st, id, p, req);
   auto run = spawn_run(self, std::move(p.setup));
   for (const auto& [kind, message] : p.warnings)
     caf::anon_send(run, atoms::append::value, std::string{"run_warning"},
@@ -173,7 +191,6 @@ void queue_parts::launch(self_ptr self, prepared_run p, const run_request& req) 
   }
   if (!slot_key::parse(p.keys.front()).local())
     st.remote.insert(id);
-  note_budget(st, id, p.keys, req);
   st.slots.enqueue(id, p.keys);
 }
 
@@ -185,6 +202,16 @@ bool queue_parts::remove_floating(run_queue_state& st, const std::string& id) {
   st.floating.erase(i);
   st.floats.erase(id);
   return true;
+}
+
+void queue_parts::start_placed(self_ptr self, const std::string& id, const std::string& key) {
+  auto& st = self->state;
+  place_on(self, id, slot_key::parse(key));
+  // It was judged on a slot that would start it at once; it starts now, as admit() would.
+  st.slots.hold(id, {key});
+  st.started.insert(id);
+  memory_started(self, id);
+  caf::anon_send(st.runs.at(id), atoms::grant::value, id);
 }
 
 void queue_parts::pump(self_ptr self) {

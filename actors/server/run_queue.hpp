@@ -17,6 +17,7 @@
 
 #include "actors/policy/admission.hpp"
 #include "actors/policy/card_groups.hpp"
+#include "actors/policy/memory_budget.hpp"
 #include "actors/policy/placement.hpp"
 #include "actors/common/deadlines.hpp"
 #include "actors/server/fwd.hpp"
@@ -67,12 +68,29 @@ struct run_queue_config {
   std::int64_t sim_context_bytes = 0;
 };
 
-/// A queued run's memory budget, for a card shared by memory.
+/// What the queue keeps of a queued run for cards shared by memory: its budget (per card) and
+/// where it came from, and its graph's memory key, by which a run of the same graph that succeeds
+/// gives it a default budget or raises a measured or estimated one (seed 001, "Sharing a card").
 struct queued_budget {
-  std::int64_t bytes = 0;
+  std::int64_t bytes = 0;  // 0: none (yet)
+  policy::budget_source source = policy::budget_source::typed;
+  /// Why it is what it is when it was given or raised here; empty otherwise.
+  std::string note;
   bool has_wait = false;
   bool wait = false;
+  /// The slots it queued for (empty while it floats).
   std::vector<std::string> keys;
+  std::string memory_key;
+  int cards = 1;
+  /// It waits without a budget at a card that turned shared after it was queued.
+  bool wants_default = false;
+};
+
+/// Where a floating run with a budget stands with the memory ledger: asked about `cards` (the
+/// shared cards that would take it next), or told to wait there.
+struct floating_ask {
+  bool answered = false;
+  std::vector<std::string> cards;
 };
 
 struct run_queue_state {
@@ -93,11 +111,12 @@ struct run_queue_state {
   std::deque<std::string> floating;               // runs for any worker, in submit order
   std::map<std::string, policy::floating_run> floats;  // and what each needs
   worker_registry_actor registry;                 // the worker registry, when the server has one
-  /// The memory ledger (its child, linked), and what the queue keeps for it: each budgeted run's
-  /// budget, why a run waits for memory, the shared card it waits for, and the limit by count each
+  /// The memory ledger (its child, linked), and what the queue keeps for it: each queued run's
+  /// budget, the floating runs it was asked about, why a run waits for memory, the shared card it waits for, and the limit by count each
   /// shared key had before it turned shared.
   memory_ledger_actor ledger;
   std::map<std::string, queued_budget> budgets;
+  std::map<std::string, floating_ask> floating_asks;
   std::map<std::string, std::string> waiting_reasons;
   std::map<std::string, std::string> memory_keys;
   std::map<std::string, int> exclusive_limits;

@@ -7,8 +7,6 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/policy/memory_budget.hpp"
-#include "actors/policy/run_options.hpp"
-#include "runtime/memory_key.hpp"
 #include "messages/slot_key.hpp"
 #include "actors/server/memory_ledger.hpp"
 #include "actors/server/run_queue_parts.hpp"
@@ -88,6 +86,20 @@ void apply_share(self_ptr self, const std::string& key, bool shared) {
   regroup(self, "");
 }
 
+/// The ledger refused a queued run: it ends failed with the reason (and why its budget is what it
+/// is, when the queue raised or gave it).
+void refuse(self_ptr self, const std::string& id, const std::string& reason) {
+  auto& st = self->state;
+  st.waiting_reasons.erase(id);
+  auto b = st.budgets.find(id);
+  auto why = b == st.budgets.end() || b->second.note.empty()
+               ? reason
+               : reason + " (its budget of " + policy::gib_text(b->second.bytes) + " is " + b->second.note + ")";
+  st.slots.remove(id);
+  if (auto run = st.runs.find(id); run != st.runs.end() && !st.started.count(id))
+    caf::anon_send(run->second, atoms::stop::value, why);
+}
+
 } // namespace
 
 void start_ledger(self_ptr self) {
@@ -139,73 +151,17 @@ std::string share_card(self_ptr self, const std::string& offerer, const std::str
   return "";
 }
 
-std::string settle_budget(const run_queue_state& st, run_request& req, prepared_run& p) {
-  bool on_shared = std::any_of(p.keys.begin(), p.keys.end(), [&](const auto& k) { return st.slots.gated(k); });
-  if (!on_shared || req.lane == "interactive")
-    return "";
-  std::optional<policy::measured_peak> peak;
-  // The graph as validated already (not its text parsed again).
-  if (auto row = st.cfg.store->peak(runtime::memory_key(p.setup.graph->g), static_cast<int>(p.keys.size())))
-    peak = policy::measured_peak{row->bytes, row->run_id};
-  std::optional<std::int64_t> declared;
-  if (req.memory_bytes > 0)
-    declared = req.memory_bytes;
-  auto source = req.memory_source == "estimate"   ? policy::budget_source::estimate
-                : req.memory_source == "measured" ? policy::budget_source::measured
-                                                  : policy::budget_source::typed;
-  auto settled = policy::resolve_budget(declared, source, peak);
-  if (auto* refusal = std::get_if<std::string>(&settled))
-    return "option 'target.memory_gib': " + *refusal;
-  const auto& b = std::get<policy::run_budget>(settled);
-  // Kept in the run's options (and so on its object, in the store and on a worker): where the
-  // budget came from travels with it.
-  req.memory_bytes = b.bytes;
-  req.memory_source = b.source == policy::budget_source::typed ? "" : std::string{to_string(b.source)};
-  p.setup.context.memory_budget = b.bytes;
-  p.setup.context.memory_budget_source = std::string{to_string(b.source)};
-  if (!b.note.empty())
-    p.warnings.emplace_back("memory_budget", "the run's memory budget is " + policy::gib_text(b.bytes)
-                                               + " per card: " + b.note);
-  return "";
-}
-
-void record_peak(const run_queue_state& st, const std::string& id) {
-  auto stored = st.cfg.store->find(id);
-  if (!stored || stored->info.status != run_status::succeeded)
-    return;
-  auto metrics = nlohmann::json::parse(stored->info.final_metrics, nullptr, false);
-  std::int64_t peak = 0;
-  if (metrics.is_object())
-    for (const auto& [node, values] : metrics.items())
-      if (values.is_object() && values.contains("peak_memory_bytes") && values["peak_memory_bytes"].is_object())
-        for (const auto& [device, bytes] : values["peak_memory_bytes"].items())
-          if (bytes.is_number_integer())
-            peak = std::max(peak, bytes.get<std::int64_t>());
-  if (peak <= 0)
-    return;
-  auto key = runtime::memory_key(nlohmann::json::parse(stored->graph_json, nullptr, false));
-  run_request options;
-  if (!key || !policy::apply_options(nlohmann::json::parse(stored->info.options, nullptr, false), options).empty())
-    return;
-  auto cards = std::max<int>(1, static_cast<int>(options.devices.size()));
-  st.cfg.store->put_peak(*key, cards, {peak, id, now_ms()});
-}
-
-void note_budget(run_queue_state& st, const std::string& id, const std::vector<std::string>& keys,
-                 const run_request& req) {
-  if (req.memory_bytes > 0)
-    st.budgets[id] = {req.memory_bytes, req.has_wait, req.wait, keys};
-}
-
 /// A run at the front of a shared card with room by count: the ledger judges its budget.
 void ask_memory(self_ptr self, const std::string& id) {
   auto& st = self->state;
   auto b = st.budgets.find(id);
-  if (b == st.budgets.end()) {
-    // Queued while the card was Exclusive, without a budget: it waits until it has one.
+  if (b == st.budgets.end() || (b->second.bytes == 0 && !default_budget(self, id))) {
+    // Queued while the card was Exclusive, and no run of its graph has left a peak to go by yet.
     st.slots.wait(id);
-    st.waiting_reasons[id] = "waits for memory: its card turned shared by memory and the run has no "
-                             "budget; cancel it and submit it again with target.memory_gib";
+    st.waiting_reasons[id] = "waits for a budget: its card turned shared by memory after it was queued, "
+                             "and no run of its graph on as many cards has succeeded yet to give it "
+                             "one; it gets one when such a run succeeds (or cancel it and queue it "
+                             "again with target.memory_gib)";
     return;
   }
   std::vector<std::string> keys;
@@ -235,9 +191,7 @@ void ask_memory(self_ptr self, const std::string& id) {
           st.slots.wait(id);
           break;
         case policy::memory_decision::kind::refuse:
-          st.waiting_reasons.erase(id);
-          if (st.slots.remove(id))
-            caf::anon_send(st.runs.at(id), atoms::stop::value, a.reason);
+          refuse(self, id, a.reason);
           pump(self);
           break;
         }
@@ -250,8 +204,58 @@ void ask_memory(self_ptr self, const std::string& id) {
       });
 }
 
+void ask_floating(self_ptr self, const std::string& id, const policy::floating_slots& free) {
+  auto& st = self->state;
+  const auto& b = st.budgets.at(id);
+  st.floating_asks[id] = {false, free.by_memory};
+  // Judged as a run that may wait; place_later() decides from the answer and the cards not asked.
+  self->request(st.ledger, request_deadline, atoms::ask::value, id, b.bytes, free.by_memory, true, true, true)
+    .then(
+      [=](memory_answer& a) {
+        auto& st = self->state;
+        auto asked = st.floating_asks.find(id);
+        bool floating = std::find(st.floating.begin(), st.floating.end(), id) != st.floating.end();
+        if (!st.runs.count(id) || !floating || asked == st.floating_asks.end()) {  // ended meanwhile
+          self->send(st.ledger, atoms::released::value, id);
+          return;
+        }
+        auto b = st.budgets.at(id);
+        auto d = policy::place_later({static_cast<policy::memory_decision::kind>(a.kind), {}, a.reason},
+                                     free.busy_others,
+                                     b.has_wait ? std::optional<bool>{b.wait} : std::nullopt);
+        switch (d.answer) {
+        case policy::memory_decision::kind::grant:
+          st.floating_asks.erase(asked);
+          st.waiting_reasons.erase(id);
+          start_placed(self, id, a.cards.front());
+          break;
+        case policy::memory_decision::kind::wait:
+          asked->second.answered = true;
+          st.waiting_reasons[id] = d.reason;
+          break;
+        case policy::memory_decision::kind::refuse:
+          st.floating_asks.erase(asked);
+          remove_floating(st, id);
+          refuse(self, id, d.reason);
+          pump(self);
+          break;
+        }
+      },
+      [=](caf::error& e) {
+        auto& st = self->state;
+        if (auto asked = st.floating_asks.find(id); asked != st.floating_asks.end()) {
+          asked->second.answered = true;
+          st.waiting_reasons[id] = "waits for memory: the memory ledger did not answer ("
+                                   + caf::to_string(e) + "); asked again when memory frees";
+        }
+      });
+}
+
 void memory_freed(self_ptr self, const std::string& key) {
   self->state.slots.ask_again(key);
+  // The floating runs told to wait are asked again (they may use any shared card of their kind).
+  for (auto i = self->state.floating_asks.begin(); i != self->state.floating_asks.end();)
+    i = i->second.answered ? self->state.floating_asks.erase(i) : std::next(i);
   if (!self->state.shutting_down)
     pump(self);
 }
@@ -263,7 +267,8 @@ void memory_started(self_ptr self, const std::string& id) {
 
 void memory_forget(self_ptr self, const std::string& id) {
   auto& st = self->state;
-  record_peak(st, id);
+  record_peak(self, id);
+  st.floating_asks.erase(id);
   st.waiting_reasons.erase(id);
   st.memory_keys.erase(id);
   st.budgets.erase(id);

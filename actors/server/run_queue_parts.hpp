@@ -3,8 +3,8 @@
 // The run queue's parts, one job per file, internal to the run queue:
 // run_queue.cpp (messages, and each run's way through the queue), run_queue_recovery.cpp (a
 // restart's unfinished runs, and run actors that die), run_queue_workers.cpp (workers' slots and
-// the shared budgets), run_queue_memory.cpp (cards shared by memory and the ledger) and
-// run_queue_status.cpp (its part of /api/status).
+// the shared budgets), run_queue_memory.cpp (cards shared by memory and the ledger),
+// run_queue_budgets.cpp (runs' memory budgets) and run_queue_status.cpp (its part of /api/status).
 
 #include <string>
 #include <vector>
@@ -57,16 +57,28 @@ void share_offered(self_ptr self, const std::string& key, std::int64_t total, st
 /// An operator set a card Shared by memory or back to Exclusive (a worker's, or this server's when
 /// `offerer` is empty); cdui.db keeps it. The refusal, empty when done.
 std::string share_card(self_ptr self, const std::string& offerer, const std::string& device, bool shared);
-/// A run for a card shared by memory gets its budget: the one it declares (an estimate raised to a
-/// larger measured peak + 20%), else its graph's measured default (the peak of the last succeeded
-/// run of its memory key on as many cards + 20%), written into `req` (its options) and its context.
-/// The refusal when it has neither; empty when all is well.
+/// Memory budgets (run_queue_budgets.cpp). A run that may go to a card shared by memory gets its
+/// budget: the one it declares (an estimate raised to a larger measured peak + 20%), else its
+/// graph's measured default (the peak of the last succeeded run of its memory key on as many cards
+/// + 20%), written into `req` (its options) and its context. The refusal when it has neither (a run
+/// for any card that may also take one by count goes without); empty when all is well.
 std::string settle_budget(const run_queue_state& st, run_request& req, prepared_run& p);
-/// Remembers a queued run's budget for the ledger.
-void note_budget(run_queue_state& st, const std::string& id, const std::vector<std::string>& keys,
-                 const run_request& req);
+/// Remembers a queued run's budget and its graph's memory key, for the ledger and for raising.
+void note_budget(run_queue_state& st, const std::string& id, const prepared_run& p, const run_request& req);
+/// A run without a budget at a card that turned shared: it gets its graph's measured default, or
+/// is marked as waiting for one (false).
+bool default_budget(self_ptr self, const std::string& id);
+/// A run ended: when it succeeded, its peak is its graph's measured peak, which gives the waiting
+/// runs of the same graph their default budget or raises their measured or estimated one.
+void record_peak(self_ptr self, const std::string& id);
+
 /// A run handed out by admission at a shared card: the ledger judges it (grant, wait, refuse).
 void ask_memory(self_ptr self, const std::string& id);
+/// A floating run with a budget: the ledger judges it on the shared cards that would take it next
+/// (policy::free_slots); granted, it starts there at once (start_placed).
+void ask_floating(self_ptr self, const std::string& id, const policy::floating_slots& free);
+/// A floating run the ledger granted a place on `key`: placed there, and started.
+void start_placed(self_ptr self, const std::string& id, const std::string& key);
 /// Room on a card: the runs told to wait there are asked again.
 void memory_freed(self_ptr self, const std::string& key);
 /// A run admitted by its budget started / ended: the ledger counts it as running / frees it.

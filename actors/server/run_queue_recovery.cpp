@@ -87,11 +87,11 @@ void queue_parts::resume(self_ptr self) {
     auto cursor = st.cfg.store->last_cursor(id);
     p.setup.context.run_id = id;
     p.setup.context.run_dir = p.setup.dir->path();
+    note_budget(st, id, p, step.request);  // on a shared card it counts as running at once
     auto run = spawn_run(self, std::move(p.setup));
     st.started.insert(id);
     st.remote.insert(id);
     st.slots.hold(id, p.keys);
-    note_budget(st, id, p.keys, step.request);  // on a shared card it counts as running at once
     caf::anon_send(st.registry, atoms::adopt::value, id, worker, run, cursor);
   }
   pump(self);

@@ -1,5 +1,7 @@
 #include "runtime/nodes/amp.hpp"
 
+#include <algorithm>
+
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 #ifdef CDUI_WITH_CUDA
@@ -24,6 +26,28 @@ bool cuda_has_bf16(c10::Device device) {
 #endif
   (void)device;
   return false;
+}
+
+accelerator_cap::accelerator_cap(const std::string& device, std::int64_t budget) {
+#ifdef CDUI_WITH_CUDA
+  auto d = c10::Device{device};
+  if (d.is_cuda() && budget > 0) {
+    cuda_index_ = d.index() < 0 ? 0 : d.index();
+    auto total = static_cast<double>(at::cuda::getDeviceProperties(cuda_index_)->totalGlobalMem);
+    c10::cuda::CUDACachingAllocator::setMemoryFraction(std::min(1.0, static_cast<double>(budget) / total),
+                                                       cuda_index_);
+  }
+#else
+  (void)device;
+  (void)budget;
+#endif
+}
+
+accelerator_cap::~accelerator_cap() {
+#ifdef CDUI_WITH_CUDA
+  if (cuda_index_ >= 0)
+    c10::cuda::CUDACachingAllocator::setMemoryFraction(1.0, cuda_index_);
+#endif
 }
 
 oom_figures release_accelerator_cache(const std::string& device) {

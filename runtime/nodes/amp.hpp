@@ -42,6 +42,22 @@ private:
 /// free blocks back to the driver. Called after an out-of-memory error.
 [[nodiscard]] oom_figures release_accelerator_cache(const std::string& device);
 
+/// Holds this process's allocations on a CUDA card to `budget` bytes for as long as it lives (seed
+/// 001, "Sharing a card": the caching allocator's memory fraction, budget / the card's total), so a
+/// run that outgrows its budget runs out of memory alone; then the card is whole again. Nothing on
+/// other devices (a sim card or the CPU is capped by the run's counting-allocator scope; MPS cards
+/// are never shared by memory), nor with a budget of 0.
+class accelerator_cap {
+public:
+  accelerator_cap(const std::string& device, std::int64_t budget);
+  ~accelerator_cap();
+  accelerator_cap(const accelerator_cap&) = delete;
+  accelerator_cap& operator=(const accelerator_cap&) = delete;
+
+private:
+  int cuda_index_ = -1;  // the card capped; -1: none
+};
+
 /// GradScaler's defaults (training-memory seed; PyTorch's torch.cuda.amp.GradScaler):
 /// "init scale 2^16, growth 2.0, backoff 0.5, growth interval 2000".
 inline constexpr double scaler_init_scale = 65536.0;

@@ -341,10 +341,16 @@ port_values run_training_loop(node_call& call) {
   auto device_name = call.resolve_device();
   if (torch_device(device_name).type() != c10::DeviceType::CPU) {
     try {
+      // A run held to a memory budget outgrows it alone (seed 001): the card's allocator is capped.
+      accelerator_cap cap{device_name, call.run().memory_budget};
       return train(call, device_name, nullptr);
     } catch (const c10::OutOfMemoryError& e) {
       // The caching allocator's free blocks go back, so the next run starts from a clean card.
       auto figures = release_accelerator_cache(device_name);
+      if (call.run().memory_budget > 0 && (figures.total == 0 || call.run().memory_budget < figures.total)) {
+        figures.budget = call.run().memory_budget;
+        figures.budget_source = call.run().memory_budget_source;
+      }
       std::string original = e.what_without_backtrace();
       throw node_oom_error(node_oom_message("TrainingLoop", call.node().id, figures,
                                             original.substr(0, original.find('\n'))));

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/server/memory_ledger.hpp"
+#include "actors/policy/run_options.hpp"
 #include "actors/server/server.hpp"
 #include "testkit/embedded.hpp"
 #include "testkit/graphs.hpp"
@@ -32,6 +33,29 @@ cdui::run_request endless_with(std::int64_t budget, bool wait = false) {
   r.has_wait = wait;
   r.wait = wait;
   return r;
+}
+
+/// A run of the moons graph with `hidden` units that leaves the device to the run's option.
+cdui::run_request moons_on(const std::string& device, int epochs, int hidden = 16) {
+  auto r = cdui::test::request(moons_graph_json(epochs, 0, hidden, std::nullopt));
+  r.device = device;
+  return r;
+}
+
+/// The messages of the run's run_warning events of `kind`.
+std::vector<std::string> warnings(cdui::server& srv, const std::string& id, const std::string& kind) {
+  std::vector<std::string> out;
+  for (const auto& e : srv.events(id, 0).events)
+    if (e.type == "run_warning")
+      if (auto data = nlohmann::json::parse(e.data); data["kind"] == kind)
+        out.push_back(data["message"]);
+  return out;
+}
+
+/// target.memory_gib and target.memory_source as the run's options have them now.
+std::pair<double, std::string> budget_of(cdui::server& srv, const std::string& id) {
+  auto target = nlohmann::json::parse(srv.info(id)->options)["target"];
+  return {target.value("memory_gib", 0.0), target.value("memory_source", std::string{"typed"})};
 }
 
 std::string waiting_reason(cdui::server& srv, const std::string& id) {
@@ -259,6 +283,102 @@ BOOST_FIXTURE_TEST_CASE(two_offerers_of_one_card_keep_one_ledger_until_neither_s
   BOOST_TEST(share("w2/sim:0", card, false));
   BOOST_TEST(!share("w2/sim:0", card, false));
   BOOST_TEST(status().cards.empty());
+}
+
+BOOST_AUTO_TEST_CASE(runs_for_any_card_wait_for_one_with_room_and_are_refused_when_none_can_hold_them) {
+  cdui::test::temp_home home;
+  cdui::server srv{server_config(home.path(), "1x2GiB")};
+  BOOST_TEST(srv.share_device("sim:0", true).empty());
+  auto any = [](std::int64_t budget, std::optional<bool> wait = std::nullopt) {
+    auto r = endless_with(budget);
+    r.worker = cdui::policy::any_worker;
+    r.device = "sim";
+    r.has_wait = wait.has_value();
+    r.wait = wait.value_or(false);
+    return r;
+  };
+  auto a = srv.submit(any(800 * mib));
+  auto b = srv.submit(any(800 * mib));
+  BOOST_REQUIRE(a.ok() && b.ok());
+  BOOST_TEST(reaches(srv, a.run_id, run_status::running));
+  BOOST_TEST(reaches(srv, b.run_id, run_status::running));
+  BOOST_TEST(srv.info(a.run_id)->queue_key == "sim:0");
+  // No card has room now: a run for any waits (target.wait unset) ...
+  auto c = srv.submit(any(800 * mib));
+  BOOST_REQUIRE(c.ok());
+  BOOST_TEST(cdui::test::eventually([&] { return !waiting_reason(srv, c.run_id).empty(); }));
+  BOOST_TEST(waiting_reason(srv, c.run_id)
+             == "waits for memory: needs 0.8 GiB, sim:0 on this server has 0.4 GiB free (runs "
+                  + std::min(a.run_id, b.run_id) + ", " + std::max(a.run_id, b.run_id) + ")");
+  BOOST_TEST(srv.info(c.run_id)->queue_key == "any");
+  // ... unless target.wait is false, or its budget is larger than every card it may use.
+  auto impatient = srv.submit(any(800 * mib, false));
+  BOOST_REQUIRE(impatient.ok());
+  auto refused = srv.wait(impatient.run_id);
+  BOOST_TEST(to_string(refused.status) == "failed");
+  BOOST_TEST(refused.error == "needs 0.8 GiB, sim:0 on this server has 0.4 GiB free (runs "
+                                + std::min(a.run_id, b.run_id) + ", " + std::max(a.run_id, b.run_id)
+                                + ") (target.wait is false, so it does not wait)");
+  auto huge = srv.submit(any(3072 * mib, true));
+  BOOST_REQUIRE(huge.ok());
+  auto never = srv.wait(huge.run_id);
+  BOOST_TEST(to_string(never.status) == "failed");
+  BOOST_TEST(never.error == "its budget is larger than every card it may use: needs 3.0 GiB, more "
+                            "than sim:0 on this server has in all (2.0 GiB)");
+  // Room again: the waiting run takes the card.
+  BOOST_TEST(srv.cancel(a.run_id));
+  BOOST_TEST(reaches(srv, c.run_id, run_status::running));
+  BOOST_TEST(srv.info(c.run_id)->queue_key == "sim:0");
+  BOOST_TEST(waiting_reason(srv, c.run_id).empty());
+  BOOST_TEST(srv.memory().cards.at(0).runs.size() == 2u);
+  for (const auto& id : {b.run_id, c.run_id})
+    BOOST_TEST(srv.cancel(id));
+  BOOST_TEST(reaches(srv, c.run_id, run_status::cancelled));
+}
+
+BOOST_AUTO_TEST_CASE(a_larger_peak_raises_a_waiting_estimate_and_gives_a_run_queued_before_sharing_its_default) {
+  cdui::test::temp_home home;
+  cdui::server srv{server_config(home.path(), "2x1GiB")};
+  // sim:0 is held by an endless run without a budget, with a run of another graph queued behind it.
+  auto holder = srv.submit(moons_on("sim:0", 1'000'000, 8));
+  BOOST_REQUIRE(holder.ok());
+  BOOST_TEST(reaches(srv, holder.run_id, run_status::running));
+  auto behind = srv.submit(moons_on("sim:0", 1));
+  BOOST_REQUIRE(behind.ok());
+  // Shared now: the holder keeps the card; the run behind has no budget and no peak to go by.
+  BOOST_TEST(srv.share_device("sim:0", true).empty());
+  BOOST_TEST(cdui::test::eventually([&] { return !waiting_reason(srv, behind.run_id).empty(); }));
+  BOOST_TEST(waiting_reason(srv, behind.run_id).rfind("waits for a budget: its card turned shared", 0) == 0u,
+             waiting_reason(srv, behind.run_id));
+  // An estimate of the same graph, far below what it takes, queues behind it.
+  auto low = moons_on("sim:0", 1);
+  low.memory_bytes = 1024;  // its peak is some KiB
+  low.memory_source = "estimate";
+  low.has_wait = low.wait = true;
+  auto estimated = srv.submit(low);
+  BOOST_REQUIRE(estimated.ok());
+
+  // The same graph succeeds on sim:1: its peak gives the first its default and raises the second.
+  auto done = srv.wait(srv.submit(moons_on("sim:1", 1)).run_id);
+  BOOST_REQUIRE(to_string(done.status) == "succeeded");
+  auto peak = nlohmann::json::parse(done.final_metrics)["loop"]["peak_memory_bytes"]["sim:1"].get<std::int64_t>();
+  auto expected = static_cast<double>(static_cast<std::int64_t>(std::ceil(peak * 1.2))) / (1024.0 * mib);
+  BOOST_TEST(cdui::test::eventually([&] { return budget_of(srv, behind.run_id).second == "measured"; }));
+  BOOST_TEST(budget_of(srv, behind.run_id).first == expected, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(cdui::test::eventually([&] { return budget_of(srv, estimated.run_id).first > 1024 / (1024.0 * mib); }));
+  BOOST_TEST(budget_of(srv, estimated.run_id).first == expected, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(budget_of(srv, estimated.run_id).second == "estimate");
+  auto said = warnings(srv, estimated.run_id, "memory_budget");
+  BOOST_REQUIRE(!said.empty());
+  BOOST_TEST(said.back().find("raised from an estimate of 0.0 GiB to the peak of run " + done.id)
+             != std::string::npos, said.back());
+  // Both still wait for the holder, the first now judged by its budget; both run once it ends.
+  BOOST_TEST(cdui::test::eventually([&] {
+    return waiting_reason(srv, behind.run_id).rfind("waits for memory", 0) == 0;
+  }), waiting_reason(srv, behind.run_id));
+  BOOST_TEST(srv.cancel(holder.run_id));
+  BOOST_TEST(to_string(srv.wait(behind.run_id).status) == "succeeded");
+  BOOST_TEST(to_string(srv.wait(estimated.run_id).status) == "succeeded");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -171,6 +171,31 @@ BOOST_AUTO_TEST_CASE(a_run_for_any_takes_the_first_card_with_room_waits_or_is_re
   BOOST_TEST((kind_of(decide({}, {gib, true, true})) == memory_decision::kind::refuse));
 }
 
+BOOST_AUTO_TEST_CASE(a_run_for_any_judged_on_the_idle_cards_waits_for_a_busy_one_that_may_hold_it) {
+  // The ledger judges the idle shared cards as if the run may wait; place_later() finishes.
+  auto full = sim_card(2 * gib, 2 * gib, "sim:0 on w1");
+  full.reserve("r1", 2 * gib);
+  auto small = sim_card(gib, gib, "sim:0 on w2");
+  auto waits = decide({&full}, {1536 * mib, true, true});
+  auto never = decide({&small}, {1536 * mib, true, true});
+  using kind = memory_decision::kind;
+  // No other card: as decide() says for the run itself.
+  BOOST_TEST((kind_of(place_later(waits, false, std::nullopt)) == kind::wait));
+  auto no_wait = place_later(waits, false, false);
+  BOOST_TEST((kind_of(no_wait) == kind::refuse));
+  BOOST_TEST(no_wait.reason == decide({&full}, {1536 * mib, false, true}).reason);
+  BOOST_TEST(place_later(never, false, true).reason == never.reason);
+  BOOST_TEST((kind_of(place_later(never, false, true)) == kind::refuse));
+  // Another card it may use is busy now: it waits for that one, whatever target.wait says.
+  BOOST_TEST((kind_of(place_later(waits, true, false)) == kind::wait));
+  auto later = place_later(never, true, false);
+  BOOST_TEST((kind_of(later) == kind::wait));
+  BOOST_TEST(later.reason == "waits for a card that is busy now: the free ones are too small (needs "
+                             "1.5 GiB, more than sim:0 on w2 has in all (1.0 GiB))");
+  auto granted = decide({&small}, {512 * mib, false, true});
+  BOOST_TEST((kind_of(place_later(granted, true, false)) == kind::grant));
+}
+
 BOOST_AUTO_TEST_CASE(a_budget_is_typed_or_measured_and_without_either_the_run_is_asked_for_one) {
   auto typed = resolve_budget(6 * gib, budget_source::typed, measured_peak{8 * gib, "a1b2c3d4"});
   BOOST_REQUIRE(std::holds_alternative<run_budget>(typed));

@@ -183,31 +183,66 @@ BOOST_AUTO_TEST_CASE(a_floating_run_takes_the_first_idle_slot_of_its_kind_worker
     for (const auto& d : worker.devices)
       slots.set_limit(slot_key{name, d}.str(), d == "cpu" ? 2 : 1);
   // A device nothing has set up is not offered.
-  BOOST_TEST(!free_slot({"", false, false}, {{"new", {{"sim:0"}, {""}, true, false}}}, {}, slots));
+  BOOST_TEST(!free_slots({"", false, false}, false, {{"new", {{"sim:0"}, {""}, true, false}}}, {}, slots).by_count);
   floating_run any{"", false, false};
-  auto slot = free_slot(any, w, host(), slots);
+  auto slot = free_slots(any, false, w, host(), slots).by_count;
   BOOST_REQUIRE(slot);
   BOOST_TEST(slot->str() == "gpu-box/sim:0");
   // Busy or closed slots are skipped; this server's cards come after every worker's.
   slots.enqueue("r1", {"gpu-box/sim:0"});
   BOOST_TEST((slots.admit() == std::vector<std::string>{"r1"}));
-  BOOST_TEST(free_slot(any, w, host(), slots)->str() == "gpu-box/sim:1");
+  BOOST_TEST(free_slots(any, false, w, host(), slots).by_count->str() == "gpu-box/sim:1");
   w["gpu-box"].open = false;
-  BOOST_TEST(free_slot(any, w, host(), slots)->str() == "shot/sim:0");
+  BOOST_TEST(free_slots(any, false, w, host(), slots).by_count->str() == "shot/sim:0");
   floating_run keeps{"", false, true};  // record_outputs: never a one-shot worker
-  BOOST_TEST(free_slot(keeps, w, host(), slots)->str() == "sim:0");
+  BOOST_TEST(free_slots(keeps, false, w, host(), slots).by_count->str() == "sim:0");
   floating_run pool{"sim", true, false};
-  BOOST_TEST(free_slot(pool, w, host(), slots)->str() == "shot/sim:0");
+  BOOST_TEST(free_slots(pool, false, w, host(), slots).by_count->str() == "shot/sim:0");
   w["shot"].open = false;
-  BOOST_TEST(!free_slot(pool, w, host(), slots));  // never this server
+  BOOST_TEST(!free_slots(pool, false, w, host(), slots).by_count);  // never this server
   floating_run cpu{"cpu", false, false};
-  BOOST_TEST(free_slot(cpu, w, host(), slots)->str() == "cpu");
+  BOOST_TEST(free_slots(cpu, false, w, host(), slots).by_count->str() == "cpu");
   // A run waiting in a slot's queue keeps floating runs off it: they never jump it.
   slots.enqueue("r2", {"cpu"});
   slots.enqueue("r3", {"cpu"});
   slots.enqueue("r4", {"cpu"});
   BOOST_TEST(slots.admit().size() == 2u);
-  BOOST_TEST(!free_slot(cpu, w, host(), slots));
+  BOOST_TEST(!free_slots(cpu, false, w, host(), slots).by_count);
+}
+
+BOOST_AUTO_TEST_CASE(a_floating_run_with_a_budget_asks_for_the_idle_shared_cards_of_its_kind) {
+  admission slots;
+  auto w = workers();
+  for (const auto& [name, worker] : w)
+    for (const auto& d : worker.devices)
+      slots.set_limit(slot_key{name, d}.str(), 1);
+  for (const auto& d : host().devices)
+    slots.set_limit(d.name, d.slot_limit);
+  floating_run sim{"sim", false, false};
+  BOOST_TEST(candidate_slots(sim, w, host()).size() == 5u);  // two on gpu-box, one on shot, two here
+  w["shot"].open = false;
+  BOOST_TEST(candidate_slots(sim, w, host()).size() == 4u);
+  BOOST_TEST(candidate_slots(sim, w, host(), false).size() == 5u);  // what it may use once shot is back
+  // gpu-box's sim:0 and sim:1 shared by memory, this server's sim:0 by count.
+  for (const auto* key : {"gpu-box/sim:0", "gpu-box/sim:1"}) {
+    slots.set_gated(key, true);
+    slots.set_limit(key, 64);
+  }
+  // Without a budget a run never goes to a shared card.
+  auto none = free_slots(sim, false, w, host(), slots);
+  BOOST_TEST(none.by_memory.empty());
+  BOOST_TEST(none.by_count->str() == "sim:0");
+  // With one, the shared cards are the ledger's to judge, in order; the first idle card by count too.
+  auto budgeted = free_slots(sim, true, w, host(), slots);
+  BOOST_TEST((budgeted.by_memory == std::vector<std::string>{"gpu-box/sim:0", "gpu-box/sim:1"}));
+  BOOST_TEST(budgeted.by_count->str() == "sim:0");
+  BOOST_TEST(!budgeted.busy_others);
+  // A run waiting at a shared card's front keeps it off the list: it may get that card later.
+  slots.enqueue("named", {"gpu-box/sim:1"});
+  BOOST_TEST(slots.admit().empty());  // handed to the ledger, holds its place
+  budgeted = free_slots(sim, true, w, host(), slots);
+  BOOST_TEST((budgeted.by_memory == std::vector<std::string>{"gpu-box/sim:0"}));
+  BOOST_TEST(budgeted.busy_others);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,160 @@
+// The run queue's part in memory budgets (seed 001, "Sharing a card"): the budget a run for a
+// shared card gets at submit, the peak a succeeded run leaves for its graph, and what that peak
+// does to the runs of the same graph still waiting: a default budget for one that has none, a
+// measured or estimated budget raised to it.
+#include <algorithm>
+
+#include <caf/all.hpp>
+#include <nlohmann/json.hpp>
+
+#include "actors/policy/memory_budget.hpp"
+#include "actors/policy/placement.hpp"
+#include "actors/policy/run_options.hpp"
+#include "actors/server/run_queue_parts.hpp"
+#include "messages/clock.hpp"
+#include "runtime/memory_key.hpp"
+
+namespace cdui::actors::queue_parts {
+
+namespace {
+
+policy::budget_source source_of(const std::string& memory_source) {
+  return memory_source == "estimate"   ? policy::budget_source::estimate
+         : memory_source == "measured" ? policy::budget_source::measured
+                                       : policy::budget_source::typed;
+}
+
+/// Whether the run may go to a card shared by memory, and whether every card it may use is one.
+struct shared_use {
+  bool any = false;
+  bool only = false;
+};
+
+shared_use shared_cards_for(const run_queue_state& st, const prepared_run& p) {
+  std::vector<std::string> keys = p.keys;
+  if (p.floating)  // any card of its kind, on workers away now too
+    for (const auto& key : policy::candidate_slots(*p.floating, st.workers, st.local, false))
+      keys.push_back(key.str());
+  auto shared = std::count_if(keys.begin(), keys.end(), [&](const auto& k) { return st.slots.gated(k); });
+  return {shared > 0, shared > 0 && shared == static_cast<std::ptrdiff_t>(keys.size())};
+}
+
+/// The run's budget changed here: the queue judges it by the new one, and its actor runs with it
+/// (its options, run object and store row say so, and a run_warning tells why).
+void set_budget(self_ptr self, const std::string& id, queued_budget& b, const policy::run_budget& to) {
+  b.bytes = to.bytes;
+  b.source = to.source;
+  b.note = to.note;
+  b.wants_default = false;
+  if (auto run = self->state.runs.find(id); run != self->state.runs.end())
+    caf::anon_send(run->second, atoms::budget::value, to.bytes, std::string{to_string(to.source)}, to.note);
+}
+
+/// A run that waited without a budget at a card that turned shared gets its graph's default. It
+/// was queued to wait its turn, so it keeps waiting when the budget does not fit yet (target.wait).
+void given_default(self_ptr self, const std::string& id, queued_budget& b, const policy::run_budget& to) {
+  b.has_wait = true;
+  b.wait = true;
+  set_budget(self, id, b, to);
+}
+
+} // namespace
+
+std::string settle_budget(const run_queue_state& st, run_request& req, prepared_run& p) {
+  auto shared = shared_cards_for(st, p);
+  if (!shared.any || req.lane == "interactive")
+    return "";
+  std::optional<policy::measured_peak> peak;
+  // The graph as validated already (not its text parsed again).
+  if (auto row = st.cfg.store->peak(runtime::memory_key(p.setup.graph->g), std::max<int>(1, p.keys.size())))
+    peak = policy::measured_peak{row->bytes, row->run_id};
+  std::optional<std::int64_t> declared;
+  if (req.memory_bytes > 0)
+    declared = req.memory_bytes;
+  // A run for any card that may take one by count goes without a budget to those.
+  if (!declared && !peak && !shared.only)
+    return "";
+  auto settled = policy::resolve_budget(declared, source_of(req.memory_source), peak);
+  if (auto* refusal = std::get_if<std::string>(&settled))
+    return "option 'target.memory_gib': " + *refusal;
+  const auto& b = std::get<policy::run_budget>(settled);
+  // Kept in the run's options (and so on its object, in the store and on a worker): where the
+  // budget came from travels with it.
+  req.memory_bytes = b.bytes;
+  req.memory_source = b.source == policy::budget_source::typed ? "" : std::string{to_string(b.source)};
+  p.setup.context.memory_budget = b.bytes;
+  p.setup.context.memory_budget_source = std::string{to_string(b.source)};
+  if (!b.note.empty())
+    p.warnings.emplace_back("memory_budget", "the run's memory budget is " + policy::gib_text(b.bytes)
+                                               + " per card: " + b.note);
+  return "";
+}
+
+void note_budget(run_queue_state& st, const std::string& id, const prepared_run& p, const run_request& req) {
+  queued_budget b;
+  b.bytes = std::max<std::int64_t>(0, req.memory_bytes);
+  b.source = source_of(req.memory_source);
+  b.has_wait = req.has_wait;
+  b.wait = req.wait;
+  b.keys = p.keys;
+  b.memory_key = runtime::memory_key(p.setup.graph->g);
+  b.cards = std::max<int>(1, static_cast<int>(req.devices.size()));
+  st.budgets[id] = std::move(b);
+}
+
+bool default_budget(self_ptr self, const std::string& id) {
+  auto& st = self->state;
+  auto& b = st.budgets.at(id);
+  auto row = st.cfg.store->peak(b.memory_key, b.cards);
+  if (!row) {
+    b.wants_default = true;
+    return false;
+  }
+  auto settled = policy::resolve_budget(std::nullopt, policy::budget_source::measured,
+                                        policy::measured_peak{row->bytes, row->run_id});
+  given_default(self, id, b, std::get<policy::run_budget>(settled));
+  return true;
+}
+
+void record_peak(self_ptr self, const std::string& id) {
+  auto& st = self->state;
+  auto ended = st.budgets.find(id);
+  if (ended == st.budgets.end())
+    return;  // an interactive run
+  auto stored = st.cfg.store->find(id);
+  if (!stored || stored->info.status != run_status::succeeded)
+    return;
+  auto metrics = nlohmann::json::parse(stored->info.final_metrics, nullptr, false);
+  std::int64_t bytes = 0;
+  if (metrics.is_object())
+    for (const auto& [node, values] : metrics.items())
+      if (values.is_object() && values.contains("peak_memory_bytes") && values["peak_memory_bytes"].is_object())
+        for (const auto& [device, b] : values["peak_memory_bytes"].items())
+          if (b.is_number_integer())
+            bytes = std::max(bytes, b.get<std::int64_t>());
+  if (bytes <= 0)
+    return;
+  const auto key = ended->second.memory_key;
+  const auto cards = ended->second.cards;
+  st.cfg.store->put_peak(key, cards, {bytes, id, now_ms()});
+  // The runs of the same graph on as many cards that wait: one without a budget gets its default,
+  // a measured or estimated one smaller than the peak + 20% is raised to it; each is judged again.
+  policy::measured_peak peak{bytes, id};
+  for (auto& [other, b] : st.budgets) {
+    if (other == id || st.started.count(other) || b.memory_key != key || b.cards != cards)
+      continue;
+    if (b.bytes == 0 && b.wants_default)
+      given_default(self, other, b, std::get<policy::run_budget>(policy::resolve_budget(std::nullopt, policy::budget_source::measured, peak)));
+    else if (auto to = b.bytes > 0 ? policy::raise_budget({b.bytes, b.source, b.note}, peak) : std::nullopt)
+      set_budget(self, other, b, *to);
+    else
+      continue;
+    // Told to wait: asked again at the next pump (an ask on its way is answered first).
+    if (auto f = st.floating_asks.find(other); f != st.floating_asks.end() && f->second.answered)
+      st.floating_asks.erase(f);
+    for (const auto& k : b.keys)
+      st.slots.ask_again(k);
+  }
+}
+
+} // namespace cdui::actors::queue_parts
