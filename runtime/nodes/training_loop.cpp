@@ -13,6 +13,7 @@
 #include "runtime/oom.hpp"
 #include "runtime/nodes/amp.hpp"
 #include "runtime/nodes/builtin.hpp"
+#include "runtime/nodes/distribution.hpp"
 #include "runtime/nodes/values.hpp"
 
 namespace cdui::runtime::nodes {
@@ -125,40 +126,76 @@ void step_window(torch::optim::Optimizer& optimizer, std::optional<grad_scaler>&
   optimizer.zero_grad();
 }
 
-/// Trains; `scope` is the device's memory scope when the device executes on the host (cpu, sim).
-port_values train(node_call& call, const std::string& device_name, devices::memory_scope* scope) {
-  auto model = call.input<model_value>("model");
-  auto loader = call.input<loader_value>("dataloader");
-  auto loss = call.input<loss_value>("loss_fn");
-  auto opt_spec = call.input<optimizer_value>("optimizer");
-  auto val_loader = call.has_input("val_dataloader") ? call.input<loader_value>("val_dataloader")
-                                                      : nullptr;
-  auto scheduler = call.has_input("scheduler") ? call.input<scheduler_value>("scheduler") : nullptr;
-  check_model_fits_data(*model, *loader->dataset, *loss);
-  if (val_loader)
-    check_model_fits_data(*model, *val_loader->dataset, *loss);
+/// What the loop reads from its inputs.
+struct loop_inputs {
+  std::shared_ptr<model_value> model;
+  std::shared_ptr<loader_value> loader;
+  std::shared_ptr<loss_value> loss;
+  std::shared_ptr<optimizer_value> opt_spec;
+  std::shared_ptr<loader_value> val_loader;  // none: no validation
+  std::shared_ptr<scheduler_value> scheduler;
 
-  auto epochs = call.int_param("epochs");
-  auto max_steps = call.int_param("max_steps");
-  auto clip = call.number_param("grad_clip_norm");
-  auto accumulate = call.int_param("accumulate_steps");
+  explicit loop_inputs(node_call& call)
+      : model(call.input<model_value>("model")),
+        loader(call.input<loader_value>("dataloader")),
+        loss(call.input<loss_value>("loss_fn")),
+        opt_spec(call.input<optimizer_value>("optimizer")),
+        val_loader(call.has_input("val_dataloader") ? call.input<loader_value>("val_dataloader") : nullptr),
+        scheduler(call.has_input("scheduler") ? call.input<scheduler_value>("scheduler") : nullptr) {
+    check_model_fits_data(*model, *loader->dataset, *loss);
+    if (val_loader)
+      check_model_fits_data(*model, *val_loader->dataset, *loss);
+  }
+};
+
+/// The loop's settings and what it trains with, set up once.
+struct loop_setup {
+  std::string device_name;
+  c10::Device device{c10::kCPU};
+  /// The card's memory scope when the device executes on the host (cpu, sim); else none.
+  devices::memory_scope* scope = nullptr;
+  std::int64_t epochs = 1;
+  std::int64_t max_steps = 0;
+  double clip = 0.0;
+  std::int64_t accumulate = 1;
+  std::string requested_precision;
+  precision_choice choice;
+  std::optional<grad_scaler> scaler;
+  std::vector<at::Tensor> parameters;
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+  /// The epochs a resumed optimizer state had run already.
+  std::int64_t epoch_offset = 0;
+  std::int64_t batches_per_epoch = 0;
+};
+
+/// Reads the params, resolves the precision and the scaler, moves the model to the card, builds
+/// the optimizer (restoring a resumed state) and emits node_config.
+loop_setup set_up(node_call& call, loop_inputs& in, const std::string& device_name,
+                  devices::memory_scope* scope, const distribution& dist) {
+  loop_setup s;
+  s.device_name = device_name;
+  s.device = torch_device(device_name);
+  s.scope = scope;
+  s.epochs = call.int_param("epochs");
+  s.max_steps = call.int_param("max_steps");
+  s.clip = call.number_param("grad_clip_norm");
+  s.accumulate = call.int_param("accumulate_steps");
   auto threads = call.int_param("num_threads");
-  auto device = torch_device(device_name);
   set_intra_op_threads(static_cast<int>(threads > 0 ? threads : call.run().num_threads));
 
-  auto requested = call.string_param("precision");
-  auto choice = resolve_precision(requested, device_name, cuda_has_bf16(device));
-  if (choice.warning)
-    call.warn("precision_fallback", "Node " + call.node().id + " (TrainingLoop): " + *choice.warning);
-  auto scaler = make_scaler(call.param("loss_scale"), choice.ran);
-  if (scaler && call.has_input("grad_scaler_state")) {
+  s.requested_precision = call.string_param("precision");
+  s.choice = resolve_precision(s.requested_precision, device_name, cuda_has_bf16(s.device));
+  if (s.choice.warning)
+    call.warn("precision_fallback", "Node " + call.node().id + " (TrainingLoop): " + *s.choice.warning);
+  s.scaler = make_scaler(call.param("loss_scale"), s.choice.ran);
+  if (s.scaler && call.has_input("grad_scaler_state")) {
     auto state = call.input<grad_scaler_state_value>("grad_scaler_state");
-    if (state->enabled && scaler->dynamic())
-      scaler->restore(state->scale, state->growth_tracker);
+    if (state->enabled && s.scaler->dynamic())
+      s.scaler->restore(state->scale, state->growth_tracker);
   }
 
-  auto& net = model->module;
-  net->to(device);
+  auto& net = in.model->module;
+  net->to(s.device);
   if (scope != nullptr) {
     // Moving the model "to" the card: copies that the card's scope pays for, as a GPU would hold.
     torch::NoGradGuard no_grad;
@@ -167,166 +204,190 @@ port_values train(node_call& call, const std::string& device_name, devices::memo
     for (auto& b : net->buffers())
       b.set_data(b.clone());
   }
-  auto parameters = net->parameters();
-  auto optimizer = make_optimizer(*opt_spec, parameters);
-  std::int64_t epoch_offset = 0;
+  s.parameters = net->parameters();
+  s.optimizer = make_optimizer(*in.opt_spec, s.parameters);
   if (call.has_input("optimizer_state")) {
     auto state = call.input<optimizer_state_value>("optimizer_state");
-    if (!state->optimizer.empty() && state->optimizer != opt_spec->name)
+    if (!state->optimizer.empty() && state->optimizer != in.opt_spec->name)
       throw node_error("input 'optimizer_state' holds " + state->optimizer + " state, but the "
-                       "Optimizer is " + opt_spec->name + "; resume with the optimizer that saved it");
+                       "Optimizer is " + in.opt_spec->name + "; resume with the optimizer that saved it");
     if (!state->bytes.empty()) {
       try {
-        load_optimizer(*optimizer, state->bytes);
+        load_optimizer(*s.optimizer, state->bytes);
       } catch (const c10::Error&) {
         throw node_error("input 'optimizer_state' does not fit this optimizer and model (it was "
                          "saved for another architecture or optimizer)");
       }
     }
-    epoch_offset = state->epoch;
+    s.epoch_offset = state->epoch;
   }
-  auto batches_per_epoch = loader->num_batches();
+  s.batches_per_epoch = in.loader->num_batches();
   nlohmann::json config{{"device", device_name},
-                        {"precision", to_string(choice.ran)},
-                        {"epochs", epochs},
-                        {"batches_per_epoch", batches_per_epoch},
-                        {"batch_size", loader->batch_size},
-                        {"accumulate_steps", accumulate},
-                        {"effective_batch_size", loader->batch_size * accumulate},
-                        {"loss_scale", scaler ? nlohmann::json(scaler->current_scale()) : nlohmann::json("off")},
+                        {"precision", to_string(s.choice.ran)},
+                        {"epochs", s.epochs},
+                        {"batches_per_epoch", s.batches_per_epoch},
+                        {"batch_size", in.loader->batch_size},
+                        {"accumulate_steps", s.accumulate},
+                        {"effective_batch_size", in.loader->batch_size * s.accumulate * dist.world_size()},
+                        {"loss_scale", s.scaler ? nlohmann::json(s.scaler->current_scale()) : nlohmann::json("off")},
                         {"num_threads", at::get_num_threads()},
-                        {"optimizer", opt_spec->name},
-                        {"start_epoch", epoch_offset + 1}};
-  if (requested != to_string(choice.ran))
-    config["precision_requested"] = requested;
+                        {"optimizer", in.opt_spec->name},
+                        {"start_epoch", s.epoch_offset + 1}};
+  if (s.requested_precision != to_string(s.choice.ran))
+    config["precision_requested"] = s.requested_precision;
   call.emit("node_config", config);
+  return s;
+}
 
-  loop_totals totals;
-  progress_throttle throttle{call.int_param("progress_interval_ms")};
-  for (std::int64_t e = 1; e <= epochs && !totals.stopped && !totals.stopped_at_max_steps; ++e) {
-    auto epoch = epoch_offset + e;
-    if (scheduler)
-      set_learning_rate(*optimizer, scheduled_lr(*scheduler, opt_spec->lr, epoch - 1));
-    net->train();
-    at::Tensor order;
+/// One epoch: its batches in micro-batch windows, the progress events, the epoch's train_loss when
+/// it ran whole, and validation. False when the loop ends here (a Stop, max_steps, nothing trained).
+bool run_epoch(node_call& call, loop_inputs& in, loop_setup& s, distribution& dist, std::int64_t epoch,
+               loop_totals& totals, progress_throttle& throttle) {
+  auto& net = in.model->module;
+  const auto& loader = *in.loader;
+  if (in.scheduler)
+    set_learning_rate(*s.optimizer, scheduled_lr(*in.scheduler, in.opt_spec->lr, epoch - 1));
+  net->train();
+  at::Tensor order;
+  {
+    // The sampler's order lives on the host, as a DataLoader's indices do: not on the card.
+    devices::memory_scope_guard host{nullptr};
+    order = dist.shard(epoch_order(loader, call.rng()));
+  }
+  double loss_sum = 0.0;
+  std::int64_t samples = 0;
+  std::int64_t trained = 0;  // batches of this epoch trained so far
+  std::int64_t window = 0;   // micro-batches accumulated since the last step
+  auto epoch_start = clock::now();
+  s.optimizer->zero_grad();
+  for (std::int64_t b = 0; b < s.batches_per_epoch; ++b) {
+    if (dist.any_stop(call.stop_requested())) {
+      totals.stopped = true;
+      break;
+    }
+    auto [x, y] = get_batch(loader, order, b);
+    x = x.to(s.device);
+    y = y.to(s.device);
+    if (s.scope != nullptr && x.is_view()) {
+      // An unshuffled batch is a view of the host's dataset; on a card it would be a copy.
+      x = x.clone();
+      y = y.clone();
+    }
+    at::Tensor batch_loss;
     {
-      // The sampler's order lives on the host, as a DataLoader's indices do: not on the card.
-      devices::memory_scope_guard host{nullptr};
-      order = epoch_order(*loader, call.rng());
+      autocast_guard autocast{s.choice.ran, s.device.type()};
+      batch_loss = compute_loss(*in.loss, net->forward(x).to(at::kFloat), y);
     }
-    double loss_sum = 0.0;
-    std::int64_t samples = 0;
-    std::int64_t trained = 0;  // batches of this epoch trained so far
-    std::int64_t window = 0;   // micro-batches accumulated since the last step
-    auto epoch_start = clock::now();
-    optimizer->zero_grad();
-    for (std::int64_t b = 0; b < batches_per_epoch; ++b) {
-      if (call.stop_requested()) {
-        totals.stopped = true;
-        break;
-      }
-      auto [x, y] = get_batch(*loader, order, b);
-      x = x.to(device);
-      y = y.to(device);
-      if (scope != nullptr && x.is_view()) {
-        // An unshuffled batch is a view of the host's dataset; on a card it would be a copy.
-        x = x.clone();
-        y = y.clone();
-      }
-      at::Tensor batch_loss;
-      {
-        autocast_guard autocast{choice.ran, device.type()};
-        batch_loss = compute_loss(*loss, net->forward(x).to(at::kFloat), y);
-      }
-      // Each micro-batch's loss is divided by N, so the window's gradient is that of one batch
-      // N times larger; the loss reported stays undivided.
-      auto scaled = accumulate > 1 ? batch_loss / static_cast<double>(accumulate) : batch_loss;
-      (scaler ? scaler->scale(scaled) : scaled).backward();
-      ++totals.batches;
-      ++trained;
-      ++window;
-      // A window never spans an epoch: the epoch's last micro-batches step as a short window.
-      if (window == accumulate || b + 1 == batches_per_epoch) {
-        step_window(*optimizer, scaler, parameters, clip);
-        ++totals.steps;
-        window = 0;
-      }
-      auto value = batch_loss.item<double>();
-      loss_sum += value * static_cast<double>(x.size(0));
-      samples += x.size(0);
-      if (throttle.due(b + 1, batches_per_epoch)) {
-        auto elapsed = std::chrono::duration<double>(clock::now() - epoch_start).count();
-        auto rate = elapsed > 0 ? static_cast<double>(samples) / elapsed : 0.0;
-        auto eta = rate > 0 ? static_cast<double>(loader->dataset->size() - samples) / rate : 0.0;
-        call.emit("progress", {{"epoch", epoch},
-                               {"epochs", epoch_offset + epochs},
-                               {"batch", b + 1},
-                               {"batches", batches_per_epoch},
-                               {"step", totals.steps},
-                               {"loss", value},
-                               {"samples_per_s", rate},
-                               {"eta_s", std::max(0.0, eta)}});
-      }
-      if (max_steps > 0 && totals.steps >= max_steps) {
-        totals.stopped_at_max_steps = true;
-        break;
-      }
+    // A window never spans an epoch: the epoch's last micro-batches step as a short window.
+    bool ends_window = window + 1 == s.accumulate || b + 1 == s.batches_per_epoch;
+    // Each micro-batch's loss is divided by N, so the window's gradient is that of one batch
+    // N times larger; the loss reported stays undivided.
+    auto scaled = s.accumulate > 1 ? batch_loss / static_cast<double>(s.accumulate) : batch_loss;
+    dist.before_backward(ends_window);
+    (s.scaler ? s.scaler->scale(scaled) : scaled).backward();
+    ++totals.batches;
+    ++trained;
+    ++window;
+    if (ends_window) {
+      dist.after_window(s.parameters);
+      step_window(*s.optimizer, s.scaler, s.parameters, s.clip);
+      ++totals.steps;
+      window = 0;
     }
-    if (totals.stopped) {
-      optimizer->zero_grad();  // a Stop discards the pending window: no step on the way out
+    auto value = batch_loss.item<double>();
+    loss_sum += value * static_cast<double>(x.size(0));
+    samples += x.size(0);
+    if (throttle.due(b + 1, s.batches_per_epoch)) {
+      auto elapsed = std::chrono::duration<double>(clock::now() - epoch_start).count();
+      auto rate = elapsed > 0 ? static_cast<double>(samples) / elapsed : 0.0;
+      auto eta = rate > 0 ? static_cast<double>(loader.dataset->size() - samples) / rate : 0.0;
+      call.emit("progress", {{"epoch", epoch},
+                             {"epochs", s.epoch_offset + s.epochs},
+                             {"batch", b + 1},
+                             {"batches", s.batches_per_epoch},
+                             {"step", totals.steps},
+                             {"loss", value},
+                             {"samples_per_s", rate},
+                             {"eta_s", std::max(0.0, eta)}});
+    }
+    if (s.max_steps > 0 && totals.steps >= s.max_steps) {
+      totals.stopped_at_max_steps = true;
       break;
-    }
-    if (trained == 0)
-      break;
-    // Only a whole epoch counts: one that max_steps cut short gets no train_loss (its mean would
-    // be over part of the data), and resuming from optimizer_state runs it again.
-    if (trained == batches_per_epoch) {
-      ++totals.epochs_run;
-      totals.last_train_loss = loss_sum / static_cast<double>(samples);
-      call.metric("train_loss", totals.last_train_loss, epoch);
-    }
-    // Validation runs either way: it measures the model the node hands on.
-    if (val_loader) {
-      // Validation runs under the same autocast as training, so the two curves stay comparable.
-      auto v = evaluate(net, *val_loader, loss.get(), device, choice.ran);
-      totals.last_val_loss = v.loss;
-      call.metric("val_loss", v.loss, epoch);
-      if (val_loader->dataset->classification) {
-        totals.last_val_accuracy = v.accuracy;
-        call.metric("val_accuracy", v.accuracy, epoch);
-      }
     }
   }
+  if (totals.stopped) {
+    s.optimizer->zero_grad();  // a Stop discards the pending window: no step on the way out
+    return false;
+  }
+  if (trained == 0)
+    return false;
+  // Only a whole epoch counts: one that max_steps cut short gets no train_loss (its mean would
+  // be over part of the data), and resuming from optimizer_state runs it again.
+  if (trained == s.batches_per_epoch) {
+    ++totals.epochs_run;
+    totals.last_train_loss = dist.sum(loss_sum) / dist.sum(static_cast<double>(samples));
+    call.metric("train_loss", totals.last_train_loss, epoch);
+  }
+  // Validation runs either way: it measures the model the node hands on.
+  if (in.val_loader) {
+    // Validation runs under the same autocast as training, so the two curves stay comparable.
+    auto v = evaluate(net, *in.val_loader, in.loss.get(), s.device, s.choice.ran);
+    totals.last_val_loss = v.loss;
+    call.metric("val_loss", v.loss, epoch);
+    if (in.val_loader->dataset->classification) {
+      totals.last_val_accuracy = v.accuracy;
+      call.metric("val_accuracy", v.accuracy, epoch);
+    }
+  }
+  return !totals.stopped_at_max_steps;
+}
 
+/// The final metrics and the loop's outputs: the trained model, its metrics, the optimizer's and
+/// the scaler's state to resume from.
+port_values report(node_call& call, loop_inputs& in, loop_setup& s, const distribution& dist,
+                   const loop_totals& totals) {
   call.final_metrics = {{"final_train_loss", number_or_null(totals.last_train_loss)},
                         {"final_val_loss", number_or_null(totals.last_val_loss)},
                         {"total_steps", totals.steps},
                         {"total_batches", totals.batches},
                         {"total_epochs_run", totals.epochs_run},
                         {"stopped_at_max_steps", totals.stopped_at_max_steps},
-                        {"effective_batch_size", loader->batch_size * accumulate},
-                        {"precision", to_string(choice.ran)}};
-  if (requested != to_string(choice.ran))
-    call.final_metrics["precision_requested"] = requested;
+                        {"effective_batch_size", in.loader->batch_size * s.accumulate * dist.world_size()},
+                        {"precision", to_string(s.choice.ran)}};
+  if (s.requested_precision != to_string(s.choice.ran))
+    call.final_metrics["precision_requested"] = s.requested_precision;
   if (!std::isnan(totals.last_val_accuracy))
     call.final_metrics["final_val_accuracy"] = totals.last_val_accuracy;
-  if (scope != nullptr)
-    call.final_metrics["peak_memory_bytes"] = {{device_name, scope->stats().peak}};
+  if (s.scope != nullptr)
+    call.final_metrics["peak_memory_bytes"] = {{s.device_name, s.scope->stats().peak}};
   auto scaler_state = std::make_shared<grad_scaler_state_value>();
-  if (scaler) {
-    call.final_metrics["skipped_steps"] = scaler->skipped_steps();
-    call.final_metrics["loss_scale"] = scaler->current_scale();
-    *scaler_state = {true, scaler->current_scale(), scaler->growth_tracker()};
+  if (s.scaler) {
+    call.final_metrics["skipped_steps"] = s.scaler->skipped_steps();
+    call.final_metrics["loss_scale"] = s.scaler->current_scale();
+    *scaler_state = {true, s.scaler->current_scale(), s.scaler->growth_tracker()};
   }
   auto state = std::make_shared<optimizer_state_value>();
-  state->bytes = save_optimizer(*optimizer);
-  state->epoch = epoch_offset + totals.epochs_run;
-  state->optimizer = opt_spec->name;
+  state->bytes = save_optimizer(*s.optimizer);
+  state->epoch = s.epoch_offset + totals.epochs_run;
+  state->optimizer = in.opt_spec->name;
   auto metrics = std::make_shared<nlohmann::json>(call.final_metrics);
-  return {{"model", make_value(std::move(model))},
+  return {{"model", make_value(std::move(in.model))},
           {"metrics", make_value(std::move(metrics))},
           {"optimizer_state", make_value(std::move(state))},
           {"grad_scaler_state", make_value(std::move(scaler_state))}};
+}
+
+/// Trains: set up, the epochs, the report, with the loop's distribution over processes.
+port_values train(node_call& call, const std::string& device_name, devices::memory_scope* scope) {
+  loop_inputs in{call};
+  single_process dist;
+  auto s = set_up(call, in, device_name, scope, dist);
+  loop_totals totals;
+  progress_throttle throttle{call.int_param("progress_interval_ms")};
+  for (std::int64_t e = 1; e <= s.epochs; ++e)
+    if (!run_epoch(call, in, s, dist, s.epoch_offset + e, totals, throttle))
+      break;
+  return report(call, in, s, dist, totals);
 }
 
 /// The memory of the card `device` names, when it is simulated; 0 (no cap) otherwise.

@@ -1,0 +1,54 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+namespace cdui::runtime::nodes {
+
+/// How a TrainingLoop spreads one model's training over processes (TrainingLoop.strategy; seed 001,
+/// "Train one model on several cards"): which samples this process trains, what becomes of the
+/// gradients of a window before the optimizer steps, how a figure is combined over the processes,
+/// and which process reports. The loop calls it at those points only; `single_process` (the default)
+/// trains everything here and changes nothing.
+class distribution {
+public:
+  virtual ~distribution() = default;
+
+  /// The strategy's name, as the loop's config and metrics report it ("single", "ddp").
+  [[nodiscard]] virtual std::string name() const = 0;
+  /// How many processes train the model, and which one this is (0: the one that reports).
+  [[nodiscard]] virtual int world_size() const = 0;
+  [[nodiscard]] virtual int rank() const = 0;
+  [[nodiscard]] bool primary() const { return rank() == 0; }
+
+  /// This process's part of an epoch's sample order (`order`: a permutation of the dataset, or
+  /// undefined for in order).
+  [[nodiscard]] virtual at::Tensor shard(const at::Tensor& order) = 0;
+  /// Before each micro-batch's backward: whether that backward ends an optimizer window (only
+  /// then are the gradients combined; the window's inner backwards stay local).
+  virtual void before_backward(bool ends_window) = 0;
+  /// After the backward that ends a window, before the optimizer steps: every process holds the
+  /// same gradients from here on.
+  virtual void after_window(const std::vector<at::Tensor>& parameters) = 0;
+  /// A figure summed over every process (a loss sum, a sample count).
+  [[nodiscard]] virtual double sum(double local) = 0;
+  /// Whether any process was asked to stop: all stop at the same batch.
+  [[nodiscard]] virtual bool any_stop(bool local) = 0;
+};
+
+/// One process trains the whole model on its one device: every call is the identity.
+class single_process final : public distribution {
+public:
+  [[nodiscard]] std::string name() const override { return "single"; }
+  [[nodiscard]] int world_size() const override { return 1; }
+  [[nodiscard]] int rank() const override { return 0; }
+  [[nodiscard]] at::Tensor shard(const at::Tensor& order) override { return order; }
+  void before_backward(bool) override {}
+  void after_window(const std::vector<at::Tensor>&) override {}
+  [[nodiscard]] double sum(double local) override { return local; }
+  [[nodiscard]] bool any_stop(bool local) override { return local; }
+};
+
+} // namespace cdui::runtime::nodes
