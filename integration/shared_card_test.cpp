@@ -36,11 +36,14 @@ json endless_on(const std::string& worker, std::optional<double> gib, bool wait 
   return body;
 }
 
-/// Why run `id` waits for memory, once it says ("" when it never did).
+/// Why run `id` waits, once it waits for memory (or what it says when it never does).
 std::string waiting_reason(const server_process& srv, const std::string& id) {
-  eventually([&] { return srv.get_json("/api/runs/" + id)["waiting_reason"].is_string(); });
-  auto reason = srv.get_json("/api/runs/" + id)["waiting_reason"];
-  return reason.is_string() ? reason.get<std::string>() : "";
+  auto reason = [&] {
+    auto r = srv.get_json("/api/runs/" + id)["waiting_reason"];
+    return r.is_string() ? r.get<std::string>() : "";
+  };
+  eventually([&] { return reason().rfind("waits for memory", 0) == 0; });
+  return reason();
 }
 
 /// Cancels each of `ids` that still goes, and waits until every one has ended.
@@ -214,7 +217,10 @@ BOOST_AUTO_TEST_CASE(a_card_two_agents_offer_keeps_one_ledger_and_admits_by_memo
   auto waiting = srv.get_json("/api/runs/" + f);  // admission has decided by the time submit answers
   BOOST_TEST(waiting["status"] == "queued");
   BOOST_TEST(waiting["queue_position"] == 1);
-  BOOST_TEST(waiting["waiting_reason"].is_null());  // by count: the card's one place is e's
+  // By count: the card's one place is e's.
+  BOOST_TEST(waiting["waiting_reason"]
+             == "position 1 in the queue of w1/sim:0; its card (shared with sim:0 on w2) is taken by run "
+                  + e + " (running)");
   srv.cancel(e);
   srv.await_status(f, "running");
   BOOST_TEST(sim0_of(srv.get_json("/api/workers"), "w1")["memory"]["runs"][0]["run_id"] == f);

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "integration/worker_helpers.hpp"
+#include "testkit/wait.hpp"
 
 using namespace std::chrono_literals;
 using namespace cdui::test;
@@ -248,6 +249,7 @@ BOOST_AUTO_TEST_CASE(a_run_for_an_away_worker_waits_then_runs_when_it_is_back) {
   auto waiting = srv.get_json("/api/runs/" + id);
   BOOST_TEST(waiting["status"] == "queued");
   BOOST_TEST(waiting["queue_position"] == 1);
+  BOOST_TEST(waiting["waiting_reason"] == "waits for worker 'w1', which is not connected");
   auto agent = start_agent(home, "w1");
   BOOST_TEST(srv.wait_final(id)["status"] == "succeeded");
 }
@@ -336,6 +338,14 @@ BOOST_AUTO_TEST_CASE(a_draining_worker_finishes_its_run_and_takes_no_new_one_unt
   BOOST_TEST(drained->status == 200, drained->body);
   BOOST_TEST(await_worker(srv, "w1", "draining")["draining"] == true);
   auto waiting = srv.submit_ok(moons_on("w1", {"sim:1"}, 1));  // sim:1 is free, but w1 drains
+  // It says why, on the run object and in `cdui runs`.
+  const std::string draining = "waits for worker 'w1', which is draining (undrain it with cdui workers undrain w1)";
+  BOOST_TEST(eventually([&] { return srv.get_json("/api/runs/" + waiting)["waiting_reason"] == draining; }),
+             srv.get_json("/api/runs/" + waiting).dump());
+  auto listing = run_cdui(home, {"runs", "--status", "queued"}, 30s);
+  BOOST_TEST(listing.code == 0, listing.err);
+  BOOST_TEST(listing.out.find(waiting) != std::string::npos, listing.out);
+  BOOST_TEST(listing.out.find(draining) != std::string::npos, listing.out);
   BOOST_TEST(srv.wait_final(running)["status"] == "succeeded");  // the running run finishes
   std::this_thread::sleep_for(500ms);
   BOOST_TEST(srv.get_json("/api/runs/" + waiting)["status"] == "queued");
@@ -528,6 +538,7 @@ BOOST_AUTO_TEST_CASE(any_takes_free_worker_cards_in_name_order_then_this_servers
   BOOST_TEST(waiting["status"] == "queued");
   BOOST_TEST(waiting["queue_key"] == "any");
   BOOST_TEST(waiting["queue_position"] == 1);
+  BOOST_TEST(waiting["waiting_reason"] == "waits for a free sim slot: every one is busy");
   srv.cancel(ids[2]);  // b-worker/sim:0 frees: the waiting run takes it
   srv.await_status(ids[5], "running");
   BOOST_TEST(srv.get_json("/api/runs/" + ids[5])["queue_key"] == "b-worker/sim:0");

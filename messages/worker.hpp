@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "messages/fields.hpp"
@@ -145,6 +146,29 @@ struct stop_run {
   bool interrupt = false;
   CDUI_FIELDS(run_id, interrupt)
 };
+
+/// Whether a worker's slots admit runs now and, when they do not, why: its actor tells the run
+/// queue (in-process only, never on the wire), which tells the runs that wait for it.
+enum class worker_availability {
+  open,
+  draining,      // the operator drained it (cdui workers drain)
+  late,          // its heartbeats are late (Degraded)
+  disconnected,  // its connection is gone
+  disabled,
+  busy_one_shot, // a one-shot worker executes a single run: it has one
+};
+
+[[nodiscard]] constexpr std::string_view to_string(worker_availability x) {
+  switch (x) {
+  case worker_availability::open: return "open";
+  case worker_availability::draining: return "draining";
+  case worker_availability::late: return "late";
+  case worker_availability::disconnected: return "disconnected";
+  case worker_availability::disabled: return "disabled";
+  case worker_availability::busy_one_shot: return "busy_one_shot";
+  }
+  return "?";
+}
 
 /// The registry's answer to enroll, rekey and remove (in-process only, never on the wire).
 struct enrollment {

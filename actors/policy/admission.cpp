@@ -5,6 +5,15 @@
 
 namespace cdui::policy {
 
+namespace {
+
+/// The 1-based place of a run in a queue it waits in.
+std::size_t place_in(const std::deque<std::string>& waiting, const std::string& run_id) {
+  return static_cast<std::size_t>(std::find(waiting.begin(), waiting.end(), run_id) - waiting.begin()) + 1;
+}
+
+} // namespace
+
 void admission::set_limit(const std::string& key, int limit) {
   slot_of(key).limit = std::max(1, limit);
   dirty_.insert(key);
@@ -55,15 +64,19 @@ std::vector<std::string> admission::group_keys(const std::string& name) const {
 }
 
 std::size_t admission::group_running(const std::string& name) const {
+  // A run holding two keys of one group (a device set naming one card twice) counts once.
+  return group_holders(name).size();
+}
+
+std::set<std::string> admission::group_holders(const std::string& name) const {
+  std::set<std::string> runs;
   auto g = groups_.find(name);
   if (g == groups_.end())
-    return 0;
-  // A run holding two keys of one group (a device set naming one card twice) counts once.
-  std::set<std::string> runs;
+    return runs;
   for (const auto& key : g->second.keys)
     if (auto s = slots_.find(key); s != slots_.end())
       runs.insert(s->second.running.begin(), s->second.running.end());
-  return runs.size();
+  return runs;
 }
 
 bool admission::groups_have_room(const slot& s) const {
@@ -201,18 +214,16 @@ bool admission::remove(const std::string& run_id) {
   return true;
 }
 
+bool admission::free_for(const std::string& run_id, const slot& s) const {
+  // The run itself may hold another key of a group already (it does not while waiting).
+  return s.open && !s.waiting.empty() && s.waiting.front() == run_id
+         && s.running.size() < static_cast<std::size_t>(limit_of(s)) && groups_have_room(s);
+}
+
 bool admission::can_start(const std::string& run_id) const {
-  for (const auto& key : runs_.at(run_id).keys) {
-    const auto& s = slots_.at(key);
-    if (!s.open || s.waiting.empty() || s.waiting.front() != run_id)
-      return false;
-    if (s.running.size() >= static_cast<std::size_t>(limit_of(s)))
-      return false;
-    // The run itself may hold another key of this group already (it does not while waiting).
-    if (!groups_have_room(s))
-      return false;
-  }
-  return true;
+  const auto& keys = runs_.at(run_id).keys;
+  return std::all_of(keys.begin(), keys.end(),
+                     [&](const std::string& key) { return free_for(run_id, slots_.at(key)); });
 }
 
 std::vector<std::string> admission::admit() {
@@ -280,9 +291,77 @@ std::size_t admission::position(const std::string& run_id) const {
   auto i = runs_.find(run_id);
   if (i == runs_.end() || i->second.running)
     return 0;
-  const auto& waiting = slots_.at(i->second.keys.front()).waiting;
-  auto at = std::find(waiting.begin(), waiting.end(), run_id);
-  return static_cast<std::size_t>(at - waiting.begin()) + 1;
+  return place_in(slots_.at(i->second.keys.front()).waiting, run_id);
+}
+
+wait_cause admission::held_on(const std::string& run_id, const std::string& key) const {
+  const auto& s = slots_.at(key);
+  wait_cause out;
+  out.key = key;
+  out.position = place_in(s.waiting, run_id);
+  if (s.waiting.front() != run_id) {
+    out.front = s.waiting.front();
+    // A device set that could take this key now, but not one of its others, reserves it.
+    const auto& front_keys = runs_.at(out.front).keys;
+    auto other = std::find_if(front_keys.begin(), front_keys.end(), [&](const std::string& k) {
+      return !free_for(out.front, slots_.at(k));
+    });
+    out.what = free_for(out.front, s) && other != front_keys.end() ? wait_cause::kind::reserved
+                                                                   : wait_cause::kind::behind;
+    if (out.what == wait_cause::kind::reserved)
+      out.waits_for = *other;
+    return out;
+  }
+  if (s.running.size() >= static_cast<std::size_t>(limit_of(s))) {
+    out.what = wait_cause::kind::full;
+    out.holders.assign(s.running.begin(), s.running.end());
+    out.limit = limit_of(s);
+    return out;
+  }
+  for (const auto& g : s.groups) {
+    auto holders = group_holders(g);
+    if (holders.size() >= static_cast<std::size_t>(group_limit(g))) {
+      out.what = wait_cause::kind::group_full;
+      out.holders.assign(holders.begin(), holders.end());
+      out.limit = group_limit(g);
+      out.group = g;
+      return out;
+    }
+  }
+  return {};
+}
+
+wait_cause admission::why_waiting(const std::string& run_id) const {
+  auto i = runs_.find(run_id);
+  if (i == runs_.end() || i->second.running)
+    return {};
+  const auto& r = i->second;
+  wait_cause out;
+  // A closed key holds the run wherever it stands, until its worker or an operator opens it.
+  auto closed = std::find_if(r.keys.begin(), r.keys.end(),
+                             [&](const std::string& k) { return !slots_.at(k).open; });
+  if (closed != r.keys.end()) {
+    out.what = wait_cause::kind::closed;
+    out.key = *closed;
+    out.position = place_in(slots_.at(*closed).waiting, run_id);
+    return out;
+  }
+  for (const auto& key : r.keys)
+    if (out = held_on(run_id, key); out.what != wait_cause::kind::none)
+      break;
+  if (out.what == wait_cause::kind::none) {
+    auto gated = std::find_if(r.keys.begin(), r.keys.end(),
+                              [&](const std::string& k) { return slots_.at(k).gated; });
+    if (r.memory == gate::granted || gated == r.keys.end())
+      return {};
+    out.what = wait_cause::kind::memory;
+    out.key = *gated;
+    out.position = place_in(slots_.at(*gated).waiting, run_id);
+  }
+  for (const auto& key : r.keys)
+    if (key != out.key && slots_.at(key).waiting.front() == run_id)
+      out.reserving.push_back(key);
+  return out;
 }
 
 std::vector<admission::slot_view> admission::slots() const {

@@ -11,6 +11,35 @@
 
 namespace cdui::policy {
 
+/// Why a waiting run does not start now (admission::why_waiting): the first thing that holds it,
+/// on one of its keys, as plain data for the run queue to word.
+struct wait_cause {
+  enum class kind {
+    none,        // nothing holds it (it starts at the next admit()), or it is not waiting
+    closed,      // `key` admits no runs: its worker is away or draining
+    behind,      // `position - 1` runs wait before it in `key`'s queue, `front` first
+    reserved,    // `front`, a device set at the front of `key`, reserves it until `waits_for` is free
+    full,        // it is next on `key`, which runs its limit already (`holders`)
+    group_full,  // it is next on `key`, whose shared budget `group` is full (`holders`)
+    memory,      // it is next on `key`, a card shared by memory: the ledger judges it
+  };
+  kind what = kind::none;
+  std::string key;
+  /// Its 1-based place in `key`'s queue.
+  std::size_t position = 0;
+  /// behind, reserved: the run at the front of `key`'s queue (waiting).
+  std::string front;
+  /// reserved: the key that `front` waits for.
+  std::string waits_for;
+  /// full: the runs that hold `key`; group_full: those that hold a key of `group`.
+  std::vector<std::string> holders;
+  /// full: `key`'s limit; group_full: `group`'s.
+  int limit = 0;
+  std::string group;
+  /// A device set: its other keys where it is at the front already, which it reserves meanwhile.
+  std::vector<std::string> reserving;
+};
+
 /// The admission policy of the run queue: one FIFO per device key, each device admitting at most its
 /// limit of runs at once. A run names one device or a device set; it starts when it is at the front
 /// of the queue of every device it names and each of those has room, and takes a place on all of
@@ -83,6 +112,11 @@ public:
   /// 1-based place of a waiting run in the queue of its first device; 0 when it is not waiting.
   [[nodiscard]] std::size_t position(const std::string& run_id) const;
 
+  /// Why a waiting run does not start now: a closed key of its first, else the first of its keys,
+  /// in its order, that holds it, else the memory gate. It walks the run's queues: for a run
+  /// object someone asked for, never on the admission path.
+  [[nodiscard]] wait_cause why_waiting(const std::string& run_id) const;
+
   /// One device's queue as an operator sees it.
   struct slot_view {
     std::string key;
@@ -125,8 +159,14 @@ private:
   slot& slot_of(const std::string& key);
   [[nodiscard]] int limit_of(const slot& s) const;
   [[nodiscard]] bool can_start(const std::string& run_id) const;
+  /// Whether the run may take its place on `s` now: open, at its front, room there and in its groups.
+  [[nodiscard]] bool free_for(const std::string& run_id, const slot& s) const;
   /// Whether each of the key's groups has room for one more run.
   [[nodiscard]] bool groups_have_room(const slot& s) const;
+  /// The runs that hold any of the group's keys.
+  [[nodiscard]] std::set<std::string> group_holders(const std::string& group) const;
+  /// What holds a waiting run on `key` by count or order (kind none: nothing, there).
+  [[nodiscard]] wait_cause held_on(const std::string& run_id, const std::string& key) const;
   /// Marks every key of the groups of `key` as worth another look.
   void touch_groups(const std::string& key);
   [[nodiscard]] bool on_gated_key(const run& r) const;

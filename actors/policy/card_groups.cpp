@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <string_view>
 
 namespace cdui::policy {
 
@@ -11,7 +12,18 @@ bool is_card(const std::string& device, const std::string& uuid) {
   return !uuid.empty() && devices::kind_of(device) != "cpu";
 }
 
+constexpr std::string_view one_shot_prefix = "one-shot:";
+
 } // namespace
+
+std::string one_shot_group(const std::string& worker) {
+  return std::string{one_shot_prefix} + worker;
+}
+
+std::string one_shot_worker(const std::string& group) {
+  return group.compare(0, one_shot_prefix.size(), one_shot_prefix) == 0 ? group.substr(one_shot_prefix.size())
+                                                                         : std::string{};
+}
 
 int worker_slot_limit(const slot_key& key, const std::string& uuid,
                       const std::map<std::string, int>& overrides, const local_devices& local,
@@ -52,10 +64,10 @@ std::vector<lowered_limit> card_groups::regroup(admission& slots, const local_de
       if (i < w.uuids.size() && is_card(w.devices[i], w.uuids[i]))
         cards[w.uuids[i]].push_back({key, w.open});
       if (w.one_shot)
-        groups_of[key].push_back("one-shot:" + name);
+        groups_of[key].push_back(one_shot_group(name));
     }
     if (w.one_shot)
-      slots.set_group_limit("one-shot:" + name, 1);
+      slots.set_group_limit(one_shot_group(name), 1);
   }
   std::vector<lowered_limit> reported;
   for (const auto& [uuid, offerers] : cards) {

@@ -24,6 +24,11 @@ namespace cdui::policy {
 /// never matched, nor is a card whose UUID is unknown).
 [[nodiscard]] std::string card_id(const slot_key& key, const std::string& uuid);
 
+/// The shared budget of a one-shot worker's devices, "one-shot:<worker>", and back: the worker of
+/// such a group (empty for another group).
+[[nodiscard]] std::string one_shot_group(const std::string& worker);
+[[nodiscard]] std::string one_shot_worker(const std::string& group);
+
 /// A slot whose own limit its card's shared budget lowers, as the seed asks it be logged.
 struct lowered_limit {
   std::string key;

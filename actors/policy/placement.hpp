@@ -10,6 +10,7 @@
 #include "devices/device.hpp"
 #include "messages/run_request.hpp"
 #include "messages/slot_key.hpp"
+#include "messages/worker.hpp"
 
 namespace cdui::policy {
 
@@ -27,13 +28,15 @@ struct local_devices {
 };
 
 /// A worker as the queue knows it: the devices it offers (its own names) and whether its slots
-/// admit runs now (it is connected and not draining).
+/// admit runs now (it is connected and not draining), and if not, why.
 struct known_worker {
   std::vector<std::string> devices;
   /// Each device's card UUID, in the same order (empty: unknown, never matched).
   std::vector<std::string> uuids;
   bool open = false;
   bool one_shot = false;
+  /// While it is not open: why (draining, disconnected, ...), for the runs that wait for it.
+  worker_availability closed = worker_availability::disconnected;
 };
 /// Every worker seen since the server started, by name.
 using known_workers = std::map<std::string, known_worker>;

@@ -73,9 +73,15 @@ void worker_health::set_draining(bool draining, std::int64_t now_ms) {
     update(now_ms);
 }
 
-bool worker_health::accepts_runs() const {
-  return w_.status != worker_status::disconnected && w_.status != worker_status::disabled && !w_.late
-         && !w_.draining;
+worker_availability worker_health::availability() const {
+  if (w_.status == worker_status::disconnected)
+    return worker_availability::disconnected;
+  if (w_.status == worker_status::disabled)
+    return worker_availability::disabled;
+  // Before late: a drain lasts until the operator undoes it, a late heartbeat may come any moment.
+  if (w_.draining)
+    return worker_availability::draining;
+  return w_.late ? worker_availability::late : worker_availability::open;
 }
 
 void worker_health::update(std::int64_t now_ms) {

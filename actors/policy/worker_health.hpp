@@ -66,9 +66,10 @@ public:
   /// The operator's drain (no new runs) or undrain.
   void set_draining(bool draining, std::int64_t now_ms);
 
-  /// Whether new runs may be placed on it: connected, on time and not draining. A worker whose node
-  /// types differ is Degraded but still takes runs (the operator sees why).
-  [[nodiscard]] bool accepts_runs() const;
+  /// Whether new runs may be placed on it (open: connected, on time and not draining), and if not,
+  /// why. A worker whose node types differ is Degraded but still takes runs (the operator sees why).
+  [[nodiscard]] worker_availability availability() const;
+  [[nodiscard]] bool accepts_runs() const { return availability() == worker_availability::open; }
   [[nodiscard]] const worker_record& record() const { return w_; }
 
 private:

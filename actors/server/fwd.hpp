@@ -42,7 +42,7 @@ using run_queue_actor = caf::typed_actor<
   caf::replies_to<atoms::wait, std::string>::with<run_info>,
   caf::replies_to<atoms::erase, std::string>::with<erase_result>,
   caf::reacts_to<atoms::ended, std::string>,
-  caf::reacts_to<atoms::worker_update, std::string, std::vector<device_offer>, bool, bool>,
+  caf::reacts_to<atoms::worker_update, std::string, std::vector<device_offer>, worker_availability, bool>,
   caf::reacts_to<atoms::worker_gone, std::string, std::string>,
   caf::replies_to<atoms::share, std::string, std::string, bool>::with<std::string>,
   caf::reacts_to<atoms::memory_freed, std::string>,
@@ -78,10 +78,10 @@ using memory_ledger_actor = caf::typed_actor<
   caf::replies_to<atoms::status>::with<memory_ledger_status>>;
 
 /// What a worker's actor tells its supervisor, the registry: a run it let go of, whether the
-/// worker's slots admit runs (passed on to the run queue), a connection it gave up.
+/// worker's slots admit runs and if not why (passed on to the run queue), a connection it gave up.
 using worker_supervisor_actor =
   caf::typed_actor<caf::reacts_to<atoms::released, std::string, std::string>,
-                   caf::reacts_to<atoms::worker_update, std::string, std::vector<device_offer>, bool, bool>,
+                   caf::reacts_to<atoms::worker_update, std::string, std::vector<device_offer>, worker_availability, bool>,
                    caf::reacts_to<atoms::worker_lost, std::string, std::string>>;
 
 /// One worker as the server sees it: its connection, its status and heartbeat deadline, the runs

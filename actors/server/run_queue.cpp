@@ -78,11 +78,10 @@ std::uint32_t position_of(const run_queue_state& st, const std::string& id) {
   return i == st.floating.end() ? 0 : static_cast<std::uint32_t>(i - st.floating.begin() + 1);
 }
 
-/// A queued run's place, and why it waits when the memory ledger said.
+/// A queued run's place, and why it waits (computed here, when its run object is asked for).
 void note_wait(const run_queue_state& st, run_info& info) {
   info.queue_position = position_of(st, info.id);
-  if (auto i = st.waiting_reasons.find(info.id); i != st.waiting_reasons.end())
-    info.waiting_reason = i->second;
+  info.waiting_reason = waiting_reason(st, info.id);
 }
 
 /// Asks a run's actor for the caller, within `timeout`, and hands its answer on. An actor that has
@@ -361,7 +360,9 @@ run_queue_actor::behavior_type run_queue(self_ptr self, run_queue_config cfg) {
       forget(self, id);
     },
     [=](atoms::worker_update, const std::string& name, const std::vector<device_offer>& offers,
-        bool open, bool one_shot) { worker_update(self, name, offers, open, one_shot); },
+        worker_availability availability, bool one_shot) {
+      worker_update(self, name, offers, availability, one_shot);
+    },
     [=](atoms::worker_gone, const std::string& name, const std::string& reason) {
       worker_gone(self, name, reason);
     },

@@ -133,8 +133,9 @@ struct run_queue_state {
 /// (list, status or "", limit, offset) -> run_page; (cancel, id) -> bool;
 /// (events, id, cursor, wait_ms) -> event_batch; (wait, id) -> run_info once ended;
 /// (erase, id) -> erase_result; (drop, session) -> bool (an editor session ended: its seed goes);
-/// (worker_update, name, device offers, open, one_shot): a worker's slots open or close, and cards
-/// it shares with this server or another worker (same UUID) become one budget;
+/// (worker_update, name, device offers, availability, one_shot): a worker's slots open or close
+/// (why they close is kept for the waiting runs), and cards it shares with this server or another
+/// worker (same UUID) become one budget;
 /// (status) -> run_queue_status, with its run actors'; (shutdown) -> bool once no run is running.
 /// An unknown id gets an error naming it.
 /// It monitors every run actor it spawns: one that ends before its run has (an exception escaped,

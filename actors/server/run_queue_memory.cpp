@@ -15,13 +15,12 @@
 
 namespace cdui::actors::queue_parts {
 
-namespace {
-
-/// The card as sentences name it (seed 001: "cuda:1 on gpu-box").
 std::string card_name(const std::string& key) {
   auto at = slot_key::parse(key);
   return at.device + " on " + (at.local() ? std::string{"this server"} : at.offerer);
 }
+
+namespace {
 
 /// What each run on the card holds besides its budget: a CUDA context on CUDA, else the sim allowance.
 std::int64_t context_of(const run_queue_config& cfg, const std::string& key) {

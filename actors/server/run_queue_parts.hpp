@@ -4,7 +4,8 @@
 // run_queue.cpp (messages, and each run's way through the queue), run_queue_recovery.cpp (a
 // restart's unfinished runs, and run actors that die), run_queue_workers.cpp (workers' slots and
 // the shared budgets), run_queue_memory.cpp (cards shared by memory and the ledger),
-// run_queue_budgets.cpp (runs' memory budgets) and run_queue_status.cpp (its part of /api/status).
+// run_queue_budgets.cpp (runs' memory budgets), run_queue_waits.cpp (why a queued run waits) and
+// run_queue_status.cpp (its part of /api/status).
 
 #include <string>
 #include <vector>
@@ -39,15 +40,18 @@ void resume(self_ptr self);
 /// it), and its slots go to the next run.
 void run_actor_down(self_ptr self, const caf::down_msg& down);
 
-/// A worker joined, changed or went: its devices' slots open or close, keyed worker/device.
+/// A worker joined, changed or went: its devices' slots open or close (and the queue keeps why),
+/// keyed worker/device.
 void worker_update(self_ptr self, const std::string& name, const std::vector<device_offer>& offers,
-                   bool open, bool one_shot);
+                   worker_availability availability, bool one_shot);
 /// An operator removed the worker: its slots close for good and the runs waiting for it fail.
 void worker_gone(self_ptr self, const std::string& name, const std::string& reason);
 /// Rebuilds the shared budgets of cards several offerers offer (policy::card_groups) from the
 /// slots' limits now, and logs the limits they lower for worker `joined` (empty: none).
 void regroup(self_ptr self, const std::string& joined);
 
+/// A slot's card as sentences name it (seed 001: "cuda:1 on gpu-box", "sim:0 on this server").
+std::string card_name(const std::string& key);
 /// Sharing cards by memory (run_queue_memory.cpp): spawns the memory ledger (linked) and shares
 /// again the cards the store says are shared.
 void start_ledger(self_ptr self);
@@ -84,6 +88,12 @@ void memory_freed(self_ptr self, const std::string& key);
 /// A run admitted by its budget started / ended: the ledger counts it as running / frees it.
 void memory_started(self_ptr self, const std::string& id);
 void memory_forget(self_ptr self, const std::string& id);
+
+/// Why a queued run waits, as a sentence for the operator (its run object's waiting_reason): the
+/// memory ledger's reason when it gave one, else what holds it in its queue
+/// (policy::admission::why_waiting) or, for a run for any worker or the pool, what holds the slots
+/// of its kind. Empty when nothing does (it starts now). Only when a run object is asked for.
+std::string waiting_reason(const run_queue_state& st, const std::string& id);
 
 /// The queue's status with each run actor's as its children.
 caf::result<run_queue_status> status_tree(self_ptr self);

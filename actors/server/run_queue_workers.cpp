@@ -41,9 +41,10 @@ void close_worker_slot(self_ptr self, const std::string& key, const std::string&
 } // namespace
 
 void queue_parts::worker_update(self_ptr self, const std::string& name, const std::vector<device_offer>& offers,
-                   bool open, bool one_shot) {
+                   worker_availability availability, bool one_shot) {
   auto& st = self->state;
-  policy::known_worker w{{}, {}, open, one_shot};
+  bool open = availability == worker_availability::open;
+  policy::known_worker w{{}, {}, open, one_shot, availability};
   for (const auto& d : offers) {
     w.devices.push_back(d.name);
     w.uuids.push_back(d.uuid);
@@ -51,7 +52,7 @@ void queue_parts::worker_update(self_ptr self, const std::string& name, const st
   auto before = st.workers.find(name);
   if (before != st.workers.end() && before->second.devices == w.devices
       && before->second.uuids == w.uuids && before->second.open == open
-      && before->second.one_shot == one_shot) {
+      && before->second.one_shot == one_shot && before->second.closed == availability) {
     // A heartbeat that changes nothing the queue keeps: only its cards' memory, for the ledger.
     for (const auto& d : offers)
       share_offered(self, slot_key{name, d.name}.str(), d.total_bytes, d.free_bytes);

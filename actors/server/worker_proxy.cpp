@@ -33,14 +33,16 @@ void reply(self_ptr self, wire::message_type type, const T& payload) {
   send_to(self, self->state.setup.identity, type, payload);
 }
 
-/// Whether the worker's slots admit runs now. A one-shot worker executes a single run, then its
-/// agent exits: once it has one, it is closed.
-bool open_for_runs(const worker_proxy_state& st) {
+/// Whether the worker's slots admit runs now, and if not, why. A one-shot worker executes a single
+/// run, then its agent exits: once it has one, it is closed.
+worker_availability availability(const worker_proxy_state& st) {
   if (!st.health)
-    return false;
+    return worker_availability::disconnected;
   const auto& w = st.health->record();
+  auto health = st.health->availability();
   bool busy_one_shot = w.one_shot && (!w.running_runs.empty() || !st.runs.empty());
-  return st.health->accepts_runs() && !busy_one_shot;
+  return health == worker_availability::open && busy_one_shot ? worker_availability::busy_one_shot
+                                                              : health;
 }
 
 /// Tells the registry (and through it the run queue) whether the worker's slots admit runs.
@@ -50,7 +52,7 @@ void announce(self_ptr self) {
     return;
   const auto& w = st.health->record();
   self->send(st.setup.registry, atoms::worker_update::value, st.setup.name, w.devices,
-             open_for_runs(st), w.one_shot);
+             availability(st), w.one_shot);
 }
 
 void log_status(const policy::worker_record& w) {

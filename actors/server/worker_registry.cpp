@@ -290,12 +290,13 @@ worker_registry_actor::behavior_type worker_registry(self_ptr self, worker_table
         self->state.placed.erase(i);
     },
     [=](atoms::worker_update, const std::string& name, const std::vector<device_offer>& devices,
-        bool open, bool one_shot) {
+        worker_availability availability, bool one_shot) {
       // From a worker's actor, for the run queue: only the worker's current actor speaks for it.
       auto i = self->state.proxies.find(name);
       if (self->state.queue && i != self->state.proxies.end()
           && i->second.address() == self->current_sender())
-        self->send(self->state.queue, atoms::worker_update::value, name, devices, open, one_shot);
+        self->send(self->state.queue, atoms::worker_update::value, name, devices, availability,
+                   one_shot);
     },
     [=](atoms::worker_lost, const std::string& name, const std::string& identity) {
       self->state.table->lost(name, identity);

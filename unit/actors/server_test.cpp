@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "actors/policy/run_options.hpp"
 #include "actors/server/server.hpp"
 #include "testkit/embedded.hpp"
 #include "testkit/graphs.hpp"
@@ -319,6 +320,15 @@ BOOST_AUTO_TEST_CASE(a_device_set_run_holds_both_cards_and_is_not_starved) {
   BOOST_TEST(srv.info(set.run_id)->queue_position == 1u);
   for (const auto& id : singles)
     BOOST_TEST(to_string(status_of(srv, id)) == "queued");
+  // Each says why: the set, which card it waits for; the runs behind it, that it reserves sim:1.
+  BOOST_TEST(srv.info(set.run_id)->waiting_reason
+             == "reserves sim:1 until sim:0 is free: position 1 there, behind run " + first + " (running)");
+  BOOST_TEST(srv.info(singles[0])->waiting_reason
+             == "position 2 in the queue of sim:1, reserved by run " + set.run_id
+                  + " (a device set) until sim:0 is free");
+  BOOST_TEST(srv.info(singles[2])->waiting_reason
+             == "position 4 in the queue of sim:1, reserved by run " + set.run_id
+                  + " (a device set) until sim:0 is free");
   srv.cancel(first);
   auto set_done = srv.wait(set.run_id);
   BOOST_TEST(to_string(set_done.status) == "succeeded", set_done.error);
@@ -335,6 +345,44 @@ BOOST_AUTO_TEST_CASE(a_device_set_run_holds_both_cards_and_is_not_starved) {
   auto refused = srv.submit(lacking);
   BOOST_TEST(refused.error.find("this server does not offer sim:5 (it offers cpu, sim:0, sim:1)")
                != std::string::npos, refused.error);
+}
+
+BOOST_AUTO_TEST_CASE(a_queued_run_says_its_place_and_the_run_ahead_of_it) {
+  cdui::test::temp_home home;
+  cdui::server srv{server_config(home.path(), "1x1GiB")};
+  auto endless = [&] { return srv.submit(request(moons_graph_json(1'000'000, 0, 16, "sim:0"))).run_id; };
+  auto first = endless();
+  await_status(srv, first, cdui::run_status::running);
+  auto second = endless();
+  auto third = endless();
+  auto fourth = endless();
+  BOOST_TEST(srv.info(second)->waiting_reason
+             == "position 1 in the queue of sim:0, behind run " + first + " (running)");
+  BOOST_TEST(srv.info(third)->waiting_reason
+             == "position 2 in the queue of sim:0, behind run " + second + " (waiting)");
+  BOOST_TEST(srv.info(fourth)->waiting_reason
+             == "position 3 in the queue of sim:0, behind run " + second + " (waiting) and 1 more");
+  // A run for any sim card: the server's only one is taken, and it never jumps a queue.
+  auto for_any = request(moons_graph_json(1, 2, 16, "sim:0"));
+  for_any.worker = cdui::policy::any_worker;
+  for_any.device = "sim";
+  auto any = srv.submit(for_any).run_id;
+  BOOST_TEST(srv.info(any)->waiting_reason == "waits for a free sim slot: every one is busy");
+  // The list says the same as each run.
+  auto listed = srv.runs("queued", 0, 0);
+  BOOST_TEST(listed.total == 4u);
+  for (const auto& info : listed.runs)
+    BOOST_TEST(info.waiting_reason == srv.info(info.id)->waiting_reason);
+  // Once it runs, it has no reason.
+  BOOST_TEST(srv.cancel(first));
+  await_status(srv, second, cdui::run_status::running);
+  BOOST_TEST(srv.info(second)->waiting_reason.empty());
+  BOOST_TEST(srv.info(third)->waiting_reason
+             == "position 1 in the queue of sim:0, behind run " + second + " (running)");
+  for (const auto& id : {any, fourth, third, second})
+    BOOST_TEST(srv.cancel(id));
+  for (const auto& id : {any, fourth, third, second})
+    BOOST_TEST(to_string(srv.wait(id).status) == "cancelled");
 }
 
 BOOST_AUTO_TEST_CASE(a_limit_override_from_the_environment_admits_two_on_a_card) {

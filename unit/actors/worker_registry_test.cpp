@@ -94,15 +94,15 @@ struct registry_fixture {
     return out;
   }
 
-  /// Whether the run queue is told that w1's slots are `open` (or not) within 10 s; other
-  /// updates before it are skipped.
-  bool queue_told(bool open) {
+  /// Whether the run queue is told within 10 s that w1's slots are open, or closed for `why`;
+  /// other updates before it are skipped.
+  bool queue_told(worker_availability why) {
     bool told = false;
     bool waiting = true;
     while (waiting)
-      queue->receive([&](atoms::worker_update, std::string& name, std::vector<device_offer>&, bool o,
-                         bool) {
-        if (name == "w1" && o == open)
+      queue->receive([&](atoms::worker_update, std::string& name, std::vector<device_offer>&,
+                         worker_availability a, bool) {
+        if (name == "w1" && a == why)
           told = true;
         waiting = !told;
       },
@@ -253,9 +253,10 @@ BOOST_FIXTURE_TEST_CASE(a_removed_workers_proxy_quits_and_is_not_replaced, regis
 }
 
 BOOST_FIXTURE_TEST_CASE(a_workers_actor_keeps_its_heartbeat_deadline_and_tells_the_queue, fast_heartbeats) {
-  BOOST_TEST(queue_told(true));  // joined: its slots are open
+  BOOST_TEST(queue_told(worker_availability::open));  // joined
   // The agent falls silent: late (Degraded, closed to new runs), then given up (Disconnected).
-  BOOST_TEST(queue_told(false));
+  BOOST_TEST(queue_told(worker_availability::late));
+  BOOST_TEST(queue_told(worker_availability::disconnected));
   auto gone = w1_once("disconnected");
   BOOST_REQUIRE(gone);
   BOOST_TEST(gone->reason.find("no heartbeat for ") == 0u, gone->reason);
@@ -276,7 +277,7 @@ BOOST_FIXTURE_TEST_CASE(a_workers_actor_keeps_its_heartbeat_deadline_and_tells_t
   peer.send(wire::message_type::hello,
             test::make_hello("w1", token, {{"cpu", "cpu", "cpu-test", 1 << 30, 1 << 30}}));
   BOOST_REQUIRE(next_of(wire::message_type::welcome));
-  BOOST_TEST(queue_told(true));
+  BOOST_TEST(queue_told(worker_availability::open));
   BOOST_TEST((proxy("w1").address() == before.address()));
 }
 

@@ -111,6 +111,8 @@ BOOST_AUTO_TEST_CASE(a_one_shot_workers_devices_admit_one_run_between_them) {
   groups.regroup(slots, host(), workers, "shot");
   BOOST_TEST(slots.group_limit("one-shot:shot") == 1);
   BOOST_TEST((slots.group_keys("one-shot:shot") == names{"shot/cpu", "shot/sim:0"}));
+  BOOST_TEST(one_shot_worker("one-shot:shot") == "shot");  // for the sentences of waiting runs
+  BOOST_TEST(one_shot_worker("card:card-S").empty());
   slots.enqueue("a", {"shot/cpu"});
   slots.enqueue("b", {"shot/sim:0"});
   BOOST_TEST((slots.admit() == names{"a"}));

@@ -40,6 +40,7 @@ BOOST_AUTO_TEST_CASE(a_worker_joins_online_and_late_heartbeats_degrade_then_disc
   BOOST_TEST((r.status == worker_status::degraded));
   BOOST_TEST(r.reason == "heartbeat late: the last one came 2.5 s ago");
   BOOST_TEST(!w.accepts_runs());  // a late worker takes no new runs
+  BOOST_TEST((w.availability() == cdui::worker_availability::late));
   w.heartbeat({r.devices, {"run-1"}}, 2600);
   BOOST_TEST((r.status == worker_status::online));
   BOOST_TEST(r.running_runs == std::vector<std::string>{"run-1"});
@@ -51,6 +52,7 @@ BOOST_AUTO_TEST_CASE(a_worker_joins_online_and_late_heartbeats_degrade_then_disc
   BOOST_TEST(r.reason == "no heartbeat for 3.1 s");
   BOOST_TEST(r.disconnected_ms == 5700);
   BOOST_TEST(!w.accepts_runs());
+  BOOST_TEST((w.availability() == cdui::worker_availability::disconnected));
   // Disconnected stays so: a heartbeat after it changes nothing (the agent says hello again).
   w.heartbeat({{}, {}}, 5800);
   BOOST_TEST(!w.tick(5900));
@@ -69,6 +71,7 @@ BOOST_AUTO_TEST_CASE(a_drain_closes_it_to_new_runs_until_undone) {
   auto w = joined(hello_from("gpu-box"), 0, true);
   BOOST_TEST((w.record().status == worker_status::draining));
   BOOST_TEST(!w.accepts_runs());
+  BOOST_TEST((w.availability() == cdui::worker_availability::draining));
   w.heartbeat({{}, {}}, 500);
   BOOST_TEST((w.record().status == worker_status::draining));
   w.set_draining(false, 600);
