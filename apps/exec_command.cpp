@@ -4,7 +4,9 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <sstream>
 
@@ -43,15 +45,15 @@ std::string read_text(const std::filesystem::path& file) {
   return text.str();
 }
 
-void write_outcome(const std::filesystem::path& run_dir, const run_outcome& o) {
+void write_outcome(const std::filesystem::path& file, const run_outcome& o) {
   nlohmann::json j{{"status", to_string(o.status)}, {"error", o.error},
                    {"final_metrics", nlohmann::json::parse(o.final_metrics, nullptr, false)}};
-  storage::write_file_atomic(run_dir / "outcome.json", json_text(j) + "\n");
+  storage::write_file_atomic(file, json_text(j) + "\n");
 }
 
 } // namespace
 
-int exec_command(const std::filesystem::path& run_dir, bool pipe) {
+int exec_command(const std::filesystem::path& run_dir, bool pipe, int rank, int world_size) {
   std::signal(SIGTERM, on_term);
   std::signal(SIGUSR1, on_usr1);
   // The agent starts this process with both blocked, so that one sent early waits for the handler.
@@ -65,10 +67,21 @@ int exec_command(const std::filesystem::path& run_dir, bool pipe) {
     std::fprintf(stderr, "cdui exec: %s has no readable run.json\n", run_dir.c_str());
     return exit_usage;
   }
+  if (rank >= world_size) {
+    std::fprintf(stderr, "cdui exec: --rank %d is not below --world-size %d\n", rank, world_size);
+    return exit_usage;
+  }
   auto graph_text = read_text(run_dir / "graph.json");
   auto id = run.value("run_id", run_dir.filename().string());
+  // Only rank 0's events reach the run's events; another rank keeps its own log beside them.
+  std::FILE* lines = stdout;
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> rank_log{nullptr, &std::fclose};
+  if (rank > 0) {
+    rank_log.reset(std::fopen((run_dir / ("output-rank" + std::to_string(rank) + ".log")).c_str(), "a"));
+    lines = rank_log.get();
+  }
   std::optional<storage::run_directory> dir;
-  if (!pipe)
+  if (!pipe && rank == 0)
     dir.emplace(run_dir.parent_path().parent_path(), id, graph_text);
   std::uint64_t cursor = 0;
   auto emit = [&](const std::string& type, const nlohmann::json& data) {
@@ -76,17 +89,21 @@ int exec_command(const std::filesystem::path& run_dir, bool pipe) {
       dir->append({++cursor, now_ms(), type, json_text(data)});
       return;
     }
+    if (lines == nullptr)
+      return;
     // One line an event; a run that crashes leaves its last whole lines behind.
     auto line = json_text({{"type", type}, {"time_ms", now_ms()}, {"data", data}}) + "\n";
-    std::fwrite(line.data(), 1, line.size(), stdout);
-    std::fflush(stdout);
+    std::fwrite(line.data(), 1, line.size(), lines);
+    std::fflush(lines);
   };
+  auto outcome_file = run_dir / (rank == 0 ? std::string{"outcome.json"}
+                                           : "outcome-rank" + std::to_string(rank) + ".json");
   auto checked = runtime::validate_graph(graph_text);
   if (auto* errors = std::get_if<std::vector<runtime::graph_error>>(&checked)) {
     // The server validated it; a worker whose node types differ may not accept it.
     run_outcome o{run_status::failed, "the worker cannot run this graph: " + runtime::to_string(*errors), "{}"};
     emit("execution_error", {{"kind", "error"}, {"error", o.error}});
-    write_outcome(run_dir, o);
+    write_outcome(outcome_file, o);
     return exit_ok;
   }
   // On a worker the agent set CODEFYUI_SIM_DEVICES to the run's cards; under a server, the
@@ -121,8 +138,27 @@ int exec_command(const std::filesystem::path& run_dir, bool pipe) {
   ctx.interrupt =
     std::shared_ptr<const std::atomic<bool>>(&interrupt_flag, [](const std::atomic<bool>*) {});
   ctx.emit = emit;
-  auto outcome = runtime::execute(std::get<runtime::validated_graph>(checked), ctx);
-  write_outcome(run_dir, outcome);
+  auto graph = std::get<runtime::validated_graph>(checked);
+  if (world_size > 1) {
+    ctx.ddp.rank = rank;
+    ctx.ddp.world_size = world_size;
+    ctx.ddp.rendezvous = run_dir / "ddp.store";
+    ctx.ddp.devices = run.value("visible_devices", std::vector<std::string>{ctx.device});
+    if (auto timeout = std::getenv("CODEFYUI_DDP_TIMEOUT_S"); timeout != nullptr && std::atoi(timeout) > 0)
+      ctx.ddp.timeout = std::chrono::seconds(std::atoi(timeout));
+    if (static_cast<int>(ctx.ddp.devices.size()) < world_size) {
+      std::fprintf(stderr, "cdui exec: the run has %zu cards (run.json's visible_devices), not %d\n",
+                   ctx.ddp.devices.size(), world_size);
+      return exit_usage;
+    }
+    if (rank > 0) {
+      ctx.device = ctx.ddp.devices[static_cast<std::size_t>(rank)];
+      ctx.slot = ctx.device;
+      graph = runtime::ddp_rank_part(graph);
+    }
+  }
+  auto outcome = runtime::execute(graph, ctx);
+  write_outcome(outcome_file, outcome);
   return exit_ok;
 }
 

@@ -187,6 +187,10 @@ int main(int argc, char** argv) {
   exec->add_option("rundir", exec_dir, "the run's folder on the worker")->required();
   bool exec_pipe = false;
   exec->add_flag("--pipe", exec_pipe, "events to stdout, for a server with --isolation process");
+  int exec_rank = 0;
+  int exec_world = 1;
+  exec->add_option("--rank", exec_rank, "this process's DDP rank")->check(CLI::NonNegativeNumber);
+  exec->add_option("--world-size", exec_world, "the run's DDP ranks")->check(CLI::PositiveNumber);
   exec->group("");  // not for people: hidden from the help
 
   std::string hold_uuid, hold_size;
@@ -245,7 +249,7 @@ int main(int argc, char** argv) {
   if (*workers)
     return workers_command();
   if (*exec)
-    return exec_command(exec_dir, exec_pipe);
+    return exec_command(exec_dir, exec_pipe, exec_rank, exec_world);
   if (*sim_hold)
     return sim_hold_command(hold_uuid, hold_size);
   std::fputs(app.help().c_str(), stdout);

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <exception>
 #include <mutex>
+#include <set>
 #include <optional>
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -147,6 +148,28 @@ void record_all(std::map<std::string, port_values> outputs, const run_context& c
 }
 
 } // namespace
+
+validated_graph ddp_rank_part(const validated_graph& graph) {
+  std::set<std::string> needed;
+  for (const auto& node : graph.g.nodes)
+    if (node.type == "TrainingLoop" && node.params.value("strategy", std::string{}) == "ddp")
+      needed.insert(node.id);
+  // The nodes that feed them, walking back from the end of the order (inputs come first).
+  for (auto i = graph.order.rbegin(); i != graph.order.rend(); ++i) {
+    const auto& id = graph.g.nodes[*i].id;
+    if (!needed.count(id))
+      continue;
+    for (const auto& e : graph.g.edges)
+      if (e.to.node == id)
+        needed.insert(e.from.node);
+  }
+  auto part = graph;
+  part.order.clear();
+  for (auto index : graph.order)
+    if (needed.count(graph.g.nodes[index].id))
+      part.order.push_back(index);
+  return part;
+}
 
 run_outcome execute(const validated_graph& graph, const run_context& ctx) {
   auto started = std::chrono::steady_clock::now();

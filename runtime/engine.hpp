@@ -1,11 +1,13 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -18,6 +20,19 @@ namespace cdui::runtime {
 
 /// Receives a run's events as they happen: the event type and its data object.
 using event_sink = std::function<void(const std::string& type, const nlohmann::json& data)>;
+
+/// One process of a run trained with DDP (a TrainingLoop with strategy ddp; seed 001, "Train one
+/// model on several cards"): rank k of world_size trains on devices[k].
+struct ddp_rank {
+  int rank = 0;
+  /// 1: the run is one process, and a ddp loop trains single (saying so).
+  int world_size = 1;
+  /// The c10d FileStore the ranks meet at, in the run's folder.
+  std::filesystem::path rendezvous;
+  std::vector<std::string> devices;
+  /// How long a collective (the first one included) waits for every rank (CODEFYUI_DDP_TIMEOUT_S).
+  std::chrono::milliseconds timeout{std::chrono::minutes(30)};
+};
 
 /// Everything the engine needs to execute one run; it knows nothing of actors or sockets.
 struct run_context {
@@ -61,6 +76,8 @@ struct run_context {
   std::int64_t memory_budget = 0;
   /// Where the budget came from, as the out-of-memory text says it: typed, measured or estimate.
   std::string memory_budget_source = "typed";
+  /// This process's rank when the run trains with DDP.
+  ddp_rank ddp;
   event_sink emit;
 };
 
@@ -69,6 +86,11 @@ struct run_context {
 
 /// Sets the intra-op threads of the calling thread only (other runs' threads keep theirs).
 void set_intra_op_threads(int n);
+
+/// What a DDP rank other than 0 executes of a graph (seed 001: rank 0 is the run; the other ranks
+/// execute the TrainingLoops whose strategy is ddp and the nodes that feed them, and no node after
+/// them): the same graph with its execution order cut to those nodes.
+[[nodiscard]] validated_graph ddp_rank_part(const validated_graph& graph);
 
 /// Executes a validated graph node by node in topological order, emitting execution_start,
 /// node_status, progress, metric, run_warning and exactly one of execution_complete,

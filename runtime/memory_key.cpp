@@ -14,7 +14,7 @@ namespace {
 
 /// The first line of the text the key hashes: a change to what the key covers changes it, so an
 /// old key never matches a graph it would describe otherwise.
-constexpr const char* key_format = "cdui memory key 1";
+constexpr const char* key_format = "cdui memory key 2";  // 2: TrainingLoop.strategy
 
 /// Params that neither shape memory nor pick data, on any node type, a plugin's included: the run's
 /// seed, how long it runs, its learning rate, the loader's worker processes, what the editor draws.

@@ -16,7 +16,7 @@ at::Tensor epoch_order(const loader_value& loader, at::Generator& rng) {
 batch get_batch(const loader_value& loader, const at::Tensor& order, std::int64_t b) {
   const auto& d = *loader.dataset;
   auto start = b * loader.batch_size;
-  auto length = std::min(loader.batch_size, d.size() - start);
+  auto length = std::min(loader.batch_size, (order.defined() ? order.size(0) : d.size()) - start);
   if (!order.defined())
     return {d.inputs.narrow(0, start, length), d.targets.narrow(0, start, length)};
   auto idx = order.narrow(0, start, length);

@@ -1,6 +1,8 @@
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -23,9 +25,13 @@ public:
   [[nodiscard]] virtual int rank() const = 0;
   [[nodiscard]] bool primary() const { return rank() == 0; }
 
-  /// This process's part of an epoch's sample order (`order`: a permutation of the dataset, or
-  /// undefined for in order).
-  [[nodiscard]] virtual at::Tensor shard(const at::Tensor& order) = 0;
+  /// This process's part of an epoch's training order over `samples` samples (`order`: a
+  /// permutation, or undefined for in order; the result too). Every process gets as many samples:
+  /// a part that would be short repeats samples from the start of the order.
+  [[nodiscard]] virtual at::Tensor shard(const at::Tensor& order, std::int64_t samples) = 0;
+  /// This process's part of `samples` samples for an evaluation, each sample in one part only
+  /// (undefined: all of them, in order).
+  [[nodiscard]] virtual at::Tensor part(std::int64_t samples) = 0;
   /// Before each micro-batch's backward: whether that backward ends an optimizer window (only
   /// then are the gradients combined; the window's inner backwards stay local).
   virtual void before_backward(bool ends_window) = 0;
@@ -36,19 +42,30 @@ public:
   [[nodiscard]] virtual double sum(double local) = 0;
   /// Whether any process was asked to stop: all stop at the same batch.
   [[nodiscard]] virtual bool any_stop(bool local) = 0;
+  /// Each process's figure, by rank.
+  [[nodiscard]] virtual std::vector<double> gather(double local) = 0;
+  /// Each process's device, by rank, as the run names it.
+  [[nodiscard]] virtual std::vector<std::string> devices() const = 0;
 };
 
 /// One process trains the whole model on its one device: every call is the identity.
 class single_process final : public distribution {
 public:
+  explicit single_process(std::string device) : device_(std::move(device)) {}
   [[nodiscard]] std::string name() const override { return "single"; }
   [[nodiscard]] int world_size() const override { return 1; }
   [[nodiscard]] int rank() const override { return 0; }
-  [[nodiscard]] at::Tensor shard(const at::Tensor& order) override { return order; }
+  [[nodiscard]] at::Tensor shard(const at::Tensor& order, std::int64_t) override { return order; }
+  [[nodiscard]] at::Tensor part(std::int64_t) override { return {}; }
   void before_backward(bool) override {}
   void after_window(const std::vector<at::Tensor>&) override {}
   [[nodiscard]] double sum(double local) override { return local; }
   [[nodiscard]] bool any_stop(bool local) override { return local; }
+  [[nodiscard]] std::vector<double> gather(double local) override { return {local}; }
+  [[nodiscard]] std::vector<std::string> devices() const override { return {device_}; }
+
+private:
+  std::string device_;
 };
 
 } // namespace cdui::runtime::nodes

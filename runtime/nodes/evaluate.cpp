@@ -9,15 +9,17 @@
 namespace cdui::runtime::nodes {
 
 evaluation evaluate(torch::nn::Sequential& model, const loader_value& loader,
-                    const loss_value* loss, c10::Device device, precision forward_precision) {
+                    const loss_value* loss, c10::Device device, precision forward_precision,
+                    const at::Tensor& order) {
   torch::NoGradGuard no_grad;
   bool was_training = model->is_training();
   model->eval();
   evaluation result;
   double loss_sum = 0.0;
   std::int64_t correct = 0;
-  for (std::int64_t b = 0; b < loader.num_batches(); ++b) {
-    auto [x, y] = get_batch(loader, at::Tensor{}, b);
+  auto batches = order.defined() ? loader.batches_for(order.size(0)) : loader.num_batches();
+  for (std::int64_t b = 0; b < batches; ++b) {
+    auto [x, y] = get_batch(loader, order, b);
     x = x.to(device);
     y = y.to(device);
     at::Tensor out;

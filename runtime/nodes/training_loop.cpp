@@ -13,6 +13,7 @@
 #include "runtime/oom.hpp"
 #include "runtime/nodes/amp.hpp"
 #include "runtime/nodes/builtin.hpp"
+#include "runtime/nodes/ddp.hpp"
 #include "runtime/nodes/distribution.hpp"
 #include "runtime/nodes/values.hpp"
 
@@ -168,10 +169,10 @@ struct loop_setup {
   std::int64_t batches_per_epoch = 0;
 };
 
-/// Reads the params, resolves the precision and the scaler, moves the model to the card, builds
-/// the optimizer (restoring a resumed state) and emits node_config.
+/// Reads the params, resolves the precision and the scaler, moves the model to the card and builds
+/// the optimizer (restoring a resumed state).
 loop_setup set_up(node_call& call, loop_inputs& in, const std::string& device_name,
-                  devices::memory_scope* scope, const distribution& dist) {
+                  devices::memory_scope* scope) {
   loop_setup s;
   s.device_name = device_name;
   s.device = torch_device(device_name);
@@ -221,8 +222,35 @@ loop_setup set_up(node_call& call, loop_inputs& in, const std::string& device_na
     }
     s.epoch_offset = state->epoch;
   }
-  s.batches_per_epoch = in.loader->num_batches();
-  nlohmann::json config{{"device", device_name},
+  return s;
+}
+
+/// The processes that train the model: this one alone, or the run's DDP ranks (strategy ddp on a
+/// run that has them; else it trains single and says why).
+std::unique_ptr<distribution> distribute(node_call& call, loop_inputs& in, const std::string& device_name) {
+  const auto& ranks = call.run().ddp;
+  if (call.string_param("strategy") == "ddp") {
+    if (ranks.world_size >= 2) {
+      auto ddp = join_ddp(ranks, in.model->module);
+      // Every rank built the same data and model from the run's seed; from here rank k draws its
+      // own randomness (dropout masks) from seed + k, and rank 0 draws on as a single run does.
+      if (ranks.rank > 0)
+        call.rng().set_current_seed(call.run().seed + static_cast<std::uint64_t>(ranks.rank));
+      return ddp;
+    }
+    call.warn("ddp_not_available",
+              "Node " + call.node().id + " (TrainingLoop): strategy ddp trains across the cards of a "
+              "run queued on a worker with a device set of two or more cards; this run executes in "
+              "one process on " + device_name + ", so the loop trains there as with strategy single");
+  }
+  return std::make_unique<single_process>(device_name);
+}
+
+/// The epochs' batches for this process's part of the data, and node_config.
+void announce(node_call& call, loop_inputs& in, loop_setup& s, const distribution& dist) {
+  auto n = static_cast<std::int64_t>(dist.world_size());
+  s.batches_per_epoch = in.loader->batches_for((in.loader->dataset->size() + n - 1) / n);
+  nlohmann::json config{{"device", s.device_name},
                         {"precision", to_string(s.choice.ran)},
                         {"epochs", s.epochs},
                         {"batches_per_epoch", s.batches_per_epoch},
@@ -232,11 +260,14 @@ loop_setup set_up(node_call& call, loop_inputs& in, const std::string& device_na
                         {"loss_scale", s.scaler ? nlohmann::json(s.scaler->current_scale()) : nlohmann::json("off")},
                         {"num_threads", at::get_num_threads()},
                         {"optimizer", in.opt_spec->name},
-                        {"start_epoch", s.epoch_offset + 1}};
+                        {"start_epoch", s.epoch_offset + 1},
+                        {"strategy", dist.name()},
+                        {"world_size", dist.world_size()}};
+  if (dist.world_size() > 1)
+    config["backend"] = "gloo";
   if (s.requested_precision != to_string(s.choice.ran))
     config["precision_requested"] = s.requested_precision;
   call.emit("node_config", config);
-  return s;
 }
 
 /// One epoch: its batches in micro-batch windows, the progress events, the epoch's train_loss when
@@ -252,7 +283,7 @@ bool run_epoch(node_call& call, loop_inputs& in, loop_setup& s, distribution& di
   {
     // The sampler's order lives on the host, as a DataLoader's indices do: not on the card.
     devices::memory_scope_guard host{nullptr};
-    order = dist.shard(epoch_order(loader, call.rng()));
+    order = dist.shard(epoch_order(loader, call.rng()), loader.dataset->size());
   }
   double loss_sum = 0.0;
   std::int64_t samples = 0;
@@ -300,7 +331,8 @@ bool run_epoch(node_call& call, loop_inputs& in, loop_setup& s, distribution& di
     if (throttle.due(b + 1, s.batches_per_epoch)) {
       auto elapsed = std::chrono::duration<double>(clock::now() - epoch_start).count();
       auto rate = elapsed > 0 ? static_cast<double>(samples) / elapsed : 0.0;
-      auto eta = rate > 0 ? static_cast<double>(loader.dataset->size() - samples) / rate : 0.0;
+      auto part = order.defined() ? order.size(0) : loader.dataset->size();
+      auto eta = rate > 0 ? static_cast<double>(part - samples) / rate : 0.0;
       call.emit("progress", {{"epoch", epoch},
                              {"epochs", s.epoch_offset + s.epochs},
                              {"batch", b + 1},
@@ -331,12 +363,18 @@ bool run_epoch(node_call& call, loop_inputs& in, loop_setup& s, distribution& di
   // Validation runs either way: it measures the model the node hands on.
   if (in.val_loader) {
     // Validation runs under the same autocast as training, so the two curves stay comparable.
-    auto v = evaluate(net, *in.val_loader, in.loss.get(), s.device, s.choice.ran);
-    totals.last_val_loss = v.loss;
-    call.metric("val_loss", v.loss, epoch);
+    // Under DDP each rank evaluates its part, each sample once; the figures are over them all.
+    auto v = evaluate(net, *in.val_loader, in.loss.get(), s.device, s.choice.ran,
+                      dist.part(in.val_loader->dataset->size()));
+    auto samples_all = dist.sum(static_cast<double>(v.samples));
+    auto per_sample = [&](double mean) {
+      return samples_all > 0 ? dist.sum(mean * static_cast<double>(v.samples)) / samples_all : 0.0;
+    };
+    totals.last_val_loss = per_sample(v.loss);
+    call.metric("val_loss", totals.last_val_loss, epoch);
     if (in.val_loader->dataset->classification) {
-      totals.last_val_accuracy = v.accuracy;
-      call.metric("val_accuracy", v.accuracy, epoch);
+      totals.last_val_accuracy = per_sample(v.accuracy);
+      call.metric("val_accuracy", totals.last_val_accuracy, epoch);
     }
   }
   return !totals.stopped_at_max_steps;
@@ -344,7 +382,7 @@ bool run_epoch(node_call& call, loop_inputs& in, loop_setup& s, distribution& di
 
 /// The final metrics and the loop's outputs: the trained model, its metrics, the optimizer's and
 /// the scaler's state to resume from.
-port_values report(node_call& call, loop_inputs& in, loop_setup& s, const distribution& dist,
+port_values report(node_call& call, loop_inputs& in, loop_setup& s, distribution& dist,
                    const loop_totals& totals) {
   call.final_metrics = {{"final_train_loss", number_or_null(totals.last_train_loss)},
                         {"final_val_loss", number_or_null(totals.last_val_loss)},
@@ -353,13 +391,23 @@ port_values report(node_call& call, loop_inputs& in, loop_setup& s, const distri
                         {"total_epochs_run", totals.epochs_run},
                         {"stopped_at_max_steps", totals.stopped_at_max_steps},
                         {"effective_batch_size", in.loader->batch_size * s.accumulate * dist.world_size()},
-                        {"precision", to_string(s.choice.ran)}};
+                        {"precision", to_string(s.choice.ran)},
+                        {"strategy", dist.name()},
+                        {"world_size", dist.world_size()}};
+  if (dist.world_size() > 1)
+    call.final_metrics["backend"] = "gloo";
   if (s.requested_precision != to_string(s.choice.ran))
     call.final_metrics["precision_requested"] = s.requested_precision;
   if (!std::isnan(totals.last_val_accuracy))
     call.final_metrics["final_val_accuracy"] = totals.last_val_accuracy;
-  if (s.scope != nullptr)
-    call.final_metrics["peak_memory_bytes"] = {{s.device_name, s.scope->stats().peak}};
+  if (s.scope != nullptr) {
+    // Each card's peak, the most its rank used of it.
+    auto peaks = dist.gather(static_cast<double>(s.scope->stats().peak));
+    auto cards = dist.devices();
+    call.final_metrics["peak_memory_bytes"] = nlohmann::json::object();
+    for (std::size_t k = 0; k < peaks.size() && k < cards.size(); ++k)
+      call.final_metrics["peak_memory_bytes"][cards[k]] = static_cast<std::int64_t>(peaks[k]);
+  }
   auto scaler_state = std::make_shared<grad_scaler_state_value>();
   if (s.scaler) {
     call.final_metrics["skipped_steps"] = s.scaler->skipped_steps();
@@ -380,14 +428,15 @@ port_values report(node_call& call, loop_inputs& in, loop_setup& s, const distri
 /// Trains: set up, the epochs, the report, with the loop's distribution over processes.
 port_values train(node_call& call, const std::string& device_name, devices::memory_scope* scope) {
   loop_inputs in{call};
-  single_process dist;
-  auto s = set_up(call, in, device_name, scope, dist);
+  auto s = set_up(call, in, device_name, scope);
+  auto dist = distribute(call, in, device_name);
+  announce(call, in, s, *dist);
   loop_totals totals;
   progress_throttle throttle{call.int_param("progress_interval_ms")};
   for (std::int64_t e = 1; e <= s.epochs; ++e)
-    if (!run_epoch(call, in, s, dist, s.epoch_offset + e, totals, throttle))
+    if (!run_epoch(call, in, s, *dist, s.epoch_offset + e, totals, throttle))
       break;
-  return report(call, in, s, dist, totals);
+  return report(call, in, s, *dist, totals);
 }
 
 /// The memory of the card `device` names, when it is simulated; 0 (no cap) otherwise.
@@ -462,6 +511,9 @@ void register_training_loop_node(node_registry& registry) {
     {"grad_clip_norm", param_kind::number, 0.0, 0, INFINITY, {}, "clip the gradient norm (0: off)"},
     {"device", param_kind::string, "cpu", -INFINITY, INFINITY, {}, "cpu, auto, cuda, cuda:N, mps, sim:N"},
     {"num_threads", param_kind::integer, 0, 0, 1024, {}, "intra-op threads (0: the cores of the run's slot)"},
+    {"strategy", param_kind::string, "single", -INFINITY, INFINITY, {"single", "ddp"},
+     "single: one process on the loop's device; ddp: one model across the cards of a worker run's "
+     "device set, a process per card"},
     {"accumulate_steps", param_kind::integer, 1, 1, 1'000'000, {},
      "micro-batches per optimizer step, each loss divided by N (effective batch = batch_size x N)"},
     {"precision", param_kind::string, "fp32", -INFINITY, INFINITY, {},

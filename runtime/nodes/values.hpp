@@ -49,9 +49,10 @@ struct loader_value {
   bool shuffle = true;
   bool drop_last = false;
 
-  [[nodiscard]] std::int64_t num_batches() const {
-    auto n = dataset->size();
-    return drop_last ? n / batch_size : (n + batch_size - 1) / batch_size;
+  [[nodiscard]] std::int64_t num_batches() const { return batches_for(dataset->size()); }
+  /// The batches of `samples` of its samples (a process's part of them under DDP).
+  [[nodiscard]] std::int64_t batches_for(std::int64_t samples) const {
+    return drop_last ? samples / batch_size : (samples + batch_size - 1) / batch_size;
   }
 };
 
@@ -112,7 +113,8 @@ void set_learning_rate(torch::optim::Optimizer& optimizer, double lr);
 [[nodiscard]] at::Tensor compute_loss(const loss_value& loss, const at::Tensor& output,
                                       const at::Tensor& target);
 
-/// Batch `b` of the loader under `order` (a permutation of the dataset, or undefined for in order).
+/// Batch `b` of the loader under `order` (indices into the dataset: a permutation of it, a
+/// process's part of one, or undefined for the whole dataset in order).
 struct batch {
   at::Tensor inputs;
   at::Tensor targets;
@@ -131,8 +133,10 @@ struct evaluation {
   double accuracy = 0.0;
   std::int64_t samples = 0;
 };
+/// `order`: the samples to evaluate (a process's part under DDP); undefined: every one, in order.
 [[nodiscard]] evaluation evaluate(torch::nn::Sequential& model, const loader_value& loader,
                                   const loss_value* loss, c10::Device device,
-                                  precision forward_precision = precision::fp32);
+                                  precision forward_precision = precision::fp32,
+                                  const at::Tensor& order = {});
 
 } // namespace cdui::runtime::nodes

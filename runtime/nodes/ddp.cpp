@@ -1,0 +1,124 @@
+// DDP over c10d (seed 001, "Train one model on several cards"): the FileStore rendezvous, Gloo,
+// and the Reducer behind PyTorch's DistributedDataParallel, driven from C++.
+#include "runtime/nodes/ddp.hpp"
+
+#include <cstdlib>
+
+#include <torch/csrc/distributed/c10d/FileStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/reducer.hpp>
+#include <torch/torch.h>
+
+#include "runtime/node_call.hpp"
+
+namespace cdui::runtime::nodes {
+
+namespace {
+
+/// The buckets' sizes: PyTorch DDP's defaults (a small first bucket, so the first all-reduce
+/// starts early in the backward pass, then 25 MiB).
+constexpr std::int64_t first_bucket_bytes = 1024 * 1024;
+constexpr std::int64_t bucket_bytes = 25 * 1024 * 1024;
+
+class ddp_distribution final : public distribution {
+public:
+  ddp_distribution(const ddp_rank& settings, torch::nn::Sequential& net) : settings_(settings) {
+    try {
+      auto store = c10::make_intrusive<c10d::FileStore>(settings.rendezvous.string(), settings.world_size);
+      auto options = c10d::ProcessGroupGloo::Options::create(settings.timeout);
+      const char* iface = std::getenv("GLOO_SOCKET_IFNAME");
+      options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(
+        iface != nullptr && *iface != '\0' ? iface : "lo"));
+      group_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store, settings.rank, settings.world_size, options);
+      // Every rank starts from rank 0's weights.
+      torch::NoGradGuard no_grad;
+      for (auto tensors : {net->parameters(), net->buffers()})
+        for (auto& t : tensors) {
+          std::vector<at::Tensor> one{t.data()};
+          group_->broadcast(one)->wait();
+        }
+    } catch (const std::exception& e) {
+      throw node_error("DDP rank " + std::to_string(settings.rank) + " of " + std::to_string(settings.world_size)
+                       + " could not join the other ranks: " + first_line(e.what()));
+    }
+    auto parameters = net->parameters();
+    std::vector<bool> sparse(parameters.size(), false);
+    auto [buckets, limits] = c10d::compute_bucket_assignment_by_size(
+      parameters, {static_cast<std::size_t>(first_bucket_bytes), static_cast<std::size_t>(bucket_bytes)}, sparse);
+    reducer_ = std::make_unique<c10d::Reducer>(parameters, buckets, limits, group_, sparse, bucket_bytes,
+                                               /*find_unused_parameters=*/false,
+                                               /*gradient_as_bucket_view=*/false,
+                                               std::unordered_map<std::size_t, std::string>{},
+                                               first_bucket_bytes);
+  }
+
+  [[nodiscard]] std::string name() const override { return "ddp"; }
+  [[nodiscard]] int world_size() const override { return settings_.world_size; }
+  [[nodiscard]] int rank() const override { return settings_.rank; }
+
+  at::Tensor shard(const at::Tensor& order, std::int64_t samples) override {
+    auto all = order.defined() ? order : torch::arange(samples, torch::kInt64);
+    if (order.defined()) {  // shuffled: rank 0's order on every rank
+      std::vector<at::Tensor> one{all};
+      group_->broadcast(one)->wait();
+    }
+    auto n = static_cast<std::int64_t>(settings_.world_size);
+    auto total = (samples + n - 1) / n * n;
+    // A part that would be short repeats samples from the start, so every rank runs as many batches.
+    while (all.size(0) < total)
+      all = torch::cat({all, all.narrow(0, 0, std::min(all.size(0), total - all.size(0)))});
+    return all.slice(0, settings_.rank, total, n).contiguous();
+  }
+
+  at::Tensor part(std::int64_t samples) override {
+    return torch::arange(settings_.rank, samples, settings_.world_size, torch::kInt64);
+  }
+
+  void before_backward(bool ends_window) override {
+    // Only the backward that ends a window all-reduces: the window's inner ones accumulate here.
+    if (!ends_window)
+      return;
+    reducer_->prepare_for_forward();
+    reducer_->prepare_for_backward({});
+  }
+
+  // The Reducer's hooks have averaged the gradients by the end of the backward.
+  void after_window(const std::vector<at::Tensor>&) override {}
+
+  double sum(double local) override { return reduce(local, c10d::ReduceOp::SUM); }
+
+  bool any_stop(bool local) override { return reduce(local ? 1.0 : 0.0, c10d::ReduceOp::MAX) > 0; }
+
+  std::vector<double> gather(double local) override {
+    auto all = torch::zeros({settings_.world_size}, torch::kDouble);
+    all[settings_.rank] = local;
+    std::vector<at::Tensor> one{all};
+    group_->allreduce(one)->wait();
+    return {all.data_ptr<double>(), all.data_ptr<double>() + settings_.world_size};
+  }
+
+  [[nodiscard]] std::vector<std::string> devices() const override { return settings_.devices; }
+
+private:
+  double reduce(double local, c10d::ReduceOp op) {
+    std::vector<at::Tensor> one{torch::tensor({local}, torch::kDouble)};
+    c10d::AllreduceOptions options;
+    options.reduceOp = op;
+    group_->allreduce(one, options)->wait();
+    return one.front().item<double>();
+  }
+
+  static std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+  ddp_rank settings_;
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> group_;
+  std::unique_ptr<c10d::Reducer> reducer_;
+};
+
+} // namespace
+
+std::unique_ptr<distribution> join_ddp(const ddp_rank& rank, torch::nn::Sequential& net) {
+  return std::make_unique<ddp_distribution>(rank, net);
+}
+
+} // namespace cdui::runtime::nodes

@@ -1,0 +1,132 @@
+// DDP (seed 001, "Train one model on several cards"; issue 13): two `cdui exec` ranks on two sim
+// cards train one model with c10d (Gloo on loopback, the Reducer's bucketed all-reduce), and end
+// with the weights one process gets from the combined batch.
+#include <boost/test/unit_test.hpp>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "testkit/graphs.hpp"
+#include "testkit/home.hpp"
+#include "testkit/server_process.hpp"
+#include "unit/runtime/run_helpers.hpp"
+#include "unit/runtime/saved_weights.hpp"
+
+using cdui::test::temp_home;
+using nlohmann::json;
+
+namespace {
+
+/// The moons MLP with SGD and momentum, no dropout, 20 optimizer steps, its weights saved to the
+/// run's checkpoints/model.pt. `batch` per process; the loop's strategy as given.
+json ddp_graph(int batch, int accumulate, const std::string& strategy, bool shuffle) {
+  auto g = cdui::test::training_graph_json(
+    {{"name", "moons"}, {"n_samples", 512}, {"noise", 0.1}},
+    {{"batch_size", batch}, {"shuffle", shuffle}},
+    {{{"type", "Linear"}, {"out_features", 16}}, {{"type", "ReLU"}}, {{"type", "Linear"}, {"out_features", 2}}},
+    {{"name", "sgd"}, {"lr", 0.1}, {"momentum", 0.9}},
+    {{"epochs", 5}, {"max_steps", 20}, {"accumulate_steps", accumulate}, {"strategy", strategy}});
+  g["nodes"].push_back({{"id", "save"}, {"type", "ModelSaver"}, {"params", {{"path", "model.pt"}}}});
+  g["edges"].push_back({{"from", "loop.model"}, {"to", "save.model"}});
+  return g;
+}
+
+/// A run folder as an agent prepares it (graph.json, run.json) for a run on `cards`.
+std::filesystem::path prepare(const temp_home& home, const std::string& id, const json& graph,
+                              const std::vector<std::string>& cards) {
+  auto dir = home.path() / "runs" / id;
+  std::filesystem::create_directories(dir);
+  std::ofstream{dir / "graph.json"} << graph.dump();
+  std::ofstream{dir / "run.json"} << json{{"run_id", id},
+                                          {"device", cards.front()},
+                                          {"visible_devices", cards},
+                                          {"seed", 7},
+                                          {"num_threads", 1},
+                                          {"options", json::object()}}
+                                       .dump();
+  return dir;
+}
+
+json outcome(const std::filesystem::path& file) {
+  std::ifstream in{file};
+  return json::parse(in, nullptr, false);
+}
+
+/// Runs `world` ranks of the run in `dir` (`cdui exec --rank k --world-size world`) to their end.
+void run_ranks(const std::filesystem::path& dir, int world) {
+  std::map<std::string, std::string> env{{"CODEFYUI_SIM_DEVICES", "2x1GiB"}, {"OMP_NUM_THREADS", "1"},
+                                         {"CODEFYUI_DDP_TIMEOUT_S", "60"}};
+  std::vector<std::unique_ptr<cdui::test::process>> ranks;
+  for (int k = 0; k < world; ++k)
+    ranks.push_back(cdui::test::start_cdui({"exec", dir.string(), "--rank", std::to_string(k),
+                                            "--world-size", std::to_string(world)}, env));
+  for (auto& r : ranks) {
+    auto code = r->wait_for(std::chrono::minutes(3));
+    BOOST_TEST_REQUIRE(code.has_value(), "a rank did not end");
+    BOOST_TEST(*code == 0, r->err());
+  }
+}
+
+/// Two ranks at `batch` each against one process at 2 x `batch`: the same weights.
+void check_same_weights_as_one_process(int batch, int accumulate, bool shuffle) {
+  temp_home home;
+  auto ddp = prepare(home, "ddp00001", ddp_graph(batch, accumulate, "ddp", shuffle), {"sim:0", "sim:1"});
+  auto one = prepare(home, "one00001", ddp_graph(2 * batch, accumulate, "single", shuffle), {"sim:0"});
+  run_ranks(ddp, 2);
+  run_ranks(one, 1);
+  auto ended = outcome(ddp / "outcome.json");
+  BOOST_TEST_REQUIRE(ended["status"] == "succeeded", ended.dump());
+  BOOST_TEST(outcome(ddp / "outcome-rank1.json")["status"] == "succeeded");
+  BOOST_TEST_REQUIRE(outcome(one / "outcome.json")["status"] == "succeeded");
+  const auto& loop = ended["final_metrics"]["loop"];
+  BOOST_TEST(loop["strategy"] == "ddp");
+  BOOST_TEST(loop["world_size"] == 2);
+  BOOST_TEST(loop["backend"] == "gloo");
+  BOOST_TEST(loop["total_steps"] == 20);
+  BOOST_TEST(loop["effective_batch_size"] == 2 * batch * accumulate);
+  // Each card's peak, the most its rank used of it.
+  BOOST_TEST(loop["peak_memory_bytes"]["sim:0"].get<std::int64_t>() > 0);
+  BOOST_TEST(loop["peak_memory_bytes"]["sim:1"].get<std::int64_t>() > 0);
+  // Only rank 0 saved the model; rank 1 ran the loop and what feeds it, and logged beside the run.
+  BOOST_TEST(std::filesystem::exists(ddp / "output-rank1.log"));
+  auto trained = cdui::test::load_weights(ddp / "checkpoints" / "model.pt");
+  auto reference = cdui::test::load_weights(one / "checkpoints" / "model.pt");
+  BOOST_REQUIRE(trained.size() == reference.size());
+  for (const auto& [name, t] : reference)
+    BOOST_TEST(torch::allclose(trained.at(name), t, /*rtol=*/0, /*atol=*/1e-5),
+               name << ": max difference " << (trained.at(name) - t).abs().max().item<double>());
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(ddp_test)
+
+BOOST_AUTO_TEST_CASE(two_ranks_on_two_sim_cards_train_the_weights_one_process_gets_from_the_combined_batch) {
+  check_same_weights_as_one_process(16, 1, false);
+}
+
+BOOST_AUTO_TEST_CASE(with_accumulate_steps_2_and_shuffle_the_ranks_still_match_one_process) {
+  check_same_weights_as_one_process(16, 2, true);
+}
+
+BOOST_AUTO_TEST_CASE(a_ddp_loop_in_a_run_of_one_process_trains_single_and_says_so) {
+  temp_home home;
+  auto doc = cdui::test::moons_graph();
+  cdui::test::params(doc, "loop")["strategy"] = "ddp";
+  cdui::test::params(doc, "loop")["epochs"] = 1;
+  auto run = cdui::test::run_graph(doc, home.path());
+  cdui::test::require_succeeded(run);
+  auto warnings = run.of_type("run_warning");
+  BOOST_REQUIRE_EQUAL(warnings.size(), 1u);
+  BOOST_TEST(warnings[0]["kind"] == "ddp_not_available");
+  BOOST_TEST(warnings[0]["message"] == "Node loop (TrainingLoop): strategy ddp trains across the cards of a run "
+                                       "queued on a worker with a device set of two or more cards; this run "
+                                       "executes in one process on cpu, so the loop trains there as with "
+                                       "strategy single");
+  BOOST_TEST(run.config("loop")["strategy"] == "single");
+  BOOST_TEST(run.config("loop")["world_size"] == 1);
+  BOOST_TEST(run.metrics["loop"]["strategy"] == "single");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
