@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <fstream>
 #include <vector>
 
@@ -51,9 +52,25 @@ std::optional<std::string> launch(self_ptr self, const run_launch& l) {
   // A stop can come as soon as the new process has a pid: start_exec keeps it waiting until
   // `cdui exec` installs its handlers. Its own session: the run outlives a signal to the agent's
   // process group.
-  pid_t pid = start_exec(st.setup.exec_binary, st.setup.dir, false, -1, plan.environment());
+  auto env = plan.environment();
+  auto world = ddp_ranks::world_size(l.run.graph_json, plan.visible_devices.size());
+  std::vector<std::string> rank_args;
+  if (world > 1) {
+    // Each rank one thread, and the ranks on loopback unless this agent's environment says otherwise.
+    env["OMP_NUM_THREADS"] = "1";
+    if (std::getenv("GLOO_SOCKET_IFNAME") == nullptr)
+      env["GLOO_SOCKET_IFNAME"] = "lo";
+    rank_args = {"--rank", "0", "--world-size", std::to_string(world)};
+  }
+  pid_t pid = start_exec(st.setup.exec_binary, st.setup.dir, false, -1, env, rank_args);
   if (pid < 0)
     return "cannot start the run's process (fork failed)";
+  if (world > 1)
+    if (auto why = st.ranks.start(st.setup.exec_binary, st.setup.dir, world, env)) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+      return why;
+    }
   // An agent that restarts finds the process again by it (the run outlives the agent).
   storage::write_file_atomic(st.setup.dir / "exec.pid", std::to_string(pid) + "\n");
   st.pid = pid;
@@ -67,6 +84,7 @@ void recover(self_ptr self) {
   auto& st = self->state;
   st.child = false;
   st.pid = run_process_pid(st.setup.dir);
+  st.ranks.recover(st.setup.dir);
   if (!run_process_alive(st.pid, st.setup.dir)) {
     st.pid = -1;
     st.ended = read_outcome(st.setup.dir).value_or(run_outcome{
@@ -114,7 +132,7 @@ void mark_acked(self_ptr self) {
 
 /// Whether its process has ended since the last look (a child is reaped here).
 bool process_exited(supervisor_state& st, int& status) {
-  if (st.ended || st.pid <= 0)
+  if (st.ended || st.process_ended || st.pid <= 0)
     return false;
   return st.child ? ::waitpid(st.pid, &status, WNOHANG) == st.pid
                   : !run_process_alive(st.pid, st.setup.dir);
@@ -122,10 +140,38 @@ bool process_exited(supervisor_state& st, int& status) {
 
 /// One look at the run: new events out, its end once its process has exited. False when the
 /// supervisor is done (a forgotten run whose process has exited).
+/// Whether the run has ended: its process (rank 0) and, under DDP, every other rank. A rank that
+/// fails ends the others (the run fails with its error); after rank 0, the others have 10 s to
+/// exit on their own.
+bool run_exited(supervisor_state& st) {
+  int status = 0;
+  if (process_exited(st, status)) {
+    st.process_ended = true;
+    st.process_status = status;
+  }
+  if (auto failure = st.ranks.look(); failure && !st.rank_failure) {
+    spdlog::warn("agent '{}': run {}: {}", st.setup.worker, st.setup.run_id, *failure);
+    st.rank_failure = failure;
+    if (!st.process_ended && st.pid > 0)
+      ::kill(st.pid, SIGKILL);
+    st.ranks.signal(SIGKILL);
+  }
+  if (st.ended || !st.process_ended)
+    return false;
+  if (!st.ranks.all_exited()) {
+    auto now = std::chrono::steady_clock::now();
+    if (!st.ranks_deadline)
+      st.ranks_deadline = now + std::chrono::seconds(10);
+    else if (now > *st.ranks_deadline)
+      st.ranks.signal(SIGKILL);
+    return false;
+  }
+  return true;
+}
+
 bool pump(self_ptr self) {
   auto& st = self->state;
-  int status = 0;
-  bool exited = process_exited(st, status);
+  bool exited = run_exited(st);
   bool linked = !st.link.socket.expired();
   // Read after the exit check: once it has exited, everything it wrote is in the file. What could
   // not be sent is read again (the socket says so with an unsent), so nothing is skipped.
@@ -156,9 +202,11 @@ bool pump(self_ptr self) {
   if (exited) {
     st.ended = read_outcome(st.setup.dir).value_or(run_outcome{
       run_status::failed,
-      st.child ? process_exit_reason(status)
+      st.child ? process_exit_reason(st.process_status)
                : "the run's process ended without an outcome while its agent was restarting",
       "{}"});
+    if (st.rank_failure)
+      st.ended = run_outcome{run_status::failed, *st.rank_failure, st.ended->final_metrics};
     spdlog::info("agent '{}': run {} ended {}{}{}", st.setup.worker, st.setup.run_id,
                  to_string(st.ended->status), st.ended->error.empty() ? "" : ": ", st.ended->error);
     self->send(st.setup.agent, atoms::ended::value, st.setup.run_id);
@@ -267,6 +315,9 @@ caf::behavior run_supervisor(self_ptr self, supervisor_setup setup) {
       spdlog::info("agent '{}': {} run {}", st.setup.worker, interrupt ? "interrupting" : "cancelling",
                    st.setup.run_id);
       ::kill(st.pid, interrupt ? SIGUSR1 : SIGTERM);
+      // Rank 0 alone: the ranks agree after every batch whether to stop, so they stop at the same
+      // batch (a rank signalled before it joined the others would leave them waiting); the other
+      // ranks that do not end with it are ended 10 s after it.
     },
     [=](atoms::quit) { self->quit(); },
   };

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <chrono>
+
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -9,6 +11,7 @@
 #include <caf/fwd.hpp>
 #include <caf/stateful_actor.hpp>
 
+#include "actors/agent/ddp_ranks.hpp"
 #include "actors/agent/protocol.hpp"
 #include "actors/policy/launch_plan.hpp"
 #include "messages/run_outcome.hpp"
@@ -55,6 +58,14 @@ struct supervisor_state {
   bool end_sent = false;
   /// The server no longer follows it: stop it, report nothing.
   bool forgotten = false;
+  /// A run trained with DDP: its other ranks, the first rank's failure, and whether rank 0 (the
+  /// run's process) has exited, with its wait status; the run ends once every rank has.
+  ddp_ranks ranks;
+  std::optional<std::string> rank_failure;
+  bool process_ended = false;
+  int process_status = 0;
+  /// After rank 0 has exited, how long the other ranks have to exit on their own.
+  std::optional<std::chrono::steady_clock::time_point> ranks_deadline;
   static inline const char* name = "run_supervisor";
 };
 

@@ -57,7 +57,8 @@ void emit_lines(std::string& pending, const runtime::run_context& ctx) {
 } // namespace
 
 pid_t start_exec(const std::filesystem::path& binary, const std::filesystem::path& dir, bool pipe,
-                 int stdout_fd, const std::map<std::string, std::string>& env) {
+                 int stdout_fd, const std::map<std::string, std::string>& env,
+                 const std::vector<std::string>& extra) {
   auto env_strings = environment(env);
   std::vector<char*> envp;
   for (auto& e : env_strings)
@@ -70,6 +71,9 @@ pid_t start_exec(const std::filesystem::path& binary, const std::filesystem::pat
   if (pipe)
     argv.push_back(const_cast<char*>("--pipe"));
   argv.push_back(folder.data());
+  auto args = extra;
+  for (auto& a : args)
+    argv.push_back(a.data());
   argv.push_back(nullptr);
   // Blocked across the fork, so the child starts with both blocked, atomically.
   sigset_t stops;
@@ -105,8 +109,8 @@ std::string process_exit_reason(int status) {
          + " before it finished";
 }
 
-std::optional<run_outcome> read_outcome(const std::filesystem::path& dir) {
-  std::ifstream in{dir / "outcome.json"};
+std::optional<run_outcome> read_outcome(const std::filesystem::path& dir, const std::string& file) {
+  std::ifstream in{dir / file};
   auto j = nlohmann::json::parse(in, nullptr, false);
   if (!j.is_object() || !j["status"].is_string())
     return std::nullopt;

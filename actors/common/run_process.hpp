@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <sys/types.h>
 
@@ -19,15 +20,19 @@ namespace cdui::actors {
 /// blocked in the child until `cdui exec` installs its handlers, so a stop sent as it starts is
 /// not lost. Safe in a multi-threaded parent (nothing but async-signal-safe calls after fork).
 /// The child's pid, or -1 when fork failed.
+/// `extra` goes after the folder (a DDP rank's `--rank K --world-size N`).
 [[nodiscard]] pid_t start_exec(const std::filesystem::path& binary, const std::filesystem::path& dir,
                                bool pipe, int stdout_fd,
-                               const std::map<std::string, std::string>& env);
+                               const std::map<std::string, std::string>& env,
+                               const std::vector<std::string>& extra = {});
 
 /// Why a run's process ended without an outcome (a waitpid status), for the run's error.
 [[nodiscard]] std::string process_exit_reason(int status);
 
-/// The outcome a finished `cdui exec` wrote into dir/outcome.json, if it wrote one.
-[[nodiscard]] std::optional<run_outcome> read_outcome(const std::filesystem::path& dir);
+/// The outcome a finished `cdui exec` wrote into dir/outcome.json (`file`: a DDP rank's
+/// outcome-rank<k>.json), if it wrote one.
+[[nodiscard]] std::optional<run_outcome> read_outcome(const std::filesystem::path& dir,
+                                                      const std::string& file = "outcome.json");
 
 /// Executes a local run in a process of its own (`cdui start --isolation process`): writes
 /// run.json into ctx.run_dir, starts `binary exec --pipe RUN_DIR` and blocks until the process

@@ -448,7 +448,11 @@ std::int64_t sim_card_bytes(const std::string& device, const devices::host_devic
 }
 
 port_values run_training_loop(node_call& call) {
-  auto device_name = call.resolve_device();
+  // Under DDP rank k trains on the run's card k, whatever card the loop's device param names.
+  const auto& ranks = call.run().ddp;
+  bool ranked = call.string_param("strategy") == "ddp" && ranks.world_size >= 2
+                && static_cast<std::size_t>(ranks.rank) < ranks.devices.size();
+  auto device_name = ranked ? ranks.devices[static_cast<std::size_t>(ranks.rank)] : call.resolve_device();
   if (torch_device(device_name).type() != c10::DeviceType::CPU) {
     try {
       // A run held to a memory budget outgrows it alone (seed 001): the card's allocator is capped.
