@@ -151,6 +151,12 @@ int exec_command(const std::filesystem::path& run_dir, bool pipe, int rank, int 
                    ctx.ddp.devices.size(), world_size);
       return exit_usage;
     }
+    if (auto conflict = runtime::ddp_conflict(graph)) {
+      run_outcome o{run_status::failed, *conflict, "{}"};
+      emit("execution_error", {{"kind", "error"}, {"error", o.error}});
+      write_outcome(outcome_file, o);
+      return exit_ok;
+    }
     if (rank > 0) {
       ctx.device = ctx.ddp.devices[static_cast<std::size_t>(rank)];
       ctx.slot = ctx.device;

@@ -149,20 +149,47 @@ void record_all(std::map<std::string, port_values> outputs, const run_context& c
 
 } // namespace
 
-validated_graph ddp_rank_part(const validated_graph& graph) {
-  std::set<std::string> needed;
-  for (const auto& node : graph.g.nodes)
+namespace {
+
+std::vector<std::string> ddp_loops(const validated_graph& graph) {
+  std::vector<std::string> loops;
+  for (auto index : graph.order) {
+    const auto& node = graph.g.nodes[index];
     if (node.type == "TrainingLoop" && node.params.value("strategy", std::string{}) == "ddp")
-      needed.insert(node.id);
-  // The nodes that feed them, walking back from the end of the order (inputs come first).
+      loops.push_back(node.id);
+  }
+  return loops;
+}
+
+/// `ids` and every node that feeds them, walking back from the end of the order (inputs come first).
+std::set<std::string> with_ancestors(const validated_graph& graph, std::set<std::string> ids) {
   for (auto i = graph.order.rbegin(); i != graph.order.rend(); ++i) {
     const auto& id = graph.g.nodes[*i].id;
-    if (!needed.count(id))
+    if (!ids.count(id))
       continue;
     for (const auto& e : graph.g.edges)
       if (e.to.node == id)
-        needed.insert(e.from.node);
+        ids.insert(e.from.node);
   }
+  return ids;
+}
+
+} // namespace
+
+std::optional<std::string> ddp_conflict(const validated_graph& graph) {
+  auto loops = ddp_loops(graph);
+  // In execution order: each loop must be fed by the one before it, or they run side by side.
+  for (std::size_t i = 1; i < loops.size(); ++i)
+    if (!with_ancestors(graph, {loops[i]}).count(loops[i - 1]))
+      return "TrainingLoops '" + loops[i - 1] + "' and '" + loops[i] + "' both train with strategy ddp "
+             "on separate branches of the graph; the ranks train one ddp loop at a time: feed one "
+             "loop's model into the other, or set one to strategy single";
+  return std::nullopt;
+}
+
+validated_graph ddp_rank_part(const validated_graph& graph) {
+  auto loops = ddp_loops(graph);
+  auto needed = with_ancestors(graph, {loops.begin(), loops.end()});
   auto part = graph;
   part.order.clear();
   for (auto index : graph.order)

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -91,6 +92,11 @@ void set_intra_op_threads(int n);
 /// execute the TrainingLoops whose strategy is ddp and the nodes that feed them, and no node after
 /// them): the same graph with its execution order cut to those nodes.
 [[nodiscard]] validated_graph ddp_rank_part(const validated_graph& graph);
+
+/// Why a graph cannot train with DDP, or nullopt: two TrainingLoops with strategy ddp on separate
+/// branches (neither feeds the other) would train at the same time over one set of ranks. One after
+/// the other (one loop's model into the next) is fine.
+[[nodiscard]] std::optional<std::string> ddp_conflict(const validated_graph& graph);
 
 /// Executes a validated graph node by node in topological order, emitting execution_start,
 /// node_status, progress, metric, run_warning and exactly one of execution_complete,

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/engine.hpp"
 #include "testkit/graphs.hpp"
 #include "testkit/home.hpp"
 #include "testkit/server_process.hpp"
@@ -53,12 +54,14 @@ json outcome(const std::filesystem::path& file) {
   return json::parse(in, nullptr, false);
 }
 
-/// Runs `world` ranks of the run in `dir` (`cdui exec --rank k --world-size world`) to their end.
-void run_ranks(const std::filesystem::path& dir, int world) {
+/// Runs ranks 0..`started`-1 of `world` of the run in `dir` (`cdui exec --rank k --world-size
+/// world`) to their end.
+void run_ranks(const std::filesystem::path& dir, int world, int started = -1,
+               const std::string& timeout_s = "60") {
   std::map<std::string, std::string> env{{"CODEFYUI_SIM_DEVICES", "2x1GiB"}, {"OMP_NUM_THREADS", "1"},
-                                         {"CODEFYUI_DDP_TIMEOUT_S", "60"}};
+                                         {"CODEFYUI_DDP_TIMEOUT_S", timeout_s}};
   std::vector<std::unique_ptr<cdui::test::process>> ranks;
-  for (int k = 0; k < world; ++k)
+  for (int k = 0; k < (started < 0 ? world : started); ++k)
     ranks.push_back(cdui::test::start_cdui({"exec", dir.string(), "--rank", std::to_string(k),
                                             "--world-size", std::to_string(world)}, env));
   for (auto& r : ranks) {
@@ -127,6 +130,37 @@ BOOST_AUTO_TEST_CASE(a_ddp_loop_in_a_run_of_one_process_trains_single_and_says_s
   BOOST_TEST(run.config("loop")["strategy"] == "single");
   BOOST_TEST(run.config("loop")["world_size"] == 1);
   BOOST_TEST(run.metrics["loop"]["strategy"] == "single");
+}
+
+BOOST_AUTO_TEST_CASE(a_rank_the_others_never_meet_fails_once_the_collective_timeout_passes) {
+  temp_home home;
+  auto dir = prepare(home, "alone001", ddp_graph(16, 1, "ddp", false), {"sim:0", "sim:1"});
+  run_ranks(dir, 2, 1, "2");  // rank 1 never starts
+  auto ended = outcome(dir / "outcome.json");
+  BOOST_TEST(ended["status"] == "failed");
+  BOOST_TEST(ended["error"].get<std::string>().find("DDP rank 0 of 2 could not join the other ranks: ")
+             != std::string::npos, ended.dump());
+}
+
+BOOST_AUTO_TEST_CASE(two_ddp_loops_on_separate_branches_are_refused_and_one_after_the_other_is_not) {
+  auto doc = ddp_graph(16, 1, "ddp", false);
+  doc["nodes"].push_back({{"id", "loop2"}, {"type", "TrainingLoop"}, {"params", {{"strategy", "ddp"}}}});
+  doc["edges"].push_back({{"from", "loader.dataloader"}, {"to", "loop2.dataloader"}});
+  doc["edges"].push_back({{"from", "loss.loss_fn"}, {"to", "loop2.loss_fn"}});
+  doc["edges"].push_back({{"from", "opt.optimizer"}, {"to", "loop2.optimizer"}});
+  auto sequential = doc;
+  doc["edges"].push_back({{"from", "model.model"}, {"to", "loop2.model"}});
+  auto why = cdui::runtime::ddp_conflict(cdui::test::require_valid(doc));
+  BOOST_REQUIRE(why);
+  BOOST_TEST(*why == "TrainingLoops 'loop' and 'loop2' both train with strategy ddp on separate branches "
+                     "of the graph; the ranks train one ddp loop at a time: feed one loop's model into "
+                     "the other, or set one to strategy single");
+  sequential["edges"].push_back({{"from", "loop.model"}, {"to", "loop2.model"}});
+  auto valid = cdui::test::require_valid(sequential);
+  BOOST_TEST(!cdui::runtime::ddp_conflict(valid));
+  // A rank > 0 executes both loops and what feeds them, not the saver after them.
+  auto part = cdui::runtime::ddp_rank_part(valid);
+  BOOST_TEST(part.order.size() == valid.order.size() - 1);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
