@@ -48,6 +48,8 @@ std::string card_ledger::runs_text() const {
 }
 
 card_ledger::verdict card_ledger::judge(std::int64_t budget) const {
+  if (!cfg_.cannot_budget.empty())
+    return {fit::never, needs(budget) + ", but " + cfg_.name + " " + cfg_.cannot_budget};
   if (!reported_)
     return {fit::pending, needs(budget) + ", " + cfg_.name
                           + " has not reported its memory yet; the budget is judged at its next heartbeat"};

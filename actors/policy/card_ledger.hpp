@@ -31,6 +31,9 @@ public:
     std::int64_t context_bytes = 0;
     /// How the allowance is called: "CUDA context" on CUDA, "context" elsewhere.
     std::string context_name = "context";
+    /// Why the card can never admit a run by its budget (policy::budget_refusal: an MPS card reports
+    /// no memory total); empty: it can. Every budget is then refused with it.
+    std::string cannot_budget;
   };
 
   explicit card_ledger(config cfg) : cfg_(std::move(cfg)) {}

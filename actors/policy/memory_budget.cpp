@@ -60,6 +60,13 @@ std::string sharing_refusal(bool on_this_server, std::string_view device) {
   return "only a worker's cards (cuda, mps, sim) can be shared by memory, not '" + std::string{device} + "'";
 }
 
+std::string budget_refusal(std::string_view device) {
+  if (devices::kind_of(device) == "mps")
+    return "is an MPS card, which reports no memory total, so it cannot admit a run by budget; set "
+           "it back to Exclusive (cdui workers exclusive) to run there by count";
+  return "";
+}
+
 std::string context_name(std::string_view device) {
   return devices::kind_of(device) == "cuda" ? "CUDA context" : "context";
 }

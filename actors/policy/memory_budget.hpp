@@ -54,6 +54,11 @@ resolve_budget(std::optional<std::int64_t> declared, budget_source declared_sour
 /// scopes are capped in-process; not this server's CUDA cards, nor a worker's CPU.
 [[nodiscard]] std::string sharing_refusal(bool on_this_server, std::string_view device);
 
+/// Why a card set Shared by memory still cannot admit a run by its budget, to end a sentence that
+/// starts with the card's name; empty when it can. An MPS card (seed 001): it reports no memory
+/// total, so the server refuses its budgeted runs until it is set back to Exclusive.
+[[nodiscard]] std::string budget_refusal(std::string_view device);
+
 /// What each run on a card holds besides its budget is called in sentences: "CUDA context" on a CUDA
 /// card, "context" elsewhere.
 [[nodiscard]] std::string context_name(std::string_view device);

@@ -197,7 +197,8 @@ bool share(self_ptr self, const std::string& key, const std::string& card, const
   if (slot == st.slots.end()) {
     auto spawned = self->spawn(device_slot, card, std::vector<std::string>{key},
                                card_ledger::config{name, context,
-                                                   policy::context_name(slot_key::parse(key).device)},
+                                                   policy::context_name(slot_key::parse(key).device),
+                                                   policy::budget_refusal(slot_key::parse(key).device)},
                                caf::actor_cast<memory_ledger_actor>(self));
     slot = st.slots.emplace(card, spawned).first;
   } else {

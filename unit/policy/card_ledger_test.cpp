@@ -246,4 +246,21 @@ BOOST_AUTO_TEST_CASE(which_cards_may_be_shared_by_memory) {
                                               "memory, not 'cpu'");
 }
 
+BOOST_AUTO_TEST_CASE(a_shared_mps_card_refuses_every_budget_until_it_is_exclusive_again) {
+  BOOST_TEST(budget_refusal("cuda:0").empty());
+  BOOST_TEST(budget_refusal("sim:1").empty());
+  card_ledger mps{{"mps:0 on mac-box", 0, "context", budget_refusal("mps:0")}};
+  mps.report(0, 0);  // no total to go by
+  auto verdict = mps.judge(gib);
+  BOOST_TEST((verdict.answer == card_ledger::fit::never));
+  BOOST_TEST(verdict.reason == "needs 1.0 GiB, but mps:0 on mac-box is an MPS card, which reports no "
+                               "memory total, so it cannot admit a run by budget; set it back to "
+                               "Exclusive (cdui workers exclusive) to run there by count");
+  // Not even before a heartbeat: the answer does not depend on one.
+  card_ledger fresh{{"mps:0 on mac-box", 0, "context", budget_refusal("mps:0")}};
+  BOOST_TEST((fresh.judge(gib).answer == card_ledger::fit::never));
+  // A run for a named worker is refused at once, whatever target.wait says.
+  BOOST_TEST((kind_of(decide({&fresh}, {gib, true, false})) == memory_decision::kind::refuse));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
