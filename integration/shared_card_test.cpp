@@ -203,6 +203,21 @@ BOOST_AUTO_TEST_CASE(a_card_two_agents_offer_keeps_one_ledger_and_admits_by_memo
   srv.await_status(d, "running");
   end_all(srv, {d});
 
+  // A run that outgrows its budget runs out of memory alone, saying where its budget came from;
+  // its neighbour through the other agent goes on and succeeds.
+  auto neighbour_body = body_on_worker(moons_graph_json(2, 0, 16, std::nullopt), "w1", {"sim:0"});
+  neighbour_body["options"]["target"]["memory_gib"] = 0.8;
+  auto neighbour = srv.submit_ok(neighbour_body);
+  // 2-8192-2 with Adam holds far more than 0.0002 GiB (209.7 KiB).
+  auto greedy_body = body_on_worker(moons_graph_json(1, 4, 8192, std::nullopt), "w2", {"sim:0"});
+  greedy_body["options"]["target"]["memory_gib"] = 0.0002;
+  auto greedy = srv.wait_final(srv.submit_ok(greedy_body));
+  BOOST_TEST(greedy["status"] == "failed");
+  BOOST_TEST(greedy["error"].get<std::string>().find("The run is held to its memory budget of 209.7 KiB per "
+                                                     "card (typed: target.memory_gib)") != std::string::npos,
+             greedy.dump());
+  BOOST_TEST(srv.wait_final(neighbour)["status"] == "succeeded");
+
   // w2 back to Exclusive, w1 still Shared: w2's runs are not judged by memory, so the card admits
   // one run at a time by count whichever agent it comes through (w1's runs by memory as well).
   auto exclusive = run_cdui(home, {"workers", "exclusive", "w2", "sim:0"});
