@@ -5,6 +5,7 @@
 #include <set>
 
 #include "actors/policy/card_groups.hpp"
+#include "actors/policy/memory_budget.hpp"
 #include "actors/policy/placement.hpp"
 #include "messages/slot_key.hpp"
 
@@ -127,8 +128,14 @@ std::string floating_reason(const run_queue_state& st, const std::string& id) {
 } // namespace
 
 std::string queue_parts::waiting_reason(const run_queue_state& st, const std::string& id) {
-  if (auto memory = st.waiting_reasons.find(id); memory != st.waiting_reasons.end())
-    return memory->second;
+  if (auto memory = st.waiting_reasons.find(id); memory != st.waiting_reasons.end()) {
+    // A budget the queue raised or gave while the run waited says so.
+    auto b = st.budgets.find(id);
+    if (b == st.budgets.end() || b->second.note.empty() || b->second.bytes == 0)
+      return memory->second;
+    return memory->second + " (its budget of " + policy::gib_text(b->second.bytes) + " is "
+           + b->second.note + ")";
+  }
   if (st.floats.count(id) != 0)
     return floating_reason(st, id);
   return queued_reason(st, st.slots.why_waiting(id));

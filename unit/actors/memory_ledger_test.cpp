@@ -378,6 +378,9 @@ BOOST_AUTO_TEST_CASE(a_larger_peak_raises_a_waiting_estimate_and_gives_a_run_que
   BOOST_TEST(cdui::test::eventually([&] {
     return waiting_reason(srv, behind.run_id).rfind("waits for memory", 0) == 0;
   }), waiting_reason(srv, behind.run_id));
+  // Its reason says where the budget it was given comes from.
+  BOOST_TEST(waiting_reason(srv, behind.run_id).find("is the peak of run " + done.id) != std::string::npos,
+             waiting_reason(srv, behind.run_id));
   BOOST_TEST(srv.cancel(holder.run_id));
   BOOST_TEST(to_string(srv.wait(behind.run_id).status) == "succeeded");
   BOOST_TEST(to_string(srv.wait(estimated.run_id).status) == "succeeded");
