@@ -55,7 +55,7 @@ public:
   accelerator_cap& operator=(const accelerator_cap&) = delete;
 
 private:
-  int cuda_index_ = -1;  // the card capped; -1: none
+  [[maybe_unused]] int cuda_index_ = -1;  // the card capped; -1: none (used in CUDA builds only)
 };
 
 /// GradScaler's defaults (training-memory seed; PyTorch's torch.cuda.amp.GradScaler):

@@ -22,7 +22,8 @@ constexpr std::int64_t bucket_bytes = 25 * 1024 * 1024;
 
 class ddp_distribution final : public distribution {
 public:
-  ddp_distribution(const ddp_rank& settings, torch::nn::Sequential& net) : settings_(settings) {
+  ddp_distribution(const ddp_rank& settings, torch::nn::Sequential& net)
+      : settings_(settings), buffers_(net->buffers()) {
     try {
       auto store = c10::make_intrusive<c10d::FileStore>(settings.rendezvous.string(), settings.world_size);
       auto options = c10d::ProcessGroupGloo::Options::create(settings.timeout);
@@ -31,12 +32,8 @@ public:
         iface != nullptr && *iface != '\0' ? iface : "lo"));
       group_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store, settings.rank, settings.world_size, options);
       // Every rank starts from rank 0's weights.
-      torch::NoGradGuard no_grad;
-      for (auto tensors : {net->parameters(), net->buffers()})
-        for (auto& t : tensors) {
-          std::vector<at::Tensor> one{t.data()};
-          group_->broadcast(one)->wait();
-        }
+      broadcast(net->parameters());
+      broadcast(buffers_);
     } catch (const std::exception& e) {
       throw node_error("DDP rank " + std::to_string(settings.rank) + " of " + std::to_string(settings.world_size)
                        + " could not join the other ranks: " + first_line(e.what()));
@@ -85,6 +82,8 @@ public:
   // The Reducer's hooks have averaged the gradients by the end of the backward.
   void after_window(const std::vector<at::Tensor>&) override {}
 
+  void sync_buffers() override { broadcast(buffers_); }
+
   double sum(double local) override { return reduce(local, c10d::ReduceOp::SUM); }
 
   bool any_stop(bool local) override { return reduce(local ? 1.0 : 0.0, c10d::ReduceOp::MAX) > 0; }
@@ -100,6 +99,15 @@ public:
   [[nodiscard]] std::vector<std::string> devices() const override { return settings_.devices; }
 
 private:
+  /// Rank 0's values of `tensors`, on every rank.
+  void broadcast(const std::vector<at::Tensor>& tensors) {
+    torch::NoGradGuard no_grad;
+    for (const auto& t : tensors) {
+      std::vector<at::Tensor> one{t.data()};
+      group_->broadcast(one)->wait();
+    }
+  }
+
   double reduce(double local, c10d::ReduceOp op) {
     std::vector<at::Tensor> one{torch::tensor({local}, torch::kDouble)};
     c10d::AllreduceOptions options;
@@ -111,6 +119,7 @@ private:
   static std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
   ddp_rank settings_;
+  std::vector<at::Tensor> buffers_;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> group_;
   std::unique_ptr<c10d::Reducer> reducer_;
 };

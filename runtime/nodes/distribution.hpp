@@ -38,6 +38,9 @@ public:
   /// After the backward that ends a window, before the optimizer steps: every process holds the
   /// same gradients from here on.
   virtual void after_window(const std::vector<at::Tensor>& parameters) = 0;
+  /// Before an evaluation: every process takes the buffers (BatchNorm's running statistics) of
+  /// the one that reports, so each evaluates the model that process hands on.
+  virtual void sync_buffers() = 0;
   /// A figure summed over every process (a loss sum, a sample count).
   [[nodiscard]] virtual double sum(double local) = 0;
   /// Whether any process was asked to stop: all stop at the same batch.
@@ -59,6 +62,7 @@ public:
   [[nodiscard]] at::Tensor part(std::int64_t) override { return {}; }
   void before_backward(bool) override {}
   void after_window(const std::vector<at::Tensor>&) override {}
+  void sync_buffers() override {}
   [[nodiscard]] double sum(double local) override { return local; }
   [[nodiscard]] bool any_stop(bool local) override { return local; }
   [[nodiscard]] std::vector<double> gather(double local) override { return {local}; }

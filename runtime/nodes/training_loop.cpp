@@ -363,7 +363,9 @@ bool run_epoch(node_call& call, loop_inputs& in, loop_setup& s, distribution& di
   // Validation runs either way: it measures the model the node hands on.
   if (in.val_loader) {
     // Validation runs under the same autocast as training, so the two curves stay comparable.
-    // Under DDP each rank evaluates its part, each sample once; the figures are over them all.
+    // Under DDP each rank evaluates its part, each sample once, with rank 0's BatchNorm
+    // statistics; the figures are over them all.
+    dist.sync_buffers();
     auto v = evaluate(net, *in.val_loader, in.loss.get(), s.device, s.choice.ran,
                       dist.part(in.val_loader->dataset->size()));
     auto samples_all = dist.sum(static_cast<double>(v.samples));
