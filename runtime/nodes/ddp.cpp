@@ -86,7 +86,21 @@ public:
 
   double sum(double local) override { return reduce(local, c10d::ReduceOp::SUM); }
 
-  bool any_stop(bool local) override { return reduce(local ? 1.0 : 0.0, c10d::ReduceOp::MAX) > 0; }
+  // Pipelined by one batch: the flags every rank gave at the last batch are read now (their
+  // all-reduce ran during that batch), and this batch's go out. Every rank reads the same answer
+  // at the same batch, so all stop at one batch, one batch after the first was asked to.
+  bool any_stop(bool local) override {
+    bool stop = false;
+    if (stop_work_) {
+      stop_work_->wait();
+      stop = stop_flag_.front().item<double>() > 0;
+    }
+    stop_flag_ = {torch::tensor({local ? 1.0 : 0.0}, torch::kDouble)};
+    c10d::AllreduceOptions options;
+    options.reduceOp = c10d::ReduceOp::MAX;
+    stop_work_ = group_->allreduce(stop_flag_, options);
+    return stop;
+  }
 
   std::vector<double> gather(double local) override {
     auto all = torch::zeros({settings_.world_size}, torch::kDouble);
@@ -120,6 +134,9 @@ private:
 
   ddp_rank settings_;
   std::vector<at::Tensor> buffers_;
+  /// The stop flags' all-reduce on its way (any_stop).
+  std::vector<at::Tensor> stop_flag_;
+  c10::intrusive_ptr<c10d::Work> stop_work_;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> group_;
   std::unique_ptr<c10d::Reducer> reducer_;
 };
