@@ -73,6 +73,16 @@ BOOST_FIXTURE_TEST_CASE(a_ddp_run_on_two_cards_of_a_worker_trains_in_two_ranks_a
   BOOST_TEST(std::filesystem::exists(dir / "output-rank1.log"));
   BOOST_TEST(read_json(dir / "outcome-rank1.json")["status"] == "succeeded");
   BOOST_TEST(run_processes(home, id).empty());
+
+  // On one card of the worker there is nothing to spread over: it trains single, saying so.
+  auto single = moons_on("w1", {"sim:1"}, 1);
+  single["graph"]["nodes"][5]["params"]["strategy"] = "ddp";
+  auto one = srv.submit_ok(single);
+  BOOST_TEST(srv.wait_final(one)["final_metrics"]["loop"]["world_size"] == 1);
+  bool warned = false;
+  for (const auto& e : srv.all_events(one))
+    warned = warned || (e["type"] == "run_warning" && e["data"]["kind"] == "ddp_not_available");
+  BOOST_TEST(warned);
 }
 
 BOOST_FIXTURE_TEST_CASE(a_killed_rank_fails_the_run_naming_it_and_a_cancel_stops_both_at_one_batch, worker_w1) {
