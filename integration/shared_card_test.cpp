@@ -126,6 +126,8 @@ BOOST_AUTO_TEST_CASE(after_kill_9_the_adopted_runs_budget_counts_on_the_shared_c
     srv.proc().wait_for(10s);
   }
   server_process srv{home, fast_heartbeats};
+  // The agent finds the new server (on a busy machine that can take a while), which adopts run a.
+  await_worker(srv, "w1", "online", 90s);
   // The mode came back from cdui.db, and the adopted run counts its budget as running.
   BOOST_TEST(eventually([&] {
     auto card = sim0_of(srv.get_json("/api/workers"), "w1");
