@@ -3,6 +3,7 @@
 #include "actors/policy/admission.hpp"
 
 using cdui::policy::admission;
+using cdui::policy::wait_cause;
 using ids = std::vector<std::string>;
 
 BOOST_AUTO_TEST_SUITE(admission_test)
@@ -145,6 +146,13 @@ BOOST_AUTO_TEST_CASE(a_card_offered_twice_runs_one_at_a_time_through_either_offe
   a.enqueue("local", {"sim:0"});
   a.enqueue("remote", {"w1/sim:0"});
   BOOST_TEST((a.admit() == ids{"local"}));
+  // It waits for the card's shared budget, and says whose run holds it.
+  auto why = a.why_waiting("remote");
+  BOOST_TEST((why.what == wait_cause::kind::group_full));
+  BOOST_TEST(why.key == "w1/sim:0");
+  BOOST_TEST(why.group == "card:A");
+  BOOST_TEST((why.holders == ids{"local"}));
+  BOOST_TEST(why.limit == 1);
   BOOST_TEST(!a.idle("w1/sim:0"));  // its own queue is empty, but the card is taken
   BOOST_TEST(a.group_running("card:A") == 1u);
   a.release("local");

@@ -92,21 +92,8 @@ BOOST_AUTO_TEST_CASE(a_run_behind_a_device_set_that_waits_for_the_same_key_is_on
   BOOST_TEST((a.why_waiting("set").reserving == ids{"sim:0"}));
 }
 
-BOOST_AUTO_TEST_CASE(a_run_next_on_a_card_another_offerer_holds_waits_for_the_shared_budget) {
-  admission a;
-  a.set_groups("sim:0", {"card:A"});
-  a.set_groups("w1/sim:0", {"card:A"});
-  a.set_group_limit("card:A", 1);
-  a.enqueue("local", {"sim:0"});
-  a.enqueue("remote", {"w1/sim:0"});
-  BOOST_TEST((a.admit() == ids{"local"}));
-  auto why = a.why_waiting("remote");
-  BOOST_TEST((why.what == kind::group_full));
-  BOOST_TEST(why.key == "w1/sim:0");
-  BOOST_TEST(why.group == "card:A");
-  BOOST_TEST((why.holders == ids{"local"}));
-  BOOST_TEST(why.limit == 1);
-}
+// A run next on a card another offerer holds: admission_test.cpp,
+// a_card_offered_twice_runs_one_at_a_time_through_either_offerer.
 
 BOOST_AUTO_TEST_CASE(a_run_next_on_a_card_shared_by_memory_waits_for_the_ledger_until_granted) {
   admission a;
