@@ -79,10 +79,8 @@ std::optional<std::string> ddp_ranks::look() {
       why = r.child ? process_exit_reason(status) : "its process ended without an outcome";
     else if (outcome->status == run_status::failed)
       why = outcome->error;
-    if (!why.empty() && !failure_told_ && !failure) {
-      failure_told_ = true;
+    if (!why.empty() && !failure)
       failure = "DDP rank " + std::to_string(r.k) + " of " + std::to_string(world_) + " failed: " + why;
-    }
   }
   return failure;
 }

@@ -27,8 +27,9 @@ public:
   /// The ranks an earlier agent process started in `dir`, watched through /proc from now on.
   void recover(const std::filesystem::path& dir);
 
-  /// Looks at the ranks still running: the first that has ended without succeeding, as the run's
-  /// error ("DDP rank 1 of 2 failed: ..."); nullopt while none has.
+  /// Looks at the ranks still running: the first of those that ended since the last look without
+  /// succeeding, as the run's error ("DDP rank 1 of 2 failed: ..."); nullopt when none did. The
+  /// supervisor keeps the first it is told.
   [[nodiscard]] std::optional<std::string> look();
   /// Whether every rank has exited (true with none).
   [[nodiscard]] bool all_exited() const;
@@ -45,7 +46,6 @@ private:
   std::filesystem::path dir_;
   int world_ = 1;
   std::vector<rank> ranks_;
-  bool failure_told_ = false;
 };
 
 } // namespace cdui::actors

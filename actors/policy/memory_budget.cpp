@@ -43,6 +43,12 @@ std::string_view to_string(budget_source s) {
   return "typed";
 }
 
+budget_source budget_source_of(std::string_view memory_source) {
+  return memory_source == "estimate"   ? budget_source::estimate
+         : memory_source == "measured" ? budget_source::measured
+                                       : budget_source::typed;
+}
+
 std::string sharing_refusal(bool on_this_server, std::string_view device) {
   auto kind = devices::kind_of(device);
   if (on_this_server) {

@@ -19,6 +19,9 @@ enum class budget_source {
 };
 
 [[nodiscard]] std::string_view to_string(budget_source s);
+/// The source target.memory_source names ("estimate", "measured"; anything else, "" included:
+/// typed).
+[[nodiscard]] budget_source budget_source_of(std::string_view memory_source);
 
 /// The margin a measured peak gets: the default budget is the peak plus 20%.
 inline constexpr double measured_margin = 1.2;

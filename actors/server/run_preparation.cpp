@@ -3,6 +3,7 @@
 #include <random>
 
 #include "actors/policy/placement.hpp"
+#include "runtime/memory_key.hpp"
 #include "runtime/validate.hpp"
 
 namespace cdui::actors {
@@ -80,6 +81,8 @@ std::variant<prepared_run, submit_result> prepare_run(run_queue_state& st, const
     st.slots.set_open(p.keys.back(), w != st.workers.end() && w->second.open);
   }
   p.setup.graph = graph;
+  if (req.lane != "interactive")
+    p.memory_key = runtime::memory_key(graph->g);
   auto& ctx = p.setup.context;
   ctx.device = where.run_device;
   if (req.has_seed)

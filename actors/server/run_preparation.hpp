@@ -1,5 +1,6 @@
 #pragma once
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <utility>
@@ -23,6 +24,11 @@ struct prepared_run {
   std::vector<std::pair<std::string, std::string>> warnings;
   /// A run for any worker or the one-shot pool: placed when a slot of its kind is free.
   std::optional<policy::floating_run> floating;
+  /// Its graph's memory key (runtime::memory_key), by which measured peaks are found and kept;
+  /// empty for an interactive run, which is never held to a budget.
+  std::string memory_key;
+  /// The cards it runs on, for its measured peak: a device set's size, else 1.
+  [[nodiscard]] int cards() const { return std::max<int>(1, static_cast<int>(keys.size())); }
 };
 
 /// Validates a submit's graph (once), places it (policy::place), checks the interactive lane and

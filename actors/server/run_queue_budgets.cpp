@@ -9,20 +9,12 @@
 
 #include "actors/policy/memory_budget.hpp"
 #include "actors/policy/placement.hpp"
-#include "actors/policy/run_options.hpp"
 #include "actors/server/run_queue_parts.hpp"
 #include "messages/clock.hpp"
-#include "runtime/memory_key.hpp"
 
 namespace cdui::actors::queue_parts {
 
 namespace {
-
-policy::budget_source source_of(const std::string& memory_source) {
-  return memory_source == "estimate"   ? policy::budget_source::estimate
-         : memory_source == "measured" ? policy::budget_source::measured
-                                       : policy::budget_source::typed;
-}
 
 /// Whether the run may go to a card shared by memory, and whether every card it may use is one.
 struct shared_use {
@@ -65,8 +57,7 @@ std::string settle_budget(const run_queue_state& st, run_request& req, prepared_
   if (!shared.any || req.lane == "interactive")
     return "";
   std::optional<policy::measured_peak> peak;
-  // The graph as validated already (not its text parsed again).
-  if (auto row = st.cfg.store->peak(runtime::memory_key(p.setup.graph->g), std::max<int>(1, p.keys.size())))
+  if (auto row = st.cfg.store->peak(p.memory_key, p.cards()))
     peak = policy::measured_peak{row->bytes, row->run_id};
   std::optional<std::int64_t> declared;
   if (req.memory_bytes > 0)
@@ -74,7 +65,7 @@ std::string settle_budget(const run_queue_state& st, run_request& req, prepared_
   // A run for any card that may take one by count goes without a budget to those.
   if (!declared && !peak && !shared.only)
     return "";
-  auto settled = policy::resolve_budget(declared, source_of(req.memory_source), peak);
+  auto settled = policy::resolve_budget(declared, policy::budget_source_of(req.memory_source), peak);
   if (auto* refusal = std::get_if<std::string>(&settled))
     return "option 'target.memory_gib': " + *refusal;
   const auto& b = std::get<policy::run_budget>(settled);
@@ -93,12 +84,12 @@ std::string settle_budget(const run_queue_state& st, run_request& req, prepared_
 void note_budget(run_queue_state& st, const std::string& id, const prepared_run& p, const run_request& req) {
   queued_budget b;
   b.bytes = std::max<std::int64_t>(0, req.memory_bytes);
-  b.source = source_of(req.memory_source);
+  b.source = policy::budget_source_of(req.memory_source);
   b.has_wait = req.has_wait;
   b.wait = req.wait;
   b.keys = p.keys;
-  b.memory_key = runtime::memory_key(p.setup.graph->g);
-  b.cards = std::max<int>(1, static_cast<int>(req.devices.size()));
+  b.memory_key = p.memory_key;
+  b.cards = p.cards();
   st.budgets[id] = std::move(b);
 }
 

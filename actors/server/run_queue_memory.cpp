@@ -99,6 +99,12 @@ void refuse(self_ptr self, const std::string& id, const std::string& reason) {
     caf::anon_send(run->second, atoms::stop::value, why);
 }
 
+/// Why a run waits when the ledger did not answer its ask.
+std::string ledger_silent(const caf::error& e) {
+  return "waits for memory: the memory ledger did not answer (" + caf::to_string(e)
+         + "); asked again when memory frees";
+}
+
 } // namespace
 
 void start_ledger(self_ptr self) {
@@ -197,8 +203,7 @@ void ask_memory(self_ptr self, const std::string& id) {
       },
       [=](caf::error& e) {
         auto& st = self->state;
-        st.waiting_reasons[id] = "waits for memory: the memory ledger did not answer ("
-                                 + caf::to_string(e) + "); asked again when memory frees";
+        st.waiting_reasons[id] = ledger_silent(e);
         st.slots.wait(id);
       });
 }
@@ -218,7 +223,7 @@ void ask_floating(self_ptr self, const std::string& id, const policy::floating_s
           self->send(st.ledger, atoms::released::value, id);
           return;
         }
-        auto b = st.budgets.at(id);
+        const auto& b = st.budgets.at(id);
         auto d = policy::place_later({static_cast<policy::memory_decision::kind>(a.kind), {}, a.reason},
                                      free.busy_others,
                                      b.has_wait ? std::optional<bool>{b.wait} : std::nullopt);
@@ -244,8 +249,7 @@ void ask_floating(self_ptr self, const std::string& id, const policy::floating_s
         auto& st = self->state;
         if (auto asked = st.floating_asks.find(id); asked != st.floating_asks.end()) {
           asked->second.answered = true;
-          st.waiting_reasons[id] = "waits for memory: the memory ledger did not answer ("
-                                   + caf::to_string(e) + "); asked again when memory frees";
+          st.waiting_reasons[id] = ledger_silent(e);
         }
       });
 }

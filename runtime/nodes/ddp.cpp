@@ -50,6 +50,7 @@ public:
   }
 
   [[nodiscard]] std::string name() const override { return "ddp"; }
+  [[nodiscard]] std::string backend() const override { return "gloo"; }
   [[nodiscard]] int world_size() const override { return settings_.world_size; }
   [[nodiscard]] int rank() const override { return settings_.rank; }
 
@@ -84,7 +85,11 @@ public:
 
   void sync_buffers() override { broadcast(buffers_); }
 
-  double sum(double local) override { return reduce(local, c10d::ReduceOp::SUM); }
+  double sum(double local) override {
+    std::vector<at::Tensor> one{torch::tensor({local}, torch::kDouble)};
+    group_->allreduce(one)->wait();
+    return one.front().item<double>();
+  }
 
   // Pipelined by one batch: the flags every rank gave at the last batch are read now (their
   // all-reduce ran during that batch), and this batch's go out. Every rank reads the same answer
@@ -120,14 +125,6 @@ private:
       std::vector<at::Tensor> one{t.data()};
       group_->broadcast(one)->wait();
     }
-  }
-
-  double reduce(double local, c10d::ReduceOp op) {
-    std::vector<at::Tensor> one{torch::tensor({local}, torch::kDouble)};
-    c10d::AllreduceOptions options;
-    options.reduceOp = op;
-    group_->allreduce(one, options)->wait();
-    return one.front().item<double>();
   }
 
   static std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }

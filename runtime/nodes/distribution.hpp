@@ -20,6 +20,8 @@ public:
 
   /// The strategy's name, as the loop's config and metrics report it ("single", "ddp").
   [[nodiscard]] virtual std::string name() const = 0;
+  /// The collectives' backend ("gloo"); empty for one process.
+  [[nodiscard]] virtual std::string backend() const = 0;
   /// How many processes train the model, and which one this is (0: the one that reports).
   [[nodiscard]] virtual int world_size() const = 0;
   [[nodiscard]] virtual int rank() const = 0;
@@ -56,6 +58,7 @@ class single_process final : public distribution {
 public:
   explicit single_process(std::string device) : device_(std::move(device)) {}
   [[nodiscard]] std::string name() const override { return "single"; }
+  [[nodiscard]] std::string backend() const override { return ""; }
   [[nodiscard]] int world_size() const override { return 1; }
   [[nodiscard]] int rank() const override { return 0; }
   [[nodiscard]] at::Tensor shard(const at::Tensor& order, std::int64_t) override { return order; }

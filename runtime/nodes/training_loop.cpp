@@ -225,12 +225,25 @@ loop_setup set_up(node_call& call, loop_inputs& in, const std::string& device_na
   return s;
 }
 
+/// Whether the loop trains as a rank of the run's DDP ranks: strategy ddp in a run that has them.
+bool ranked(node_call& call) {
+  return call.string_param("strategy") == "ddp" && call.run().ddp.world_size >= 2;
+}
+
+/// How the loop was spread over processes, for node_config and the final metrics.
+void add_strategy(nlohmann::json& j, const distribution& dist) {
+  j["strategy"] = dist.name();
+  j["world_size"] = dist.world_size();
+  if (!dist.backend().empty())
+    j["backend"] = dist.backend();
+}
+
 /// The processes that train the model: this one alone, or the run's DDP ranks (strategy ddp on a
 /// run that has them; else it trains single and says why).
 std::unique_ptr<distribution> distribute(node_call& call, loop_inputs& in, const std::string& device_name) {
   const auto& ranks = call.run().ddp;
   if (call.string_param("strategy") == "ddp") {
-    if (ranks.world_size >= 2) {
+    if (ranked(call)) {
       auto ddp = join_ddp(ranks, in.model->module);
       // Every rank built the same data and model from the run's seed; from here rank k draws its
       // own randomness (dropout masks) from seed + k, and rank 0 draws on as a single run does.
@@ -260,11 +273,8 @@ void announce(node_call& call, loop_inputs& in, loop_setup& s, const distributio
                         {"loss_scale", s.scaler ? nlohmann::json(s.scaler->current_scale()) : nlohmann::json("off")},
                         {"num_threads", at::get_num_threads()},
                         {"optimizer", in.opt_spec->name},
-                        {"start_epoch", s.epoch_offset + 1},
-                        {"strategy", dist.name()},
-                        {"world_size", dist.world_size()}};
-  if (dist.world_size() > 1)
-    config["backend"] = "gloo";
+                        {"start_epoch", s.epoch_offset + 1}};
+  add_strategy(config, dist);
   if (s.requested_precision != to_string(s.choice.ran))
     config["precision_requested"] = s.requested_precision;
   call.emit("node_config", config);
@@ -393,11 +403,8 @@ port_values report(node_call& call, loop_inputs& in, loop_setup& s, distribution
                         {"total_epochs_run", totals.epochs_run},
                         {"stopped_at_max_steps", totals.stopped_at_max_steps},
                         {"effective_batch_size", in.loader->batch_size * s.accumulate * dist.world_size()},
-                        {"precision", to_string(s.choice.ran)},
-                        {"strategy", dist.name()},
-                        {"world_size", dist.world_size()}};
-  if (dist.world_size() > 1)
-    call.final_metrics["backend"] = "gloo";
+                        {"precision", to_string(s.choice.ran)}};
+  add_strategy(call.final_metrics, dist);
   if (s.requested_precision != to_string(s.choice.ran))
     call.final_metrics["precision_requested"] = s.requested_precision;
   if (!std::isnan(totals.last_val_accuracy))
@@ -451,10 +458,8 @@ std::int64_t sim_card_bytes(const std::string& device, const devices::host_devic
 
 port_values run_training_loop(node_call& call) {
   // Under DDP rank k trains on the run's card k, whatever card the loop's device param names.
-  const auto& ranks = call.run().ddp;
-  bool ranked = call.string_param("strategy") == "ddp" && ranks.world_size >= 2
-                && static_cast<std::size_t>(ranks.rank) < ranks.devices.size();
-  auto device_name = ranked ? ranks.devices[static_cast<std::size_t>(ranks.rank)] : call.resolve_device();
+  auto device_name = ranked(call) ? call.run().ddp.devices.at(static_cast<std::size_t>(call.run().ddp.rank))
+                                  : call.resolve_device();
   if (torch_device(device_name).type() != c10::DeviceType::CPU) {
     try {
       // A run held to a memory budget outgrows it alone (seed 001): the card's allocator is capped.
