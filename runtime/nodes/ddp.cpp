@@ -1,5 +1,6 @@
-// DDP over c10d (seed 001, "Train one model on several cards"): the FileStore rendezvous, Gloo,
-// and the Reducer behind PyTorch's DistributedDataParallel, driven from C++.
+// DDP over c10d (seed 001, "Train one model on several cards"): the FileStore rendezvous, Gloo
+// (NCCL for CUDA cards where libtorch has it), and the Reducer behind PyTorch's
+// DistributedDataParallel, driven from C++.
 #include "runtime/nodes/ddp.hpp"
 
 #include <cstdlib>
@@ -10,6 +11,14 @@
 #include <torch/torch.h>
 
 #include "runtime/node_call.hpp"
+#include "runtime/nodes/values.hpp"
+
+// NCCL where libtorch has CUDA and c10d's NCCL (runtime/CMakeLists.txt, CDUI_NCCL).
+#if defined(CDUI_WITH_CUDA) && defined(USE_C10D_NCCL)
+#define CDUI_WITH_NCCL 1
+#include <c10/cuda/CUDAFunctions.h>
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
 
 namespace cdui::runtime::nodes {
 
@@ -20,17 +29,43 @@ namespace {
 constexpr std::int64_t first_bucket_bytes = 1024 * 1024;
 constexpr std::int64_t bucket_bytes = 25 * 1024 * 1024;
 
+/// The interface the ranks talk over: `variable` (GLOO_SOCKET_IFNAME) when the environment sets
+/// it, else loopback.
+std::string interface_from(const char* variable) {
+  const char* iface = std::getenv(variable);
+  return iface != nullptr && *iface != '\0' ? iface : "lo";
+}
+
+/// The rank's process group: NCCL when its card is a CUDA card and the build has NCCL, else Gloo
+/// (which reduces CUDA tensors too, through the host).
+c10::intrusive_ptr<c10d::ProcessGroup> make_group(const c10::intrusive_ptr<c10d::Store>& store,
+                                                  const ddp_rank& settings, c10::Device device) {
+#ifdef CDUI_WITH_NCCL
+  if (device.is_cuda()) {
+    // Each rank on its own card, so that NCCL's communicator and the caching allocator live there.
+    c10::cuda::set_device(device.index());
+    auto options = c10d::ProcessGroupNCCL::Options::create();
+    options->timeout = settings.timeout;
+    return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, settings.rank, settings.world_size, options);
+  }
+#endif
+  (void)device;
+  auto options = c10d::ProcessGroupGloo::Options::create(settings.timeout);
+  options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(interface_from("GLOO_SOCKET_IFNAME")));
+  return c10::make_intrusive<c10d::ProcessGroupGloo>(store, settings.rank, settings.world_size, options);
+}
+
 class ddp_distribution final : public distribution {
 public:
   ddp_distribution(const ddp_rank& settings, torch::nn::Sequential& net)
       : settings_(settings), buffers_(net->buffers()) {
     try {
       auto store = c10::make_intrusive<c10d::FileStore>(settings.rendezvous.string(), settings.world_size);
-      auto options = c10d::ProcessGroupGloo::Options::create(settings.timeout);
-      const char* iface = std::getenv("GLOO_SOCKET_IFNAME");
-      options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(
-        iface != nullptr && *iface != '\0' ? iface : "lo"));
-      group_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store, settings.rank, settings.world_size, options);
+      auto device = torch_device(settings.devices.at(static_cast<std::size_t>(settings.rank)));
+      group_ = make_group(store, settings, device);
+      // NCCL reduces tensors on the card only: the loop's figures travel there and back.
+      if (group_->getBackendName() == "nccl")
+        wire_ = device;
       // Every rank starts from rank 0's weights.
       broadcast(net->parameters());
       broadcast(buffers_);
@@ -50,15 +85,16 @@ public:
   }
 
   [[nodiscard]] std::string name() const override { return "ddp"; }
-  [[nodiscard]] std::string backend() const override { return "gloo"; }
+  [[nodiscard]] std::string backend() const override { return group_->getBackendName(); }
   [[nodiscard]] int world_size() const override { return settings_.world_size; }
   [[nodiscard]] int rank() const override { return settings_.rank; }
 
   at::Tensor shard(const at::Tensor& order, std::int64_t samples) override {
     auto all = order.defined() ? order : torch::arange(samples, torch::kInt64);
     if (order.defined()) {  // shuffled: rank 0's order on every rank
-      std::vector<at::Tensor> one{all};
+      std::vector<at::Tensor> one{all.to(wire_)};
       group_->broadcast(one)->wait();
+      all = one.front().cpu();
     }
     auto n = static_cast<std::int64_t>(settings_.world_size);
     auto total = (samples + n - 1) / n * n;
@@ -85,33 +121,42 @@ public:
 
   void sync_buffers() override { broadcast(buffers_); }
 
-  double sum(double local) override {
-    std::vector<at::Tensor> one{torch::tensor({local}, torch::kDouble)};
+  std::vector<double> sum_each(std::vector<double> local) override {
+    std::vector<at::Tensor> one{torch::tensor(local, torch::kDouble).to(wire_)};
     group_->allreduce(one)->wait();
-    return one.front().item<double>();
+    auto sums = one.front().cpu();
+    return {sums.data_ptr<double>(), sums.data_ptr<double>() + local.size()};
   }
 
-  // Pipelined by one batch: the flags every rank gave at the last batch are read now (their
-  // all-reduce ran during that batch), and this batch's go out. Every rank reads the same answer
-  // at the same batch, so all stop at one batch, one batch after the first was asked to.
-  bool any_stop(bool local) override {
-    bool stop = false;
-    if (stop_work_) {
-      stop_work_->wait();
-      stop = stop_flag_.front().item<double>() > 0;
-    }
-    stop_flag_ = {torch::tensor({local ? 1.0 : 0.0}, torch::kDouble)};
-    c10d::AllreduceOptions options;
-    options.reduceOp = c10d::ReduceOp::MAX;
-    stop_work_ = group_->allreduce(stop_flag_, options);
-    return stop;
+  bool any_stop(bool local) override { return sum(local ? 1.0 : 0.0) > 0; }
+
+  // Pipelined by one batch: the answer for the last batch is read now (its all-reduce ran while
+  // this batch trained), and this batch's news goes out. Every rank reads the same answer at the
+  // same batch, so all stop at one batch, one batch after the first was asked to.
+  std::optional<batch_news> batch_done(const batch_news& mine) override {
+    auto answer = settle();
+    news_ = {torch::tensor({mine.stop ? 1.0 : 0.0, mine.loss}, torch::kDouble).to(wire_)};
+    news_batch_ = mine.batch;
+    news_work_ = group_->allreduce(news_);
+    return answer;
+  }
+
+  std::optional<batch_news> settle() override {
+    if (!news_work_)
+      return std::nullopt;
+    news_work_->wait();
+    news_work_.reset();
+    auto sums = news_.front().cpu();
+    const auto* sum = sums.data_ptr<double>();
+    return batch_news{news_batch_, sum[0] > 0, sum[1] / settings_.world_size};
   }
 
   std::vector<double> gather(double local) override {
     auto all = torch::zeros({settings_.world_size}, torch::kDouble);
     all[settings_.rank] = local;
-    std::vector<at::Tensor> one{all};
+    std::vector<at::Tensor> one{all.to(wire_)};
     group_->allreduce(one)->wait();
+    all = one.front().cpu();
     return {all.data_ptr<double>(), all.data_ptr<double>() + settings_.world_size};
   }
 
@@ -131,10 +176,13 @@ private:
 
   ddp_rank settings_;
   std::vector<at::Tensor> buffers_;
-  /// The stop flags' all-reduce on its way (any_stop).
-  std::vector<at::Tensor> stop_flag_;
-  c10::intrusive_ptr<c10d::Work> stop_work_;
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> group_;
+  /// The last batch's news on its way (batch_done): {stop, loss} summed over the ranks.
+  std::vector<at::Tensor> news_;
+  std::int64_t news_batch_ = 0;
+  c10::intrusive_ptr<c10d::Work> news_work_;
+  c10::intrusive_ptr<c10d::ProcessGroup> group_;
+  /// Where the loop's figures are reduced: the card under NCCL, else the host.
+  c10::Device wire_{c10::kCPU};
   std::unique_ptr<c10d::Reducer> reducer_;
 };
 

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -8,6 +9,15 @@
 #include <ATen/core/Tensor.h>
 
 namespace cdui::runtime::nodes {
+
+/// One trained batch as every process saw it: its number in the loop (batches trained, this one
+/// included), whether a process was asked to stop, and the batch's loss (averaged over the
+/// processes, when that is what `batch_done` answers).
+struct batch_news {
+  std::int64_t batch = 0;
+  bool stop = false;
+  double loss = 0.0;
+};
 
 /// How a TrainingLoop spreads one model's training over processes (TrainingLoop.strategy; seed 001,
 /// "Train one model on several cards"): which samples this process trains, what becomes of the
@@ -43,10 +53,19 @@ public:
   /// Before an evaluation: every process takes the buffers (BatchNorm's running statistics) of
   /// the one that reports, so each evaluates the model that process hands on.
   virtual void sync_buffers() = 0;
-  /// A figure summed over every process (a loss sum, a sample count).
-  [[nodiscard]] virtual double sum(double local) = 0;
-  /// Whether any process was asked to stop: all stop at the same batch.
+  /// Figures summed over every process, each on its own (loss sums, sample counts); every
+  /// process gives as many.
+  [[nodiscard]] virtual std::vector<double> sum_each(std::vector<double> local) = 0;
+  [[nodiscard]] double sum(double local) { return sum_each({local}).front(); }
+  /// Whether any process was asked to stop (every process waits for the others' answer).
   [[nodiscard]] virtual bool any_stop(bool local) = 0;
+  /// After each trained batch: this process's news of it goes to the others. The answer is a
+  /// batch every process trained, its stop the OR and its loss the mean over the processes: this
+  /// one, or (DDP, which exchanges while the next batch trains) the one before; none yet. Every
+  /// process gets the same answers at the same batches, so all stop at one batch.
+  [[nodiscard]] virtual std::optional<batch_news> batch_done(const batch_news& mine) = 0;
+  /// The answer still on its way, if any (at the end of an epoch's batches).
+  [[nodiscard]] virtual std::optional<batch_news> settle() = 0;
   /// Each process's figure, by rank.
   [[nodiscard]] virtual std::vector<double> gather(double local) = 0;
   /// Each process's device, by rank, as the run names it.
@@ -66,8 +85,10 @@ public:
   void before_backward(bool) override {}
   void after_window(const std::vector<at::Tensor>&) override {}
   void sync_buffers() override {}
-  [[nodiscard]] double sum(double local) override { return local; }
+  [[nodiscard]] std::vector<double> sum_each(std::vector<double> local) override { return local; }
   [[nodiscard]] bool any_stop(bool local) override { return local; }
+  [[nodiscard]] std::optional<batch_news> batch_done(const batch_news& mine) override { return mine; }
+  [[nodiscard]] std::optional<batch_news> settle() override { return std::nullopt; }
   [[nodiscard]] std::vector<double> gather(double local) override { return {local}; }
   [[nodiscard]] std::vector<std::string> devices() const override { return {device_}; }
 

@@ -28,8 +28,12 @@ evaluation evaluate(torch::nn::Sequential& model, const loader_value& loader,
       out = model->forward(x).to(at::kFloat);
     }
     auto n = x.size(0);
-    if (loss != nullptr)
-      loss_sum += compute_loss(*loss, out, y).item<double>() * static_cast<double>(n);
+    if (loss != nullptr) {
+      auto batch_loss = compute_loss(*loss, out, y).item<double>();
+      loss_sum += batch_loss * static_cast<double>(n);
+      result.batch_losses.push_back(batch_loss);
+      result.batch_samples.push_back(n);
+    }
     if (loader.dataset->classification)
       correct += out.argmax(1).eq(y).sum().item<std::int64_t>();
     result.samples += n;

@@ -33,6 +33,31 @@ struct loop_totals {
   double last_train_loss = std::numeric_limits<double>::quiet_NaN();
   double last_val_loss = std::numeric_limits<double>::quiet_NaN();
   double last_val_accuracy = std::numeric_limits<double>::quiet_NaN();
+  /// Validation batches run so far: the step of val_loss_step.
+  std::int64_t val_batches = 0;
+};
+
+/// train_loss_batch: the mean loss of the last `every` batches (each averaged over the processes),
+/// at every `every`-th batch of the loop, its step the batch's number (0: no series).
+class batch_series {
+public:
+  explicit batch_series(std::int64_t every) : every_(every) {}
+
+  void add(node_call& call, const batch_news& news) {
+    if (every_ <= 0)
+      return;
+    sum_ += news.loss;
+    if (++count_ < every_)
+      return;
+    call.metric("train_loss_batch", sum_ / static_cast<double>(count_), news.batch);
+    sum_ = 0.0;
+    count_ = 0;
+  }
+
+private:
+  std::int64_t every_;
+  double sum_ = 0.0;
+  std::int64_t count_ = 0;
 };
 
 nlohmann::json number_or_null(double x) {
@@ -280,10 +305,46 @@ void announce(node_call& call, loop_inputs& in, loop_setup& s, const distributio
   call.emit("node_config", config);
 }
 
-/// One epoch: its batches in micro-batch windows, the progress events, the epoch's train_loss when
-/// it ran whole, and validation. False when the loop ends here (a Stop, max_steps, nothing trained).
+/// Validation after an epoch: val_loss (and val_accuracy) over every process's part, each sample
+/// once, and val_loss_step, each validation batch's loss over the processes.
+void validate(node_call& call, loop_inputs& in, loop_setup& s, distribution& dist, std::int64_t epoch,
+              loop_totals& totals) {
+  // Validation runs under the same autocast as training, so the two curves stay comparable.
+  // Under DDP each rank evaluates its part with rank 0's BatchNorm statistics.
+  dist.sync_buffers();
+  auto size = in.val_loader->dataset->size();
+  auto v = evaluate(in.model->module, *in.val_loader, in.loss.get(), s.device, s.choice.ran, dist.part(size));
+  // One all-reduce: samples, the loss and accuracy sums, then each batch's loss sum and samples
+  // (as many batches on every process: the largest part's, the shorter parts' last ones empty).
+  auto n = static_cast<std::int64_t>(dist.world_size());
+  auto batches = static_cast<std::size_t>(in.val_loader->batches_for((size + n - 1) / n));
+  std::vector<double> local(3 + 2 * batches, 0.0);
+  auto samples = static_cast<double>(v.samples);
+  local[0] = samples;
+  local[1] = v.loss * samples;
+  local[2] = v.accuracy * samples;
+  for (std::size_t i = 0; i < v.batch_losses.size() && i < batches; ++i) {
+    local[3 + i] = v.batch_losses[i] * static_cast<double>(v.batch_samples[i]);
+    local[3 + batches + i] = static_cast<double>(v.batch_samples[i]);
+  }
+  auto all = dist.sum_each(std::move(local));
+  for (std::size_t i = 0; i < batches; ++i)
+    if (all[3 + batches + i] > 0)
+      call.metric("val_loss_step", all[3 + i] / all[3 + batches + i], ++totals.val_batches);
+  auto per_sample = [&](double sum) { return all[0] > 0 ? sum / all[0] : 0.0; };
+  totals.last_val_loss = per_sample(all[1]);
+  call.metric("val_loss", totals.last_val_loss, epoch);
+  if (in.val_loader->dataset->classification) {
+    totals.last_val_accuracy = per_sample(all[2]);
+    call.metric("val_accuracy", totals.last_val_accuracy, epoch);
+  }
+}
+
+/// One epoch: its batches in micro-batch windows, the progress events, train_loss_batch, the
+/// epoch's train_loss when it ran whole, and validation. False when the loop ends here (a Stop,
+/// max_steps, nothing trained).
 bool run_epoch(node_call& call, loop_inputs& in, loop_setup& s, distribution& dist, std::int64_t epoch,
-               loop_totals& totals, progress_throttle& throttle) {
+               loop_totals& totals, progress_throttle& throttle, batch_series& series) {
   auto& net = in.model->module;
   const auto& loader = *in.loader;
   if (in.scheduler)
@@ -301,11 +362,9 @@ bool run_epoch(node_call& call, loop_inputs& in, loop_setup& s, distribution& di
   std::int64_t window = 0;   // micro-batches accumulated since the last step
   auto epoch_start = clock::now();
   s.optimizer->zero_grad();
-  for (std::int64_t b = 0; b < s.batches_per_epoch; ++b) {
-    if (dist.any_stop(call.stop_requested())) {
-      totals.stopped = true;
-      break;
-    }
+  // A Stop that came between epochs (during validation) ends the loop before this one trains.
+  totals.stopped = dist.any_stop(call.stop_requested());
+  for (std::int64_t b = 0; b < s.batches_per_epoch && !totals.stopped; ++b) {
     auto [x, y] = get_batch(loader, order, b);
     x = x.to(s.device);
     y = y.to(s.device);
@@ -352,11 +411,17 @@ bool run_epoch(node_call& call, loop_inputs& in, loop_setup& s, distribution& di
                              {"samples_per_s", rate},
                              {"eta_s", std::max(0.0, eta)}});
     }
-    if (s.max_steps > 0 && totals.steps >= s.max_steps) {
+    if (auto news = dist.batch_done({totals.batches, call.stop_requested(), value})) {
+      series.add(call, *news);
+      totals.stopped = news->stop;
+    }
+    if (!totals.stopped && s.max_steps > 0 && totals.steps >= s.max_steps) {
       totals.stopped_at_max_steps = true;
       break;
     }
   }
+  if (auto news = dist.settle())
+    series.add(call, *news);
   if (totals.stopped) {
     s.optimizer->zero_grad();  // a Stop discards the pending window: no step on the way out
     return false;
@@ -367,28 +432,13 @@ bool run_epoch(node_call& call, loop_inputs& in, loop_setup& s, distribution& di
   // be over part of the data), and resuming from optimizer_state runs it again.
   if (trained == s.batches_per_epoch) {
     ++totals.epochs_run;
-    totals.last_train_loss = dist.sum(loss_sum) / dist.sum(static_cast<double>(samples));
+    auto sums = dist.sum_each({loss_sum, static_cast<double>(samples)});
+    totals.last_train_loss = sums[0] / sums[1];
     call.metric("train_loss", totals.last_train_loss, epoch);
   }
   // Validation runs either way: it measures the model the node hands on.
-  if (in.val_loader) {
-    // Validation runs under the same autocast as training, so the two curves stay comparable.
-    // Under DDP each rank evaluates its part, each sample once, with rank 0's BatchNorm
-    // statistics; the figures are over them all.
-    dist.sync_buffers();
-    auto v = evaluate(net, *in.val_loader, in.loss.get(), s.device, s.choice.ran,
-                      dist.part(in.val_loader->dataset->size()));
-    auto samples_all = dist.sum(static_cast<double>(v.samples));
-    auto per_sample = [&](double mean) {
-      return samples_all > 0 ? dist.sum(mean * static_cast<double>(v.samples)) / samples_all : 0.0;
-    };
-    totals.last_val_loss = per_sample(v.loss);
-    call.metric("val_loss", totals.last_val_loss, epoch);
-    if (in.val_loader->dataset->classification) {
-      totals.last_val_accuracy = per_sample(v.accuracy);
-      call.metric("val_accuracy", totals.last_val_accuracy, epoch);
-    }
-  }
+  if (in.val_loader)
+    validate(call, in, s, dist, epoch, totals);
   return !totals.stopped_at_max_steps;
 }
 
@@ -442,8 +492,9 @@ port_values train(node_call& call, const std::string& device_name, devices::memo
   announce(call, in, s, *dist);
   loop_totals totals;
   progress_throttle throttle{call.int_param("progress_interval_ms")};
+  batch_series series{call.int_param("batch_metric_every")};
   for (std::int64_t e = 1; e <= s.epochs; ++e)
-    if (!run_epoch(call, in, s, *dist, s.epoch_offset + e, totals, throttle))
+    if (!run_epoch(call, in, s, *dist, s.epoch_offset + e, totals, throttle, series))
       break;
   return report(call, in, s, *dist, totals);
 }
@@ -533,6 +584,8 @@ void register_training_loop_node(node_registry& registry) {
      "auto (dynamic for fp16, else off), dynamic, off, or a fixed scale"},
     {"progress_interval_ms", param_kind::integer, 100, 0, 60'000, {},
      "at most one progress event per interval, besides each epoch's first and last batch (0: every batch)"},
+    {"batch_metric_every", param_kind::integer, 10, 0, 1'000'000, {},
+     "train_loss_batch: the mean loss of the last N batches, at every Nth batch (0: off)"},
   };
   spec.inputs = {
     {"model", port_type::model, true, ""},

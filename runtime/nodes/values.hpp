@@ -132,6 +132,9 @@ struct evaluation {
   double loss = 0.0;
   double accuracy = 0.0;
   std::int64_t samples = 0;
+  /// Each batch's loss (mean over its samples) and samples, in order (with a loss function).
+  std::vector<double> batch_losses;
+  std::vector<std::int64_t> batch_samples;
 };
 /// `order`: the samples to evaluate (a process's part under DDP); undefined: every one, in order.
 [[nodiscard]] evaluation evaluate(torch::nn::Sequential& model, const loader_value& loader,

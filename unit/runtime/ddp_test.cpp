@@ -19,7 +19,8 @@ using nlohmann::json;
 
 namespace {
 
-/// The moons MLP with SGD and momentum, no dropout, 20 optimizer steps, its weights saved to the
+/// The moons MLP with SGD and momentum, no dropout, 20 optimizer steps, validated after each
+/// epoch, train_loss_batch after every batch, its weights saved to the
 /// run's checkpoints/model.pt. `batch` per process; the loop's strategy as given.
 json ddp_graph(int batch, int accumulate, const std::string& strategy, bool shuffle) {
   auto g = cdui::test::training_graph_json(
@@ -27,7 +28,10 @@ json ddp_graph(int batch, int accumulate, const std::string& strategy, bool shuf
     {{"batch_size", batch}, {"shuffle", shuffle}},
     {{{"type", "Linear"}, {"out_features", 16}}, {{"type", "ReLU"}}, {{"type", "Linear"}, {"out_features", 2}}},
     {{"name", "sgd"}, {"lr", 0.1}, {"momentum", 0.9}},
-    {{"epochs", 5}, {"max_steps", 20}, {"accumulate_steps", accumulate}, {"strategy", strategy}});
+    {{"epochs", 5}, {"max_steps", 20}, {"accumulate_steps", accumulate}, {"strategy", strategy},
+     {"batch_metric_every", 1}});
+  // Validation on the training set, in order: each process scores its part.
+  g["edges"].push_back({{"from", "loader.dataloader"}, {"to", "loop.val_dataloader"}});
   g["nodes"].push_back({{"id", "save"}, {"type", "ModelSaver"}, {"params", {{"path", "model.pt"}}}});
   g["edges"].push_back({{"from", "loop.model"}, {"to", "save.model"}});
   return g;
@@ -52,6 +56,29 @@ std::filesystem::path prepare(const temp_home& home, const std::string& id, cons
 json outcome(const std::filesystem::path& file) {
   std::ifstream in{file};
   return json::parse(in, nullptr, false);
+}
+
+/// The metric `name` the run in `dir` reported (its events.jsonl), as step -> value.
+std::map<std::int64_t, double> series(const std::filesystem::path& dir, const std::string& name) {
+  std::map<std::int64_t, double> values;
+  std::ifstream in{dir / "events.jsonl"};
+  for (std::string line; std::getline(in, line);) {
+    auto e = json::parse(line, nullptr, false);
+    if (e.is_object() && e["type"] == "metric" && e["data"]["name"] == name)
+      values[e["data"]["step"].get<std::int64_t>()] = e["data"]["value"].get<double>();
+  }
+  return values;
+}
+
+/// The same series within `atol`, step by step.
+void check_same_series(const std::filesystem::path& a, const std::filesystem::path& b, const std::string& name,
+                       std::size_t points) {
+  auto x = series(a, name);
+  auto y = series(b, name);
+  BOOST_TEST_REQUIRE(x.size() == points, name << ": " << x.size() << " points");
+  BOOST_TEST_REQUIRE(y.size() == points, name << ": " << y.size() << " points");
+  for (const auto& [step, value] : y)
+    BOOST_TEST(std::abs(x.at(step) - value) < 1e-5, name << " at step " << step << ": " << x.at(step) << " vs " << value);
 }
 
 /// Runs ranks 0..`started`-1 of `world` of the run in `dir` (`cdui exec --rank k --world-size
@@ -93,6 +120,14 @@ void check_same_weights_as_one_process(int batch, int accumulate, bool shuffle) 
   BOOST_TEST(loop["peak_memory_bytes"]["sim:1"].get<std::int64_t>() > 0);
   // Only rank 0 saved the model; rank 1 ran the loop and what feeds it, and logged beside the run.
   BOOST_TEST(std::filesystem::exists(ddp / "output-rank1.log"));
+  // The per-batch series, averaged over the ranks, are one process's on the combined batches:
+  // 20 steps of `accumulate` batches; 512 samples in validation batches of 2 x `batch`, each
+  // evaluation after an epoch of 512 / (2 x `batch`) batches, the last one cut short.
+  auto batches = 20 * accumulate;
+  auto per_epoch = 512 / (2 * batch);
+  check_same_series(ddp, one, "train_loss_batch", static_cast<std::size_t>(batches));
+  check_same_series(ddp, one, "val_loss_step", static_cast<std::size_t>((batches + per_epoch - 1) / per_epoch * per_epoch));
+  check_same_series(ddp, one, "val_loss", static_cast<std::size_t>((batches + per_epoch - 1) / per_epoch));
   auto trained = cdui::test::load_weights(ddp / "checkpoints" / "model.pt");
   auto reference = cdui::test::load_weights(one / "checkpoints" / "model.pt");
   BOOST_REQUIRE(trained.size() == reference.size());

@@ -689,6 +689,45 @@ BOOST_AUTO_TEST_CASE(validation_metrics_come_once_per_epoch) {
              boost::test_tools::tolerance(1e-9));
 }
 
+BOOST_AUTO_TEST_CASE(train_loss_batch_is_the_mean_of_each_nth_batch_and_val_loss_step_each_validation_batch) {
+  cdui::test::temp_home home;
+  json doc = moons_graph();
+  params(doc, "data")["n_samples"] = 100;  // 4 batches of training
+  params(doc, "test_data")["n_samples"] = 100;  // 4 of validation: 30, 30, 30, 10
+  params(doc, "test_loader")["batch_size"] = 30;
+  params(doc, "loop")["epochs"] = 2;
+  params(doc, "loop")["batch_metric_every"] = 3;
+  add_edge(doc, "test_loader.dataloader", "loop.val_dataloader");
+  auto run = run_graph(doc, home.path());
+  require_succeeded(run);
+  // Every 3rd of the 8 batches: the mean of the 3 batch losses the progress events showed.
+  std::vector<double> losses;
+  for (const auto& p : run.of_type("progress"))
+    losses.push_back(p["loss"].get<double>());
+  BOOST_REQUIRE_EQUAL(losses.size(), 8u);
+  BOOST_TEST(run.steps("loop", "train_loss_batch") == std::vector<std::int64_t>({3, 6}));
+  auto batch_series = run.series("loop", "train_loss_batch");
+  BOOST_REQUIRE_EQUAL(batch_series.size(), 2u);
+  BOOST_TEST(batch_series[0] == (losses[0] + losses[1] + losses[2]) / 3, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(batch_series[1] == (losses[3] + losses[4] + losses[5]) / 3, boost::test_tools::tolerance(1e-12));
+  // Each validation batch's loss, numbered over the run; over an epoch they weigh up to val_loss.
+  BOOST_TEST(run.steps("loop", "val_loss_step") == std::vector<std::int64_t>({1, 2, 3, 4, 5, 6, 7, 8}));
+  auto steps = run.series("loop", "val_loss_step");
+  auto val_loss = run.series("loop", "val_loss");
+  BOOST_REQUIRE_EQUAL(steps.size(), 8u);
+  BOOST_REQUIRE_EQUAL(val_loss.size(), 2u);
+  for (std::size_t e = 0; e < 2; ++e) {
+    auto at = [&](std::size_t i) { return steps[4 * e + i]; };
+    BOOST_TEST((30 * (at(0) + at(1) + at(2)) + 10 * at(3)) / 100 == val_loss[e],
+               boost::test_tools::tolerance(1e-9));
+  }
+  // 0 turns the batch series off.
+  params(doc, "loop")["batch_metric_every"] = 0;
+  auto quiet = run_graph(doc, home.path());
+  require_succeeded(quiet);
+  BOOST_TEST(quiet.series("loop", "train_loss_batch").empty());
+}
+
 BOOST_AUTO_TEST_CASE(grad_clip_norm_bounds_each_update) {
   cdui::test::temp_home home;
   json doc = moons_graph();
