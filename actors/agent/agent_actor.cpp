@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/agent/ddp_rank.hpp"
 #include "actors/agent/run_supervisor.hpp"
 #include "actors/common/guarded.hpp"
 #include "actors/common/run_process.hpp"
@@ -300,11 +301,14 @@ void supervisor_failed(self_ptr self, const std::string& id, const caf::error& r
   auto& st = self->state;
   auto& r = st.runs[id];
   auto why = self->system().render(reason);
-  auto pid = run_process_pid(r.dir);
-  bool stopped = run_process_alive(pid, r.dir);
-  if (stopped) {
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, nullptr, 0);  // reaps it when it is this process's child; else returns at once
+  // Its process, and under DDP every other rank: none outlives the run.
+  bool stopped = false;
+  for (int k = 0;; ++k) {
+    auto file = k == 0 ? std::string{"exec.pid"} : ddp_rank_pid_file(k);
+    if (k > 0 && !std::filesystem::exists(r.dir / file))
+      break;
+    if (stop_run_process(run_process_pid(r.dir, file), r.dir))
+      stopped = stopped || k == 0;
   }
   run_outcome failure{run_status::failed,
                       "worker '" + st.setup.name + "': the run's supervisor failed (" + why + ")"

@@ -24,11 +24,17 @@
 /// run_supervisor ──(ended, id)──> agent             its process has ended (outputs may be read)
 /// run_supervisor ──(tick)──> itself                 follows events.jsonl and the process
 /// run_supervisor ──(unsent, end: bool, bytes, cursor)──> itself   the socket could not send
+/// run_supervisor ──(signal, sig: int)──> ddp_rank   signals rank k's process (a failed rank's others)
+/// ddp_rank ──(rank_ended, k, failure)──> run_supervisor   its process exited (failure: empty if it
+///                                                   succeeded or was stopped); it quits
+/// ddp_rank ──(tick)──> itself                       watches its process
 /// anyone ──(supervisor, id)──> agent -> caf::actor  the supervisor of a run (introspection, tests)
 /// ```
 ///
 /// The agent monitors each run supervisor: one that quits normally is done with its run (the
 /// server acknowledged or forgot it, or the agent stops); one that dies otherwise fails its run.
+/// A DDP run's supervisor spawns a ddp_rank for each rank k > 0, linked: when either dies of an
+/// error, the rank's process is killed and the supervisor dies too (its run fails).
 namespace cdui::actors {
 
 namespace agent_atoms {
@@ -39,6 +45,8 @@ using ack = caf::atom_constant<caf::atom("cd_ack")>;
 using unsent = caf::atom_constant<caf::atom("cd_unsent")>;
 using started = caf::atom_constant<caf::atom("cd_started")>;
 using supervisor = caf::atom_constant<caf::atom("cd_superv")>;
+using rank_ended = caf::atom_constant<caf::atom("cd_rankend")>;
+using signal = caf::atom_constant<caf::atom("cd_signal")>;
 } // namespace agent_atoms
 
 /// The agent's connection as a run supervisor sees it: set while a server has welcomed it, empty

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/agent/ddp_rank.hpp"
 #include "actors/common/run_process.hpp"
 #include "messages/atoms.hpp"
 #include "messages/json_text.hpp"
@@ -28,6 +29,18 @@ using self_ptr = caf::stateful_actor<supervisor_state>*;
 /// ended run only waits for its acknowledgement.
 constexpr auto executing_tick = std::chrono::milliseconds(20);
 constexpr auto ended_tick = std::chrono::milliseconds(100);
+
+/// Spawns the ddp_rank of one of the run's other ranks.
+void watch_rank(self_ptr self, ddp_rank_setup setup) {
+  self->state.ranks.push_back(self->spawn<caf::linked>(ddp_rank, std::move(setup)));
+  ++self->state.ranks_running;
+}
+
+/// Sends `sig` to every other rank still running.
+void signal_ranks(self_ptr self, int sig) {
+  for (const auto& r : self->state.ranks)
+    self->send(r, agent_atoms::signal::value, sig);
+}
 
 /// Prepares the run's folder and starts its process; the reason when it cannot.
 std::optional<std::string> launch(self_ptr self, const run_launch& l) {
@@ -53,24 +66,21 @@ std::optional<std::string> launch(self_ptr self, const run_launch& l) {
   // `cdui exec` installs its handlers. Its own session: the run outlives a signal to the agent's
   // process group.
   auto env = plan.environment();
-  auto world = ddp_ranks::world_size(l.run.graph_json, plan.visible_devices.size());
+  auto world = ddp_world_size(l.run.graph_json, plan.visible_devices.size());
   std::vector<std::string> rank_args;
   if (world > 1) {
     // Each rank one thread, and the ranks on loopback unless this agent's environment says otherwise.
     env["OMP_NUM_THREADS"] = "1";
-    if (std::getenv("GLOO_SOCKET_IFNAME") == nullptr)
-      env["GLOO_SOCKET_IFNAME"] = "lo";
+    for (const char* variable : {"GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"})
+      if (std::getenv(variable) == nullptr)
+        env[variable] = "lo";
     rank_args = {"--rank", "0", "--world-size", std::to_string(world)};
   }
   pid_t pid = start_exec(st.setup.exec_binary, st.setup.dir, false, -1, env, rank_args);
   if (pid < 0)
     return "cannot start the run's process (fork failed)";
-  if (world > 1)
-    if (auto why = st.ranks.start(st.setup.exec_binary, st.setup.dir, world, env)) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
-      return why;
-    }
+  for (int k = 1; k < world; ++k)
+    watch_rank(self, {k, world, st.setup.dir, st.setup.exec_binary, env, caf::actor_cast<caf::actor>(self)});
   // An agent that restarts finds the process again by it (the run outlives the agent).
   storage::write_file_atomic(st.setup.dir / "exec.pid", std::to_string(pid) + "\n");
   st.pid = pid;
@@ -84,13 +94,20 @@ void recover(self_ptr self) {
   auto& st = self->state;
   st.child = false;
   st.pid = run_process_pid(st.setup.dir);
-  st.ranks.recover(st.setup.dir);
+  // The other ranks an earlier agent started, by their pid files.
+  int world = 1;
+  while (std::filesystem::exists(st.setup.dir / ddp_rank_pid_file(world)))
+    ++world;
+  for (int k = 1; k < world; ++k)
+    watch_rank(self, {k, world, st.setup.dir, std::nullopt, {}, caf::actor_cast<caf::actor>(self)});
   if (!run_process_alive(st.pid, st.setup.dir)) {
     st.pid = -1;
     st.ended = read_outcome(st.setup.dir).value_or(run_outcome{
       run_status::failed, "the run's process ended while its agent was not running, without an outcome",
       "{}"});
   }
+  if (st.ended)
+    signal_ranks(self, SIGKILL);  // its end is known: no rank outlives it
   const char* state = st.ended ? "ended" : "still executing";
   if (st.setup.after_failure)
     spdlog::info("agent '{}': a new supervisor follows run {} ({})", st.setup.worker,
@@ -134,44 +151,53 @@ void mark_acked(self_ptr self) {
 bool process_exited(supervisor_state& st, int& status) {
   if (st.ended || st.process_ended || st.pid <= 0)
     return false;
-  return st.child ? ::waitpid(st.pid, &status, WNOHANG) == st.pid
+  return st.child ? ::waitpid(st.pid, &status, WNOHANG) != 0  // -1: reaped elsewhere already
                   : !run_process_alive(st.pid, st.setup.dir);
 }
 
-/// One look at the run: new events out, its end once its process has exited. False when the
-/// supervisor is done (a forgotten run whose process has exited).
 /// Whether the run has ended: its process (rank 0) and, under DDP, every other rank. A rank that
 /// fails ends the others (the run fails with its error); after rank 0, the others have 10 s to
 /// exit on their own.
-bool run_exited(supervisor_state& st) {
+bool run_exited(self_ptr self) {
+  auto& st = self->state;
   int status = 0;
   if (process_exited(st, status)) {
     st.process_ended = true;
     st.process_status = status;
   }
-  if (auto failure = st.ranks.look(); failure && !st.rank_failure) {
-    spdlog::warn("agent '{}': run {}: {}", st.setup.worker, st.setup.run_id, *failure);
-    st.rank_failure = failure;
-    if (!st.process_ended && st.pid > 0)
-      ::kill(st.pid, SIGKILL);
-    st.ranks.signal(SIGKILL);
-  }
   if (st.ended || !st.process_ended)
     return false;
-  if (!st.ranks.all_exited()) {
+  if (st.ranks_running > 0) {
     auto now = std::chrono::steady_clock::now();
     if (!st.ranks_deadline)
       st.ranks_deadline = now + std::chrono::seconds(10);
     else if (now > *st.ranks_deadline)
-      st.ranks.signal(SIGKILL);
+      signal_ranks(self, SIGKILL);
     return false;
   }
   return true;
 }
 
+/// Rank k has exited: the first that failed ends rank 0 and the others, and the run fails with
+/// its error.
+void rank_ended(self_ptr self, int k, const std::string& failure) {
+  auto& st = self->state;
+  --st.ranks_running;
+  spdlog::info("agent '{}': run {}: DDP rank {} exited", st.setup.worker, st.setup.run_id, k);
+  if (failure.empty() || st.rank_failure || st.ended)  // the first failure; none once the end is known
+    return;
+  spdlog::warn("agent '{}': run {}: {}", st.setup.worker, st.setup.run_id, failure);
+  st.rank_failure = failure;
+  if (!st.process_ended && st.pid > 0)
+    ::kill(st.pid, SIGKILL);
+  signal_ranks(self, SIGKILL);
+}
+
+/// One look at the run: new events out, its end once its process has exited. False when the
+/// supervisor is done (a forgotten run whose process has exited).
 bool pump(self_ptr self) {
   auto& st = self->state;
-  bool exited = run_exited(st);
+  bool exited = run_exited(self);
   bool linked = !st.link.socket.expired();
   // Read after the exit check: once it has exited, everything it wrote is in the file. What could
   // not be sent is read again (the socket says so with an unsent), so nothing is skipped.
@@ -230,9 +256,22 @@ void schedule_tick(self_ptr self) {
 
 } // namespace
 
-int run_process_pid(const std::filesystem::path& dir) {
+bool stop_run_process(int pid, const std::filesystem::path& dir) {
+  if (pid <= 0)
+    return false;
+  // A child that has not exited yet (waitpid says 0), whatever it executes by now.
+  bool child = ::waitpid(pid, nullptr, WNOHANG) == 0;
+  if (!child && !run_process_alive(pid, dir))
+    return false;
+  ::kill(pid, SIGKILL);
+  if (child)
+    ::waitpid(pid, nullptr, 0);
+  return true;
+}
+
+int run_process_pid(const std::filesystem::path& dir, const std::string& file) {
   int pid = -1;
-  std::ifstream in{dir / "exec.pid"};
+  std::ifstream in{dir / file};
   in >> pid;
   return in ? pid : -1;
 }
@@ -319,6 +358,7 @@ caf::behavior run_supervisor(self_ptr self, supervisor_setup setup) {
       // batch (a rank signalled before it joined the others would leave them waiting); the other
       // ranks that do not end with it are ended 10 s after it.
     },
+    [=](agent_atoms::rank_ended, int k, const std::string& failure) { rank_ended(self, k, failure); },
     [=](atoms::quit) { self->quit(); },
   };
 }

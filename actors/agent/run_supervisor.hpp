@@ -6,12 +6,12 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
 #include <caf/stateful_actor.hpp>
 
-#include "actors/agent/ddp_ranks.hpp"
 #include "actors/agent/protocol.hpp"
 #include "actors/policy/launch_plan.hpp"
 #include "messages/run_outcome.hpp"
@@ -58,9 +58,11 @@ struct supervisor_state {
   bool end_sent = false;
   /// The server no longer follows it: stop it, report nothing.
   bool forgotten = false;
-  /// A run trained with DDP: its other ranks, the first rank's failure, and whether rank 0 (the
-  /// run's process) has exited, with its wait status; the run ends once every rank has.
-  ddp_ranks ranks;
+  /// A run trained with DDP: the ddp_rank of each other rank, how many of them have not ended,
+  /// the first rank's failure, and whether rank 0 (the run's process) has exited, with its wait
+  /// status; the run ends once every rank has.
+  std::vector<caf::actor> ranks;
+  std::size_t ranks_running = 0;
   std::optional<std::string> rank_failure;
   bool process_ended = false;
   int process_status = 0;
@@ -78,14 +80,22 @@ inline constexpr std::size_t max_events_per_update = 500;
 /// process has ended, again after each reconnect until the server acknowledges it. Quits normally
 /// when the run is acknowledged or forgotten, and on (quit), leaving the process to run on. Its
 /// handlers are not guarded: a supervisor that fails dies, and the agent, which monitors it, fails
-/// the run and stops its process. Protocol: see actors/agent/protocol.hpp.
+/// the run and stops its process. A DDP run's other ranks are ddp_rank actors it spawns: the first
+/// that fails ends the others and rank 0, and fails the run with its error; the run ends once
+/// every rank has exited. Protocol: see actors/agent/protocol.hpp.
 caf::behavior run_supervisor(caf::stateful_actor<supervisor_state>* self, supervisor_setup setup);
 
 /// Whether the `cdui exec` of the run folder `dir` is still running as `pid` (it may be an earlier
 /// agent's child, which waitpid cannot watch).
 [[nodiscard]] bool run_process_alive(int pid, const std::filesystem::path& dir);
 
-/// The pid in the run folder's exec.pid (-1 when there is none).
-[[nodiscard]] int run_process_pid(const std::filesystem::path& dir);
+/// Kills (SIGKILL) and reaps the process `pid` of the run folder `dir` if it still runs: this
+/// process's child (also one that has not exec'd yet) or an earlier agent's (run_process_alive).
+/// Whether it ran.
+bool stop_run_process(int pid, const std::filesystem::path& dir);
+
+/// The pid in the run folder's exec.pid (`file`: a DDP rank's, ddp_rank_pid_file) (-1 when there
+/// is none).
+[[nodiscard]] int run_process_pid(const std::filesystem::path& dir, const std::string& file = "exec.pid");
 
 } // namespace cdui::actors

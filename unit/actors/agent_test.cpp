@@ -169,9 +169,9 @@ struct agent_fixture {
     return home.path() / "agents" / "w1" / "runs" / id;
   }
 
-  void assign(const std::string& id, std::vector<std::string> devices) {
+  void assign(const std::string& id, std::vector<std::string> devices, const std::string& graph = "{}") {
     server.send(wire::message_type::assign_run,
-                assign_run{id, "test run", "{}", "{}", std::move(devices), 7});
+                assign_run{id, "test run", graph, "{}", std::move(devices), 7});
   }
 
   /// The server has the run's end: the agent marks its folder `acked`, and its heartbeats no
@@ -185,11 +185,11 @@ struct agent_fixture {
     }));
   }
 
-  /// The pid in the run's exec.pid, once it is there.
-  int pid_of(const std::string& id) {
+  /// The pid in the run's exec.pid (`file`: a DDP rank's exec-rank<k>.pid), once it is there.
+  int pid_of(const std::string& id, const std::string& file = "exec.pid") {
     int pid = -1;
     BOOST_REQUIRE(eventually([&] {
-      std::ifstream in{run_dir(id) / "exec.pid"};
+      std::ifstream in{run_dir(id) / file};
       return static_cast<bool>(in >> pid);
     }));
     return pid;
@@ -271,6 +271,31 @@ BOOST_FIXTURE_TEST_CASE(a_supervisor_that_dies_fails_its_run_and_its_process_is_
   BOOST_TEST(eventually([&] { return ::kill(pid, 0) != 0; }));
   // The agent goes on: it takes the acknowledgement, and its heartbeats come without the run.
   acknowledge("sleepy1");
+}
+
+BOOST_FIXTURE_TEST_CASE(a_ddp_runs_supervisor_that_dies_takes_every_rank_with_it, agent_fixture) {
+  join();
+  // A ddp loop on two cards: the agent starts rank 0 (the run's process) and rank 1 beside it.
+  assign("sleepy2", {"sim:0", "sim:1"},
+         R"({"nodes":[{"id":"loop","type":"TrainingLoop","params":{"strategy":"ddp"}}],"edges":[]})");
+  int rank0 = pid_of("sleepy2");
+  int rank1 = pid_of("sleepy2", "exec-rank1.pid");
+  BOOST_TEST(::kill(rank0, 0) == 0);
+  BOOST_TEST(::kill(rank1, 0) == 0);
+  caf::actor supervisor;
+  (*self)
+    ->request(agent, caf::infinite, actors::agent_atoms::supervisor::value, std::string{"sleepy2"})
+    .receive([&](const caf::actor& a) { supervisor = a; },
+             [&](const caf::error& e) { BOOST_FAIL(system->render(e)); });
+  BOOST_REQUIRE(supervisor);
+  (*self)->send_exit(supervisor, caf::exit_reason::kill);
+  auto done = server.next<run_done>(wire::message_type::run_done);
+  BOOST_REQUIRE(done);
+  BOOST_TEST((done->outcome.status == run_status::failed));
+  BOOST_TEST(done->outcome.error.find("worker 'w1': the run's supervisor failed (") == 0u, done->outcome.error);
+  // No rank outlives the run its agent gave up: both are stopped and reaped.
+  BOOST_TEST(eventually([&] { return ::kill(rank0, 0) != 0 && ::kill(rank1, 0) != 0; }));
+  acknowledge("sleepy2");
 }
 
 BOOST_FIXTURE_TEST_CASE(a_refused_hello_ends_the_agent_with_the_reason, agent_fixture) {
