@@ -136,7 +136,7 @@ public:
   std::optional<batch_news> batch_done(const batch_news& mine) override {
     auto answer = settle();
     news_ = {torch::tensor({mine.stop ? 1.0 : 0.0, mine.loss}, torch::kDouble).to(wire_)};
-    news_batch_ = mine.batch;
+    news_mine_ = mine;
     news_work_ = group_->allreduce(news_);
     return answer;
   }
@@ -148,7 +148,7 @@ public:
     news_work_.reset();
     auto sums = news_.front().cpu();
     const auto* sum = sums.data_ptr<double>();
-    return batch_news{news_batch_, sum[0] > 0, sum[1] / settings_.world_size};
+    return batch_news{news_mine_.step, news_mine_.ends_step, sum[0] > 0, sum[1] / settings_.world_size};
   }
 
   std::vector<double> gather(double local) override {
@@ -178,7 +178,7 @@ private:
   std::vector<at::Tensor> buffers_;
   /// The last batch's news on its way (batch_done): {stop, loss} summed over the ranks.
   std::vector<at::Tensor> news_;
-  std::int64_t news_batch_ = 0;
+  batch_news news_mine_;
   c10::intrusive_ptr<c10d::Work> news_work_;
   c10::intrusive_ptr<c10d::ProcessGroup> group_;
   /// Where the loop's figures are reduced: the card under NCCL, else the host.

@@ -10,11 +10,12 @@
 
 namespace cdui::runtime::nodes {
 
-/// One trained batch as every process saw it: its number in the loop (batches trained, this one
-/// included), whether a process was asked to stop, and the batch's loss (averaged over the
-/// processes, when that is what `batch_done` answers).
+/// One trained batch as every process saw it: the optimizer steps taken after it and whether it
+/// ended a step's window (the same on every process), whether a process was asked to stop, and
+/// the batch's loss (averaged over the processes, when that is what `batch_done` answers).
 struct batch_news {
-  std::int64_t batch = 0;
+  std::int64_t step = 0;
+  bool ends_step = false;
   bool stop = false;
   double loss = 0.0;
 };

@@ -37,8 +37,8 @@ struct loop_totals {
   std::int64_t val_batches = 0;
 };
 
-/// train_loss_batch: the mean loss of the last `every` batches (each averaged over the processes),
-/// at every `every`-th batch of the loop, its step the batch's number (0: no series).
+/// train_loss_batch: at every `every`-th optimizer step, the mean loss of the batches of the last
+/// `every` steps (each averaged over the processes), its step the optimizer step (0: no series).
 class batch_series {
 public:
   explicit batch_series(std::int64_t every) : every_(every) {}
@@ -47,9 +47,10 @@ public:
     if (every_ <= 0)
       return;
     sum_ += news.loss;
-    if (++count_ < every_)
+    ++count_;
+    if (!news.ends_step || news.step % every_ != 0)
       return;
-    call.metric("train_loss_batch", sum_ / static_cast<double>(count_), news.batch);
+    call.metric("train_loss_batch", sum_ / static_cast<double>(count_), news.step);
     sum_ = 0.0;
     count_ = 0;
   }
@@ -411,7 +412,7 @@ bool run_epoch(node_call& call, loop_inputs& in, loop_setup& s, distribution& di
                              {"samples_per_s", rate},
                              {"eta_s", std::max(0.0, eta)}});
     }
-    if (auto news = dist.batch_done({totals.batches, call.stop_requested(), value})) {
+    if (auto news = dist.batch_done({totals.steps, ends_window, call.stop_requested(), value})) {
       series.add(call, *news);
       totals.stopped = news->stop;
     }
@@ -492,7 +493,7 @@ port_values train(node_call& call, const std::string& device_name, devices::memo
   announce(call, in, s, *dist);
   loop_totals totals;
   progress_throttle throttle{call.int_param("progress_interval_ms")};
-  batch_series series{call.int_param("batch_metric_every")};
+  batch_series series{call.int_param("train_loss_batch_every")};
   for (std::int64_t e = 1; e <= s.epochs; ++e)
     if (!run_epoch(call, in, s, *dist, s.epoch_offset + e, totals, throttle, series))
       break;
@@ -584,8 +585,8 @@ void register_training_loop_node(node_registry& registry) {
      "auto (dynamic for fp16, else off), dynamic, off, or a fixed scale"},
     {"progress_interval_ms", param_kind::integer, 100, 0, 60'000, {},
      "at most one progress event per interval, besides each epoch's first and last batch (0: every batch)"},
-    {"batch_metric_every", param_kind::integer, 10, 0, 1'000'000, {},
-     "train_loss_batch: the mean loss of the last N batches, at every Nth batch (0: off)"},
+    {"train_loss_batch_every", param_kind::integer, 1, 0, 1'000'000, {},
+     "the metric train_loss_batch at every Nth optimizer step: the mean loss of those steps' batches (0: off)"},
   };
   spec.inputs = {
     {"model", port_type::model, true, ""},

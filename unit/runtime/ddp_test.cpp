@@ -29,7 +29,7 @@ json ddp_graph(int batch, int accumulate, const std::string& strategy, bool shuf
     {{{"type", "Linear"}, {"out_features", 16}}, {{"type", "ReLU"}}, {{"type", "Linear"}, {"out_features", 2}}},
     {{"name", "sgd"}, {"lr", 0.1}, {"momentum", 0.9}},
     {{"epochs", 5}, {"max_steps", 20}, {"accumulate_steps", accumulate}, {"strategy", strategy},
-     {"batch_metric_every", 1}});
+     {"train_loss_batch_every", 1}});
   // Validation on the training set, in order: each process scores its part.
   g["edges"].push_back({{"from", "loader.dataloader"}, {"to", "loop.val_dataloader"}});
   g["nodes"].push_back({{"id", "save"}, {"type", "ModelSaver"}, {"params", {{"path", "model.pt"}}}});
@@ -121,11 +121,12 @@ void check_same_weights_as_one_process(int batch, int accumulate, bool shuffle) 
   // Only rank 0 saved the model; rank 1 ran the loop and what feeds it, and logged beside the run.
   BOOST_TEST(std::filesystem::exists(ddp / "output-rank1.log"));
   // The per-batch series, averaged over the ranks, are one process's on the combined batches:
-  // 20 steps of `accumulate` batches; 512 samples in validation batches of 2 x `batch`, each
-  // evaluation after an epoch of 512 / (2 x `batch`) batches, the last one cut short.
+  // One train_loss_batch for each of the 20 steps of `accumulate` batches; 512 samples in
+  // validation batches of 2 x `batch`, each evaluation after an epoch of 512 / (2 x `batch`)
+  // batches, the last one cut short.
   auto batches = 20 * accumulate;
   auto per_epoch = 512 / (2 * batch);
-  check_same_series(ddp, one, "train_loss_batch", static_cast<std::size_t>(batches));
+  check_same_series(ddp, one, "train_loss_batch", 20);
   check_same_series(ddp, one, "val_loss_step", static_cast<std::size_t>((batches + per_epoch - 1) / per_epoch * per_epoch));
   check_same_series(ddp, one, "val_loss", static_cast<std::size_t>((batches + per_epoch - 1) / per_epoch));
   auto trained = cdui::test::load_weights(ddp / "checkpoints" / "model.pt");

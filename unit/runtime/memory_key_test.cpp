@@ -215,7 +215,7 @@ BOOST_AUTO_TEST_CASE(every_builtin_param_is_classified) {
     {"LRScheduler", {{}, {"kind", "step_size", "gamma", "t_max", "eta_min"}}},
     {"TrainingLoop", {{"device", "accumulate_steps", "precision", "strategy"},
                       {"epochs", "max_steps", "grad_clip_norm", "num_threads", "loss_scale",
-                       "progress_interval_ms", "batch_metric_every"}}},
+                       "progress_interval_ms", "train_loss_batch_every"}}},
     {"EvaluateModel", {{}, {}}},
     {"ModelSaver", {{}, {"path"}}},
     {"CheckpointSaver", {{}, {"path"}}},

@@ -689,27 +689,37 @@ BOOST_AUTO_TEST_CASE(validation_metrics_come_once_per_epoch) {
              boost::test_tools::tolerance(1e-9));
 }
 
-BOOST_AUTO_TEST_CASE(train_loss_batch_is_the_mean_of_each_nth_batch_and_val_loss_step_each_validation_batch) {
+BOOST_AUTO_TEST_CASE(train_loss_batch_comes_at_each_optimizer_step_and_val_loss_step_at_each_validation_batch) {
   cdui::test::temp_home home;
   json doc = moons_graph();
   params(doc, "data")["n_samples"] = 100;  // 4 batches of training
   params(doc, "test_data")["n_samples"] = 100;  // 4 of validation: 30, 30, 30, 10
   params(doc, "test_loader")["batch_size"] = 30;
   params(doc, "loop")["epochs"] = 2;
-  params(doc, "loop")["batch_metric_every"] = 3;
+  params(doc, "loop")["accumulate_steps"] = 2;
   add_edge(doc, "test_loader.dataloader", "loop.val_dataloader");
   auto run = run_graph(doc, home.path());
   require_succeeded(run);
-  // Every 3rd of the 8 batches: the mean of the 3 batch losses the progress events showed.
+  // 8 batches in windows of 2: at each of the 4 steps, the mean of its 2 batch losses (as the
+  // progress events showed them).
   std::vector<double> losses;
   for (const auto& p : run.of_type("progress"))
     losses.push_back(p["loss"].get<double>());
   BOOST_REQUIRE_EQUAL(losses.size(), 8u);
-  BOOST_TEST(run.steps("loop", "train_loss_batch") == std::vector<std::int64_t>({3, 6}));
+  BOOST_TEST(run.steps("loop", "train_loss_batch") == std::vector<std::int64_t>({1, 2, 3, 4}));
   auto batch_series = run.series("loop", "train_loss_batch");
-  BOOST_REQUIRE_EQUAL(batch_series.size(), 2u);
-  BOOST_TEST(batch_series[0] == (losses[0] + losses[1] + losses[2]) / 3, boost::test_tools::tolerance(1e-12));
-  BOOST_TEST(batch_series[1] == (losses[3] + losses[4] + losses[5]) / 3, boost::test_tools::tolerance(1e-12));
+  BOOST_REQUIRE_EQUAL(batch_series.size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i)
+    BOOST_TEST(batch_series[i] == (losses[2 * i] + losses[2 * i + 1]) / 2, boost::test_tools::tolerance(1e-12));
+  // Every 3rd step: the mean over those 3 steps' 6 batches.
+  params(doc, "loop")["train_loss_batch_every"] = 3;
+  auto sparse = run_graph(doc, home.path());
+  require_succeeded(sparse);
+  BOOST_TEST(sparse.steps("loop", "train_loss_batch") == std::vector<std::int64_t>({3}));
+  auto every_3 = sparse.series("loop", "train_loss_batch");
+  BOOST_REQUIRE_EQUAL(every_3.size(), 1u);
+  BOOST_TEST(every_3[0] == (batch_series[0] + batch_series[1] + batch_series[2]) / 3,
+             boost::test_tools::tolerance(1e-12));
   // Each validation batch's loss, numbered over the run; over an epoch they weigh up to val_loss.
   BOOST_TEST(run.steps("loop", "val_loss_step") == std::vector<std::int64_t>({1, 2, 3, 4, 5, 6, 7, 8}));
   auto steps = run.series("loop", "val_loss_step");
@@ -722,7 +732,7 @@ BOOST_AUTO_TEST_CASE(train_loss_batch_is_the_mean_of_each_nth_batch_and_val_loss
                boost::test_tools::tolerance(1e-9));
   }
   // 0 turns the batch series off.
-  params(doc, "loop")["batch_metric_every"] = 0;
+  params(doc, "loop")["train_loss_batch_every"] = 0;
   auto quiet = run_graph(doc, home.path());
   require_succeeded(quiet);
   BOOST_TEST(quiet.series("loop", "train_loss_batch").empty());
