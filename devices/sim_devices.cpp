@@ -16,10 +16,13 @@ struct unit {
   std::int64_t factor;
 };
 
-constexpr std::array<unit, 9> units{{
+// "64M" and "64Mi" are 64 MiB, as docker's --memory and kubectl's quantities write it.
+constexpr std::array<unit, 17> units{{
   {"TiB", 1LL << 40}, {"GiB", 1LL << 30}, {"MiB", 1LL << 20}, {"KiB", 1LL << 10},
   {"TB", 1'000'000'000'000LL}, {"GB", 1'000'000'000LL}, {"MB", 1'000'000LL}, {"KB", 1'000LL},
   {"B", 1},
+  {"Ti", 1LL << 40}, {"Gi", 1LL << 30}, {"Mi", 1LL << 20}, {"Ki", 1LL << 10},
+  {"T", 1LL << 40}, {"G", 1LL << 30}, {"M", 1LL << 20}, {"K", 1LL << 10},
 }};
 
 std::string_view trim(std::string_view s) {
@@ -47,9 +50,9 @@ std::variant<std::int64_t, std::string> parse_bytes(std::string_view text) {
     std::size_t used = 0;
     value = std::stod(std::string{text}, &used);
     if (used != text.size() || text.empty())
-      return "'" + std::string{text} + "' is not a size (e.g. 8GiB, 512MiB)";
+      return "'" + std::string{text} + "' is not a size (e.g. 8GiB, 512MiB, 64M)";
   } catch (const std::exception&) {
-    return "'" + std::string{text} + "' is not a size (e.g. 8GiB, 512MiB)";
+    return "'" + std::string{text} + "' is not a size (e.g. 8GiB, 512MiB, 64M)";
   }
   if (!(value * static_cast<double>(factor) >= 1) || value * static_cast<double>(factor) > 9.0e18)
     return "a size must be at least 1 byte and below 8 EiB, got '" + std::string{text} + "'";

@@ -15,8 +15,18 @@ BOOST_AUTO_TEST_CASE(sizes_read_binary_and_decimal_units) {
   BOOST_TEST(std::get<std::int64_t>(parse_bytes("1.5 GiB")) == 3LL << 29);
   BOOST_TEST(std::get<std::int64_t>(parse_bytes("2GB")) == 2'000'000'000LL);
   BOOST_TEST(std::get<std::int64_t>(parse_bytes("4096")) == 4096);
-  for (auto bad : {"", "GiB", "8Gb", "-1GiB", "0", "eight"})
+  for (auto bad : {"", "GiB", "8Gb", "-1GiB", "0", "eight", "M", "64m", "64MM"})
     BOOST_TEST(std::holds_alternative<std::string>(parse_bytes(bad)), bad);
+}
+
+BOOST_AUTO_TEST_CASE(sizes_take_the_short_binary_units_of_docker_and_kubectl) {
+  BOOST_TEST(std::get<std::int64_t>(parse_bytes("64M")) == 64LL << 20);
+  BOOST_TEST(std::get<std::int64_t>(parse_bytes("64Mi")) == 64LL << 20);
+  BOOST_TEST(std::get<std::int64_t>(parse_bytes("64G")) == 64LL << 30);
+  BOOST_TEST(std::get<std::int64_t>(parse_bytes("1.5G")) == 3LL << 29);
+  BOOST_TEST(std::get<std::int64_t>(parse_bytes("512K")) == 512LL << 10);
+  BOOST_TEST(std::get<std::int64_t>(parse_bytes("2T")) == 2LL << 40);
+  BOOST_TEST(std::get<std::int64_t>(parse_bytes("2 Gi")) == 2LL << 30);
 }
 
 BOOST_AUTO_TEST_CASE(a_spec_lists_cards_with_their_memory_and_distinct_uuids) {
