@@ -189,7 +189,7 @@ int workers_command() {
   auto client = http_client(*server);
   auto res = client.Get("/api/workers");
   if (!res || res->status != 200) {
-    std::fprintf(stderr, "cdui: the server at %s did not answer GET /api/workers\n",
+    std::fprintf(stderr, "cdui: the server at %s did not answer with its workers\n",
                  server->address.http_url().c_str());
     return exit_run_failed;
   }

@@ -276,7 +276,9 @@ BOOST_AUTO_TEST_CASE(cdui_workers_enrolls_rekeys_drains_and_removes_a_worker) {
   BOOST_TEST(r.err.find("warning: this server takes agents on") != std::string::npos, r.err);
   r = run_cdui(home, {"workers", "enroll", "gpu-x"});
   BOOST_TEST(r.code == 1);
-  BOOST_TEST(r.err.find("enrolled already") != std::string::npos, r.err);
+  // The CLI's words, not the HTTP path.
+  BOOST_TEST(r.err.find("enrolled already; re-key it with `cdui workers rekey gpu-x`") != std::string::npos,
+             r.err);
   r = run_cdui(home, {"workers", "enroll", "../x"});
   BOOST_TEST(r.code == 2);
 

@@ -40,8 +40,8 @@ worker_table::verdict worker_table::hello(const std::string& identity, const cdu
                        "its latest enrollment or re-key gave (a re-key ends the old one)", now_ms);
     return refuse(h, "the credential is not valid: it is not this server's session token (a "
                      "same-host agent reads it from $CODEFYUI_HOME/session.token; check that it uses "
-                     "the server's home), and no worker named '" + h.name + "' is enrolled (POST "
-                     "/api/workers/enroll)", now_ms);
+                     "the server's home), and no worker named '" + h.name + "' is enrolled (enroll it "
+                     "with `cdui workers enroll " + h.name + "` on the server's machine)", now_ms);
   }
   verdict v{true, "", std::nullopt};
   auto& w = workers_[h.name];

@@ -136,14 +136,14 @@ std::string share_card(self_ptr self, const std::string& offerer, const std::str
     if (w == st.workers.end())
       return "no worker named '" + offerer + "' has connected to this server since it started";
     if (std::find(w->second.devices.begin(), w->second.devices.end(), device) == w->second.devices.end())
-      return "no device '" + device + "' on worker '" + offerer + "' (see GET /api/workers)";
+      return "no device '" + device + "' on worker '" + offerer + "' (`cdui workers` lists its devices)";
     if (auto why = policy::sharing_refusal(false, device); !why.empty())
       return why;
   } else {
     bool known = std::any_of(st.local.devices.begin(), st.local.devices.end(),
                              [&](const auto& d) { return d.name == device; });
     if (!known)
-      return "this server has no device '" + device + "' (see GET /api/status for its devices)";
+      return "this server has no device '" + device + "' (`cdui status` lists its devices)";
     if (auto why = policy::sharing_refusal(true, device); !why.empty())
       return why;
   }

@@ -166,8 +166,8 @@ enrollment give_credential(self_ptr self, const std::string& name, bool rekey) {
   }
   bool enrolled = st.table->is_enrolled(name);
   if (!rekey && enrolled) {
-    e.error = "worker '" + name + "' is enrolled already; re-key it (POST /api/workers/" + name
-              + "/rekey) for a new credential";
+    e.error = "worker '" + name + "' is enrolled already; re-key it with `cdui workers rekey " + name
+              + "` for a new credential";
     e.refusal = "conflict";
     return e;
   }

@@ -180,8 +180,8 @@ BOOST_AUTO_TEST_CASE(a_budget_larger_than_the_card_is_refused_and_the_share_mode
   {
     cdui::server srv{server_config(home.path(), "1x1GiB")};
     BOOST_TEST(srv.share_device("sim:0", true).empty());
-    BOOST_TEST(srv.share_device("sim:7", true) == "this server has no device 'sim:7' (see GET "
-                                                   "/api/status for its devices)");
+    BOOST_TEST(srv.share_device("sim:7", true) == "this server has no device 'sim:7' (`cdui "
+                                                   "status` lists its devices)");
     auto huge = srv.submit(endless_with(2048 * mib));
     BOOST_REQUIRE(huge.ok());
     auto ended = srv.wait(huge.run_id);
