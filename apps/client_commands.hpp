@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "apps/run_command.hpp"
 #include "messages/run_request.hpp"
@@ -11,6 +12,8 @@
 
 namespace httplib {
 class Client;
+class Result;
+struct Response;
 }
 
 namespace cdui::apps {
@@ -28,21 +31,20 @@ struct server_connection {
 /// beyond loopback wants it for reads too.
 [[nodiscard]] httplib::Client http_client(const server_connection& server);
 
+/// The `detail` of an error answer, else its status and body.
+[[nodiscard]] std::string detail_of(const httplib::Response& res);
+
+/// "the server at URL did not answer (why)".
+[[nodiscard]] std::string no_answer(const server_connection& server, const httplib::Result& result);
+
 /// `cdui run` against a running server over HTTP: submits, then follows the run's events until it
 /// ends (or returns at once with --detach). Ctrl+C and --timeout stop following; the run goes on.
 [[nodiscard]] int remote_run(const server_connection& server, const run_request& request,
                              const run_command_options& options);
 
-struct runs_options {
-  std::string status;
-  std::size_t limit = 20;
-};
-
-/// `cdui runs`: the newest runs, from the server, else straight from the home's run store.
-[[nodiscard]] int runs_command(const runs_options& options);
-
-/// `cdui cancel ID`: asks the server to cancel a run.
-[[nodiscard]] int cancel_command(const std::string& run_id);
+/// `cdui cancel RUN...`: asks the server to cancel each run (named by id, id prefix or name). Each
+/// is tried; the exit code is the first failure's.
+[[nodiscard]] int cancel_command(const std::vector<std::string>& runs);
 
 /// What an operator does to a worker from the command line.
 enum class worker_action { enroll, rekey, remove, drain, undrain, share, exclusive };

@@ -39,13 +39,10 @@ int estimate_command(const estimate_command_options& options) {
     std::fprintf(stderr, "cdui: --device: %s\n", bad->message.c_str());
     return exit_usage;
   }
-  std::ifstream in{options.graph_file, std::ios::binary};
-  if (!in) {
-    std::fprintf(stderr, "cdui: cannot read %s\n", options.graph_file.c_str());
+  auto text = read_graph_file(options.graph_file);
+  if (!text)
     return exit_usage;
-  }
-  std::string text{std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
-  auto checked = runtime::validate_graph(text);
+  auto checked = runtime::validate_graph(*text);
   if (const auto* errors = std::get_if<std::vector<runtime::graph_error>>(&checked)) {
     for (const auto& error : *errors)
       std::fprintf(stderr, "%s: %s\n", options.graph_file.c_str(), error.message.c_str());

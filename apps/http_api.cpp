@@ -17,6 +17,7 @@
 
 #include "actors/policy/run_options.hpp"
 #include "actors/server/server.hpp"
+#include "apps/run_json.hpp"
 #include "apps/status_json.hpp"
 #include "devices/device.hpp"
 #include "messages/json_text.hpp"
@@ -90,23 +91,6 @@ std::string non_utf8_refusal(const httplib::Request& req) {
 
 json parse_or_null(const std::string& text) {
   return json::parse(text, nullptr, false);
-}
-
-json run_json(const run_info& r) {
-  json j{{"run_id", r.id},
-         {"name", r.name},
-         {"status", to_string(r.status)},
-         {"active", !is_final(r.status)},
-         {"queue_key", r.queue_key},
-         {"queue_position", r.queue_position},
-         {"waiting_reason", r.waiting_reason.empty() ? json(nullptr) : json(r.waiting_reason)},
-         {"error", r.error.empty() ? json(nullptr) : json(r.error)},
-         {"created_ms", r.created_ms},
-         {"started_ms", r.started_ms ? json(r.started_ms) : json(nullptr)},
-         {"finished_ms", r.finished_ms ? json(r.finished_ms) : json(nullptr)},
-         {"final_metrics", parse_or_null(r.final_metrics)},
-         {"options", parse_or_null(r.options)}};
-  return j;
 }
 
 /// PUT .../sharing {"mode": "shared" | "exclusive"}: this server's device (`worker` empty) or a

@@ -1,7 +1,9 @@
 // The cdui command line: run, validate, fit, estimate, devices, the server (start, stop, status)
-// and its client commands (runs, cancel).
+// and its client commands (runs, show, logs, follow, cancel).
 #include <cstdio>
+#include <cctype>
 #include <cstdlib>
+#include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -12,11 +14,46 @@
 #include "apps/client_commands.hpp"
 #include "apps/estimate_command.hpp"
 #include "apps/exec_command.hpp"
+#include "apps/inspect_commands.hpp"
 #include "apps/http_settings.hpp"
 #include "apps/run_command.hpp"
 #include "apps/server_command.hpp"
 #include "apps/sim_hold_command.hpp"
 #include "messages/run_request.hpp"
+
+namespace {
+
+/// The subcommand being parsed when the command line went wrong: the deepest one named.
+const CLI::App* deepest(const CLI::App* app) {
+  auto subs = app->get_subcommands();
+  return subs.empty() ? app : deepest(subs.back());
+}
+
+/// "cdui", "cdui runs", "cdui agent start".
+std::string command_path(const CLI::App* app) {
+  auto parent = app->get_parent();
+  return parent ? command_path(parent) + " " + app->get_name() : std::string{"cdui"};
+}
+
+/// What a person is told about a command line CLI11 refused, in the CLI's words: the word it did
+/// not know and where to read what it knows.
+std::string usage_error(const CLI::App& app, const CLI::ParseError& e) {
+  const auto* at = deepest(&app);
+  auto help = "; see " + command_path(at) + " --help";
+  if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
+    auto extras = app.remaining(true);
+    auto word = extras.empty() ? std::string{"?"} : extras.front();
+    if (at == &app && !word.empty() && word.front() != '-')
+      return "cdui: unknown command '" + word + "'" + help;
+    return "cdui: unknown argument '" + word + "' for " + command_path(at) + help;
+  }
+  std::string what = e.what();
+  if (!what.empty())
+    what.front() = static_cast<char>(std::tolower(static_cast<unsigned char>(what.front())));
+  return command_path(at) + ": " + what + help;
+}
+
+} // namespace
 
 int main(int argc, char** argv) {
   using namespace cdui::apps;
@@ -44,10 +81,18 @@ int main(int argc, char** argv) {
   run->add_option("--devices", run_opts.devices,
                   "a device set, e.g. sim:0,sim:1 (a worker's own names with --target)")
     ->delimiter(',');
-  run->add_option("--memory-gib", run_opts.memory_gib,
-                  "the run's memory budget per card in GiB (target.memory_gib): it runs out of memory "
-                  "alone past it; a card shared by memory admits it by it")
-    ->check(CLI::Range(1e-6, cdui::max_memory_gib));
+  auto* memory_gib_opt =
+    run->add_option("--memory-gib", run_opts.memory_gib,
+                    "the run's memory budget per card in GiB (target.memory_gib): it runs out of "
+                    "memory alone past it; a card shared by memory admits it by it")
+      ->check(CLI::Range(1e-6, cdui::max_memory_gib));
+  run->add_option("--memory", run_opts.memory,
+                  "the same budget as a size: 64M, 64MiB, 1.5G, 2GiB (M, G: MiB, GiB)")
+    ->excludes(memory_gib_opt);
+  run->add_option("--set", run_opts.overrides,
+                  "set a node's param, NODE.PARAM=VALUE (repeatable), e.g. loader.batch_size=512; "
+                  "VALUE is read as JSON when it is JSON, else as a string")
+    ->allow_extra_args(false);
   run->add_flag("--deterministic", run_opts.deterministic,
                 "ask libtorch for deterministic algorithms");
   run->add_flag("--record-outputs", run_opts.record_outputs,
@@ -130,6 +175,23 @@ int main(int argc, char** argv) {
                    "interrupted");
   runs->add_option("--limit", runs_opts.limit, "how many runs (default 20)")
     ->check(CLI::Range(std::size_t{1}, std::size_t{1000}));
+  runs->add_flag("--wide", runs_opts.wide, "whole names and reasons, and when runs started and ended");
+  runs->add_flag("--json", runs_opts.json, "the run objects as JSON, for scripts");
+
+  std::string run_word;
+  const char* run_word_help = "the run: its id, a unique prefix of its id, or its name";
+  bool show_json = false;
+  auto* show = app.add_subcommand(
+    "show", "one run: status, why it waits or failed, device and worker, budget, times, metrics");
+  show->add_option("run", run_word, run_word_help)->required();
+  show->add_flag("--json", show_json, "the run object as JSON");
+  bool logs_follow = false;
+  auto* logs = app.add_subcommand("logs", "a run's output log (its output.log)");
+  logs->add_option("run", run_word, run_word_help)->required();
+  logs->add_flag("-f,--follow", logs_follow, "keep printing lines as they come, until the run ends");
+  auto* follow = app.add_subcommand(
+    "follow", "watch a submitted run's progress, as `cdui run` shows it, until it ends");
+  follow->add_option("run", run_word, run_word_help)->required();
 
   agent_options agent_opts;
   std::string agent_stop_name;
@@ -149,7 +211,7 @@ int main(int argc, char** argv) {
                           "a remote server's agents' endpoint, tcp://HOST:PORT (default: the server "
                           "of this home)");
   agent_start->add_option("--credential", agent_opts.credential_file,
-                          "the file with the credential POST /api/workers/enroll gave (default: "
+                          "the file with the credential `cdui workers enroll` gave (default: "
                           "this home's session token)");
   agent_start->add_option("--server-key", agent_opts.server_key,
                           "the server's CURVE public key, from the enrollment command (default: "
@@ -200,14 +262,19 @@ int main(int argc, char** argv) {
   sim_hold->add_option("size", hold_size, "how much, e.g. 512MiB")->required();
   sim_hold->group("");  // not for people: hidden from the help
 
-  std::string cancel_id;
-  auto* cancel = app.add_subcommand("cancel", "cancel a queued or running run on the server");
-  cancel->add_option("id", cancel_id, "the run's id")->required();
+  std::vector<std::string> cancel_words;
+  auto* cancel = app.add_subcommand("cancel", "cancel queued or running runs on the server");
+  cancel->add_option("runs", cancel_words,
+                     "the runs: each by its id, a unique prefix of its id, or its name")
+    ->required();
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return e.get_exit_code() == 0 ? app.exit(e) : (app.exit(e), exit_usage);
+    if (e.get_exit_code() == 0)
+      return app.exit(e);  // --help, --version
+    std::fprintf(stderr, "%s\n", usage_error(app, e).c_str());
+    return exit_usage;
   }
   if (!sim_devices.empty())
     ::setenv("CODEFYUI_SIM_DEVICES", sim_devices.c_str(), 1);
@@ -238,7 +305,13 @@ int main(int argc, char** argv) {
   if (*runs)
     return runs_command(runs_opts);
   if (*cancel)
-    return cancel_command(cancel_id);
+    return cancel_command(cancel_words);
+  if (*show)
+    return show_command(run_word, show_json);
+  if (*logs)
+    return logs_command(run_word, logs_follow);
+  if (*follow)
+    return follow_command(run_word);
   for (const auto& [sub, action] : worker_actions)
     if (*sub)
       return worker_action_command(action, worker_name, server_host, worker_device);

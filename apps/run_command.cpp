@@ -1,6 +1,7 @@
 #include "apps/run_command.hpp"
 
 #include <atomic>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -16,11 +17,13 @@
 #include "actors/server/server.hpp"
 #include "apps/client_commands.hpp"
 #include "apps/interrupt.hpp"
+#include "apps/param_overrides.hpp"
 #include "apps/progress_printer.hpp"
 #include "apps/run_report.hpp"
 #include "devices/host_inventory.hpp"
 #include "devices/memory.hpp"
 #include "devices/sim_devices.hpp"
+#include "messages/json_text.hpp"
 #include "runtime/fit.hpp"
 #include "runtime/validate.hpp"
 #include "storage/home.hpp"
@@ -39,25 +42,47 @@ struct loaded_graph {
   runtime::validated_graph graph;
 };
 
-/// Reads and validates a graph file; prints why it cannot (naming the file) and returns nullopt.
-std::optional<loaded_graph> load_graph(const std::filesystem::path& file) {
-  std::ifstream in{file, std::ios::binary};
-  if (!in) {
-    std::fprintf(stderr, "cdui: cannot read %s\n", file.c_str());
-    return std::nullopt;
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  auto result = runtime::validate_graph(std::string_view{text.str()});
+/// Validates a graph's text; prints why it is not valid (naming the file) and returns nullopt.
+std::optional<loaded_graph> check_graph(const std::filesystem::path& file, std::string text) {
+  auto result = runtime::validate_graph(std::string_view{text});
   if (auto* errors = std::get_if<std::vector<runtime::graph_error>>(&result)) {
     for (const auto& e : *errors)
       std::fprintf(stderr, "%s: %s\n", file.c_str(), e.message.c_str());
     return std::nullopt;
   }
-  return loaded_graph{text.str(), std::get<runtime::validated_graph>(std::move(result))};
+  return loaded_graph{std::move(text), std::get<runtime::validated_graph>(std::move(result))};
+}
+
+std::optional<loaded_graph> load_graph(const std::filesystem::path& file) {
+  auto text = read_graph_file(file);
+  if (!text)
+    return std::nullopt;
+  return check_graph(file, std::move(*text));
 }
 
 } // namespace
+
+std::optional<std::string> read_graph_file(const std::filesystem::path& file) {
+  std::error_code ec;
+  const char* why = nullptr;
+  if (!std::filesystem::exists(file, ec))
+    why = "no such file";
+  else if (std::filesystem::is_directory(file, ec))
+    why = "it is a folder, not a file";
+  std::ifstream in;
+  if (why == nullptr) {
+    in.open(file, std::ios::binary);
+    if (!in)
+      why = errno == EACCES ? "permission denied" : "it cannot be opened";
+  }
+  if (why != nullptr) {
+    std::fprintf(stderr, "cdui: cannot read %s: %s\n", file.c_str(), why);
+    return std::nullopt;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
 
 int validate_command(const std::filesystem::path& graph_file) {
   auto loaded = load_graph(graph_file);
@@ -84,6 +109,32 @@ run_request make_request(const run_command_options& options, std::string graph_t
   if (options.memory_gib)
     request.memory_bytes = static_cast<std::int64_t>(*options.memory_gib * bytes_per_gib);
   return request;
+}
+
+/// The graph file with the --set overrides applied, validated; nullopt after saying why not.
+std::optional<loaded_graph> load_run_graph(const run_command_options& options) {
+  auto text = read_graph_file(options.graph_file);
+  if (!text)
+    return std::nullopt;
+  if (options.overrides.empty())
+    return check_graph(options.graph_file, std::move(*text));
+  std::vector<param_override> overrides;
+  for (const auto& o : options.overrides) {
+    auto parsed = parse_override(o);
+    if (auto* err = std::get_if<std::string>(&parsed)) {
+      std::fprintf(stderr, "cdui: %s\n", err->c_str());
+      return std::nullopt;
+    }
+    overrides.push_back(std::get<param_override>(std::move(parsed)));
+  }
+  auto graph = nlohmann::json::parse(*text, nullptr, false);
+  if (graph.is_discarded())  // validation says where the JSON breaks
+    return check_graph(options.graph_file, std::move(*text));
+  if (auto why = apply_overrides(graph, overrides); !why.empty()) {
+    std::fprintf(stderr, "cdui: %s\n", why.c_str());
+    return std::nullopt;
+  }
+  return check_graph(options.graph_file, json_text(graph));
 }
 
 /// The run on a runtime inside this process: it lives as long as the process, so Ctrl+C and
@@ -154,10 +205,26 @@ int embedded_run(run_request request, const run_command_options& options) {
 } // namespace
 
 int run_command(const run_command_options& options) {
-  auto loaded = load_graph(options.graph_file);
+  std::int64_t memory_bytes = 0;
+  if (!options.memory.empty()) {
+    auto bytes = devices::parse_bytes(options.memory);
+    if (auto* err = std::get_if<std::string>(&bytes)) {
+      std::fprintf(stderr, "cdui: --memory: %s\n", err->c_str());
+      return exit_usage;
+    }
+    memory_bytes = std::get<std::int64_t>(bytes);
+    if (static_cast<double>(memory_bytes) > max_memory_gib * bytes_per_gib) {
+      std::fprintf(stderr, "cdui: --memory: %s is past the largest budget, 1 PiB\n",
+                   options.memory.c_str());
+      return exit_usage;
+    }
+  }
+  auto loaded = load_run_graph(options);
   if (!loaded)
     return exit_usage;
   auto request = make_request(options, std::move(loaded->text));
+  if (memory_bytes > 0)
+    request.memory_bytes = memory_bytes;
   auto home = storage::default_home();
   if (auto server = find_server(home))
     return remote_run(*server, request, options);

@@ -28,11 +28,19 @@ struct run_command_options {
   /// The run's memory budget per card, in GiB (options.target.memory_gib): its allocator is capped
   /// there on sim cards and the CPU, and a card shared by memory admits it by it.
   std::optional<double> memory_gib;
+  /// The same budget as a size ("64M", "1.5GiB"); empty: none given.
+  std::string memory;
+  /// `--set NODE.PARAM=VALUE`, in the order given: params set on top of the graph file's.
+  std::vector<std::string> overrides;
   /// Submit and exit at once (a running server only); otherwise wait for the run's end.
   bool detach = false;
   /// Stop waiting after this many seconds (the run continues on a server; embedded, it is cancelled).
   std::optional<double> timeout_s;
 };
+
+/// A graph file's text; nullopt after saying why it cannot be read ("cannot read x.json: no such
+/// file").
+[[nodiscard]] std::optional<std::string> read_graph_file(const std::filesystem::path& file);
 
 /// `cdui validate GRAPH.json`.
 [[nodiscard]] int validate_command(const std::filesystem::path& graph_file);

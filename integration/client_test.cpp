@@ -3,7 +3,6 @@
 #include <boost/test/unit_test.hpp>
 
 #include <fstream>
-#include <regex>
 
 #include "testkit/server_process.hpp"
 #include "testkit/graphs.hpp"
@@ -11,29 +10,19 @@
 using namespace std::chrono_literals;
 using cdui::test::moons_graph_json;
 using cdui::test::run_cdui;
+using cdui::test::run_id_in;
 using cdui::test::start_cdui;
+using cdui::test::write_graph;
 using cdui::test::server_process;
 using nlohmann::json;
 
 namespace {
-
-std::string write_graph(const cdui::test::temp_home& home, const std::string& name, const json& g) {
-  auto path = home.path() / (name + ".json");
-  std::ofstream{path} << g.dump();
-  return path.string();
-}
 
 /// A run that keeps sim:0 busy until it is cancelled.
 std::string occupy_sim0(const server_process& srv) {
   auto id = srv.submit_ok({{"graph", moons_graph_json(1'000'000, 0, 16, "sim:0")}});
   srv.await_status(id, "running");
   return id;
-}
-
-std::string run_id_in(const std::string& out) {
-  std::smatch m;
-  BOOST_REQUIRE_MESSAGE(std::regex_search(out, m, std::regex{"run ([0-9a-f]{8}) "}), out);
-  return m[1].str();
 }
 
 std::size_t count_of(const std::string& text, const std::string& what) {
@@ -115,8 +104,8 @@ BOOST_AUTO_TEST_CASE(detach_timeout_and_ctrl_c_stop_following_and_leave_the_run_
   BOOST_TEST(cancelled.out.find("cancelled before it started") != std::string::npos, cancelled.out);
   BOOST_TEST(srv.get_json("/api/runs/" + timed_id)["status"] == "cancelled");
   auto unknown = run_cdui(home, {"cancel", "nosuchid"});
-  BOOST_TEST(unknown.code == 1);
-  BOOST_TEST(unknown.err.find("no run has the id 'nosuchid'") != std::string::npos, unknown.err);
+  BOOST_TEST(unknown.code == 2);
+  BOOST_TEST(unknown.err.find("no run has the id or name 'nosuchid'") != std::string::npos, unknown.err);
 
   auto stop_blocker = run_cdui(home, {"cancel", blocker});
   BOOST_TEST(stop_blocker.out.find("cancel requested; it stops before its next batch")

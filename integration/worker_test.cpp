@@ -202,6 +202,17 @@ BOOST_AUTO_TEST_CASE(a_run_targeted_at_a_worker_executes_there_on_its_renumbered
   BOOST_TEST(loss["metrics"].size() == 2u);
   // The run's folder and output.log stay on the worker.
   BOOST_TEST(std::filesystem::exists(home.path() / "agents" / "w1" / "runs" / id / "output.log"));
+  // From the command line, the run's log is the server's output.log of its events, and `show`
+  // names the worker and both folders.
+  auto logs = run_cdui(home, {"logs", id.substr(0, 6)});
+  BOOST_TEST(logs.code == 0, logs.err);
+  std::ifstream server_log{home.path() / "runs" / id / "output.log"};
+  BOOST_TEST(logs.out == std::string(std::istreambuf_iterator<char>{server_log}, {}));
+  BOOST_TEST(logs.out.find(" execution_facts {") != std::string::npos, logs.out);
+  auto shown = run_cdui(home, {"show", id});
+  BOOST_TEST(shown.out.find("worker:   w1\n") != std::string::npos, shown.out);
+  BOOST_TEST(shown.out.find("device:   sim:1\n") != std::string::npos, shown.out);
+  BOOST_TEST(shown.out.find("agents/w1/runs/" + id) != std::string::npos, shown.out);
 
   // A node that names a card the run lacks falls back to the run's first card, with the warning.
   auto pinned = moons_on("w1", {"sim:1"}, 1);

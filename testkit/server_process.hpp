@@ -270,6 +270,26 @@ inline finished_command run_cdui(const temp_home& home, std::vector<std::string>
   return run_cdui(std::move(args), {{"CODEFYUI_HOME", home.path().string()}}, timeout);
 }
 
+/// `graph` written to `home`/NAME.json for a command line; the file's path.
+inline std::string write_graph(const temp_home& home, const std::string& name,
+                               const nlohmann::json& graph) {
+  auto path = home.path() / (name + ".json");
+  std::ofstream{path} << graph.dump();
+  return path.string();
+}
+
+/// The id of the first "run <id> " that `cdui run` (or follow, cancel) printed in `out`; throws
+/// when there is none.
+inline std::string run_id_in(const std::string& out) {
+  for (auto at = out.find("run "); at != std::string::npos; at = out.find("run ", at + 1)) {
+    auto id = out.substr(at + 4, 8);
+    if (id.size() == 8 && id.find_first_not_of("0123456789abcdef") == std::string::npos
+        && out.size() > at + 12 && out[at + 12] == ' ')
+      return id;
+  }
+  throw std::runtime_error("no run id in: " + out);
+}
+
 /// Sends `sig` to the pid that the JSON file `file` names (a background server's server.json, an
 /// agent's agent.json); the pid, or nullopt when the file names none.
 inline std::optional<pid_t> signal_pid_in(const std::filesystem::path& file, int sig) {
