@@ -177,8 +177,11 @@ std::string run_details(const run_info& r, const std::string& folder, std::int64
     if (!r.waiting_reason.empty())
       field("waits", reason_text(r));
   }
-  field("device", key.device.empty() ? "-" : printable(key.device));
-  field("worker", key.local() ? std::string{"- (this server)"} : printable(key.offerer));
+  // A run for any worker or the one-shot pool has no place until it takes a slot.
+  bool placed = r.queue_key != "any" && r.queue_key != "one-shot";
+  field("device", !placed || key.device.empty() ? "-" : printable(key.device));
+  field("worker", !placed ? std::string{"- (not placed yet: waits in " + r.queue_key + ")"}
+                  : key.local() ? std::string{"- (this server)"} : printable(key.offerer));
   if (auto asked = asked_text(options); !asked.empty())
     field("asked", asked);
   field("budget", budget_text(r));

@@ -122,4 +122,11 @@ BOOST_AUTO_TEST_CASE(show_gives_status_reason_place_worker_budget_times_folder_a
     BOOST_TEST(text.find(want) != std::string::npos, want << " in\n" << text);
 }
 
+BOOST_AUTO_TEST_CASE(a_run_for_any_worker_has_no_place_until_it_takes_a_slot) {
+  auto r = run("aaaaaaaa", "m", run_status::queued, "any");
+  auto text = run_details(r, "/h/runs/aaaaaaaa", t0);
+  BOOST_TEST(text.find("device:   -\n") != std::string::npos, text);
+  BOOST_TEST(text.find("worker:   - (not placed yet: waits in any)\n") != std::string::npos, text);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
