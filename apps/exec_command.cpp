@@ -127,12 +127,16 @@ int exec_command(const std::filesystem::path& run_dir, bool pipe, int rank, int 
   ctx.record_outputs = options.value("record_outputs", false);
   if (ctx.record_outputs)
     ctx.stores = runtime::outputs_file(run_dir / "outputs.json");
-  // Its memory budget, as the server wrote it in the options (a run held to it outgrows it alone).
-  run_request budget;
-  if (policy::apply_options(options, budget).empty() && budget.memory_bytes > 0) {
-    ctx.memory_budget = budget.memory_bytes;
-    if (!budget.memory_source.empty())
-      ctx.memory_budget_source = budget.memory_source;
+  // Its memory budget, as the server wrote it in the options (a run held to it outgrows it
+  // alone), and the checkpoint it continues from.
+  run_request asked;
+  if (policy::apply_options(options, asked).empty()) {
+    if (asked.memory_bytes > 0) {
+      ctx.memory_budget = asked.memory_bytes;
+      if (!asked.memory_source.empty())
+        ctx.memory_budget_source = asked.memory_source;
+    }
+    ctx.resume_from = asked.resume_from;
   }
   ctx.stop = std::shared_ptr<const std::atomic<bool>>(&stop_flag, [](const std::atomic<bool>*) {});
   ctx.interrupt =

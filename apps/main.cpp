@@ -89,6 +89,9 @@ int main(int argc, char** argv) {
   run->add_option("--memory", run_opts.memory,
                   "the same budget as a size: 64M, 64MiB, 1.5G, 2GiB (M, G: MiB, GiB)")
     ->excludes(memory_gib_opt);
+  run->add_option("--resume", run_opts.resume,
+                  "continue from a TrainingLoop checkpoint: its file, or a run's folder (its newest "
+                  "checkpoint of each loop); the run's seed should be the interrupted run's");
   run->add_option("--set", run_opts.overrides,
                   "set a node's param, NODE.PARAM=VALUE (repeatable), e.g. loader.batch_size=512; "
                   "VALUE is read as JSON when it is JSON, else as a string")

@@ -108,6 +108,12 @@ run_request make_request(const run_command_options& options, std::string graph_t
   request.devices = options.devices;
   if (options.memory_gib)
     request.memory_bytes = static_cast<std::int64_t>(*options.memory_gib * bytes_per_gib);
+  if (!options.resume.empty()) {
+    // The server may run in another folder: the path as this shell means it.
+    std::error_code ec;
+    auto absolute = std::filesystem::absolute(options.resume, ec);
+    request.resume_from = (ec ? std::filesystem::path{options.resume} : absolute).lexically_normal().string();
+  }
   return request;
 }
 

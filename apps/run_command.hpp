@@ -32,6 +32,8 @@ struct run_command_options {
   std::string memory;
   /// `--set NODE.PARAM=VALUE`, in the order given: params set on top of the graph file's.
   std::vector<std::string> overrides;
+  /// `--resume PATH` (options.resume_from): a TrainingLoop checkpoint, or a run's folder.
+  std::string resume;
   /// Submit and exit at once (a running server only); otherwise wait for the run's end.
   bool detach = false;
   /// Stop waiting after this many seconds (the run continues on a server; embedded, it is cancelled).

@@ -44,13 +44,16 @@ struct run_request {
   /// options.target.wait, when has_wait: whether a run that does not fit a shared card now waits.
   bool has_wait = false;
   bool wait = false;
+  /// options.resume_from: the TrainingLoop checkpoint (a file, or a run's folder) the run
+  /// continues from, on the machine that executes it; empty: from the start.
+  std::string resume_from;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, run_request& x) {
   return f(x.graph_json, x.name, x.device, x.has_seed, x.seed, x.deterministic, x.record_outputs,
            x.weights_persistent, x.lane, x.session, x.devices, x.worker, x.memory_bytes,
-           x.memory_source, x.has_wait, x.wait);
+           x.memory_source, x.has_wait, x.wait, x.resume_from);
 }
 
 /// What anyone may ask about a run.

@@ -79,6 +79,10 @@ struct run_context {
   std::string memory_budget_source = "typed";
   /// This process's rank when the run trains with DDP.
   ddp_rank ddp;
+  /// Continue from a TrainingLoop checkpoint (options.resume_from, `cdui run --resume`): a
+  /// checkpoint file, or a run's folder (or its checkpoints/) whose newest checkpoint of each loop
+  /// counts. Empty: train from the start. Read by the file rules of a CheckpointLoader.
+  std::filesystem::path resume_from;
   event_sink emit;
 };
 

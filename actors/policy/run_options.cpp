@@ -11,7 +11,7 @@ namespace cdui::policy {
 namespace {
 
 constexpr const char* known_options =
-  "device, seed, deterministic, record_outputs, lane, session, weights_persistent, target";
+  "device, seed, deterministic, record_outputs, lane, session, weights_persistent, target, resume_from";
 
 std::string check_device(const std::string& field, const nlohmann::json& value) {
   if (!value.is_string())
@@ -126,6 +126,12 @@ std::string apply_options(const nlohmann::json& options, run_request& request) {
         request.session = value.get<std::string>();
     } else if (key == "target") {
       err = read_target(value, request);
+    } else if (key == "resume_from") {
+      if (!value.is_string() || value.get<std::string>().empty())
+        err = "option 'resume_from': must be a non-empty string, the path of a TrainingLoop checkpoint "
+              "or of a run's folder";
+      else
+        request.resume_from = value.get<std::string>();
     } else {
       err = "option '" + key + "' is not known (known: " + known_options + ")";
     }
@@ -217,6 +223,8 @@ nlohmann::json options_json(const run_request& r) {
     o["target"]["memory_source"] = r.memory_source;
   if (r.has_wait)
     o["target"]["wait"] = r.wait;
+  if (!r.resume_from.empty())
+    o["resume_from"] = r.resume_from;
   return o;
 }
 

@@ -100,6 +100,7 @@ std::variant<prepared_run, submit_result> prepare_run(run_queue_state& st, const
   ctx.memory_budget = req.memory_bytes;
   if (!req.memory_source.empty())
     ctx.memory_budget_source = req.memory_source;
+  ctx.resume_from = req.resume_from;
   p.setup.store = st.cfg.store;
   p.setup.stop_deadline_ms = st.cfg.stop_deadline_ms;
   if (!st.cfg.exec_binary.empty() && req.lane != "interactive") {

@@ -9,6 +9,7 @@
 #include "runtime/file_access.hpp"
 #include "runtime/node_call.hpp"
 #include "runtime/nodes/builtin.hpp"
+#include "runtime/nodes/checkpoint_archive.hpp"
 #include "runtime/nodes/values.hpp"
 
 namespace cdui::runtime::nodes {
@@ -25,6 +26,63 @@ std::string write_archive(node_call& call, torch::serialize::OutputArchive& arch
   return text::to_utf8(written.shown.string());
 }
 
+port_values run_model_saver(node_call& call) {
+  auto model = call.input<model_value>("model");
+  torch::serialize::OutputArchive archive;
+  model->module->save(archive);
+  call.final_metrics = {{"path", write_archive(call, archive)}};
+  return {};
+}
+
+port_values run_checkpoint_saver(node_call& call) {
+  auto model = call.input<model_value>("model");
+  torch::serialize::OutputArchive archive;
+  auto state = call.has_input("optimizer_state") ? call.input<optimizer_state_value>("optimizer_state") : nullptr;
+  auto scaler = call.has_input("grad_scaler_state") ? call.input<grad_scaler_state_value>("grad_scaler_state") : nullptr;
+  write_checkpoint(archive, *model->module, state.get(), scaler.get());
+  call.final_metrics = {{"path", write_archive(call, archive)}, {"epoch", state ? state->epoch : 0}};
+  return {};
+}
+
+port_values run_checkpoint_loader(node_call& call) {
+  auto model = call.input<model_value>("model");
+  auto file = file_access::for_run(call.run()).open(file_use::checkpoint, "path",
+                                                    call.string_param("path"));
+  if (!file.is_open())
+    throw node_error(file.refusal());
+  torch::serialize::InputArchive archive;
+  load_archive(archive, file.stream(), file.quoted());
+  auto state = std::make_shared<optimizer_state_value>();
+  auto scaler = std::make_shared<grad_scaler_state_value>();
+  read_checkpoint(archive, file.quoted(), *model->module, *state, *scaler);
+  call.final_metrics = {{"path", text::to_utf8(file.decision().shown.string())},
+                        {"epoch", state->epoch}};
+  if (scaler->enabled)
+    call.final_metrics["loss_scale"] = scaler->scale;
+  return {{"model", make_value(std::move(model))},
+          {"optimizer_state", make_value(std::move(state))},
+          {"grad_scaler_state", make_value(std::move(scaler))}};
+}
+
+/// What validation can refuse before the run: an empty path, or a relative one that climbs out of
+/// the run's checkpoints/ folder. Where the rest may lie depends on the machine that runs it.
+node_check path_check(file_use use) {
+  return [use](const graph_node& node) -> std::vector<graph_error> {
+    auto refusal = refusal_by_text(use, "path", node.params["path"].get<std::string>());
+    if (refusal.empty())
+      return {};
+    return {{node.id, "path", "node '" + node.id + "' (" + node.type + "): " + refusal}};
+  };
+}
+
+param_spec path_param(const char* fallback) {
+  return {"path", param_kind::string, fallback, -INFINITY, INFINITY, {},
+          "the file; a relative path is inside the run's checkpoints/ folder, an absolute one must be "
+          "under a folder of CODEFYUI_OUTPUT_ROOTS"};
+}
+
+} // namespace
+
 at::Tensor bytes_tensor(const std::string& bytes) {
   auto t = torch::empty({static_cast<std::int64_t>(bytes.size())}, torch::kUInt8);
   std::memcpy(t.data_ptr(), bytes.data(), bytes.size());
@@ -35,6 +93,8 @@ std::string tensor_bytes(const at::Tensor& t) {
   auto c = t.contiguous();
   return {static_cast<const char*>(c.data_ptr()), static_cast<std::size_t>(c.numel())};
 }
+
+namespace {
 
 std::string shape_text(c10::IntArrayRef sizes) {
   std::string text = "[";
@@ -71,101 +131,61 @@ void check_same_architecture(torch::nn::Module& module, torch::serialize::InputA
   }
 }
 
-port_values run_model_saver(node_call& call) {
-  auto model = call.input<model_value>("model");
-  torch::serialize::OutputArchive archive;
-  model->module->save(archive);
-  call.final_metrics = {{"path", write_archive(call, archive)}};
-  return {};
-}
+} // namespace
 
-port_values run_checkpoint_saver(node_call& call) {
-  auto model = call.input<model_value>("model");
-  torch::serialize::OutputArchive archive, model_archive;
-  model->module->save(model_archive);
+void write_checkpoint(torch::serialize::OutputArchive& archive, torch::nn::Module& model,
+                      const optimizer_state_value* state, const grad_scaler_state_value* scaler) {
+  torch::serialize::OutputArchive model_archive;
+  model.save(model_archive);
   archive.write("model", model_archive);
-  std::int64_t epoch = 0;
-  if (call.has_input("optimizer_state")) {
-    auto state = call.input<optimizer_state_value>("optimizer_state");
+  if (state != nullptr) {
     archive.write("optimizer", bytes_tensor(state->bytes));
     archive.write("optimizer_name", c10::IValue{state->optimizer});
-    epoch = state->epoch;
   }
-  archive.write("epoch", torch::tensor(epoch, torch::kInt64));
-  if (call.has_input("grad_scaler_state")) {
-    auto scaler = call.input<grad_scaler_state_value>("grad_scaler_state");
-    if (scaler->enabled) {
-      archive.write("grad_scaler_scale", torch::tensor(scaler->scale, torch::kFloat64));
-      archive.write("grad_scaler_growth_tracker",
-                    torch::tensor(scaler->growth_tracker, torch::kInt64));
-    }
+  archive.write("epoch", torch::tensor(state != nullptr ? state->epoch : 0, torch::kInt64));
+  if (scaler != nullptr && scaler->enabled) {
+    archive.write("grad_scaler_scale", torch::tensor(scaler->scale, torch::kFloat64));
+    archive.write("grad_scaler_growth_tracker", torch::tensor(scaler->growth_tracker, torch::kInt64));
   }
-  call.final_metrics = {{"path", write_archive(call, archive)}, {"epoch", epoch}};
-  return {};
 }
 
-port_values run_checkpoint_loader(node_call& call) {
-  auto model = call.input<model_value>("model");
-  auto file = file_access::for_run(call.run()).open(file_use::checkpoint, "path",
-                                                    call.string_param("path"));
-  if (!file.is_open())
-    throw node_error(file.refusal());
-  auto path = file.quoted();
-  torch::serialize::InputArchive archive, model_archive;
+void load_archive(torch::serialize::InputArchive& archive, std::istream& in, const std::string& path) {
   try {
-    archive.load_from(file.stream());
-    if (!archive.try_read("model", model_archive))
-      throw node_error(path + " is not a CheckpointSaver checkpoint (it has no model)");
-    try {
-      check_same_architecture(*model->module, model_archive, "");
-    } catch (const node_error& e) {
-      throw node_error("cannot load " + path + " into this model: " + e.what());
-    }
-    model->module->load(model_archive);
+    archive.load_from(in);
   } catch (const c10::Error& e) {
     throw node_error("cannot load " + path + " into this model: "
                      + text::to_utf8(std::string{e.what_without_backtrace()}.substr(0, 300)));
   }
-  auto state = std::make_shared<optimizer_state_value>();
+}
+
+void read_checkpoint(torch::serialize::InputArchive& archive, const std::string& path, torch::nn::Module& model,
+                     optimizer_state_value& state, grad_scaler_state_value& scaler) {
+  torch::serialize::InputArchive model_archive;
+  try {
+    if (!archive.try_read("model", model_archive))
+      throw node_error(path + " is not a CheckpointSaver checkpoint (it has no model)");
+    try {
+      check_same_architecture(model, model_archive, "");
+    } catch (const node_error& e) {
+      throw node_error("cannot load " + path + " into this model: " + e.what());
+    }
+    model.load(model_archive);
+  } catch (const c10::Error& e) {
+    throw node_error("cannot load " + path + " into this model: "
+                     + text::to_utf8(std::string{e.what_without_backtrace()}.substr(0, 300)));
+  }
   at::Tensor optimizer_bytes, epoch;
   if (archive.try_read("optimizer", optimizer_bytes))
-    state->bytes = tensor_bytes(optimizer_bytes);
+    state.bytes = tensor_bytes(optimizer_bytes);
   if (archive.try_read("epoch", epoch))
-    state->epoch = epoch.item<std::int64_t>();
+    state.epoch = epoch.item<std::int64_t>();
   c10::IValue optimizer_name;
   if (archive.try_read("optimizer_name", optimizer_name) && optimizer_name.isString())
-    state->optimizer = optimizer_name.toStringRef();
-  auto scaler = std::make_shared<grad_scaler_state_value>();
+    state.optimizer = optimizer_name.toStringRef();
   at::Tensor scale, tracker;
   if (archive.try_read("grad_scaler_scale", scale) && archive.try_read("grad_scaler_growth_tracker", tracker))
-    *scaler = {true, scale.item<double>(), tracker.item<std::int64_t>()};
-  call.final_metrics = {{"path", text::to_utf8(file.decision().shown.string())},
-                        {"epoch", state->epoch}};
-  if (scaler->enabled)
-    call.final_metrics["loss_scale"] = scaler->scale;
-  return {{"model", make_value(std::move(model))},
-          {"optimizer_state", make_value(std::move(state))},
-          {"grad_scaler_state", make_value(std::move(scaler))}};
+    scaler = {true, scale.item<double>(), tracker.item<std::int64_t>()};
 }
-
-/// What validation can refuse before the run: an empty path, or a relative one that climbs out of
-/// the run's checkpoints/ folder. Where the rest may lie depends on the machine that runs it.
-node_check path_check(file_use use) {
-  return [use](const graph_node& node) -> std::vector<graph_error> {
-    auto refusal = refusal_by_text(use, "path", node.params["path"].get<std::string>());
-    if (refusal.empty())
-      return {};
-    return {{node.id, "path", "node '" + node.id + "' (" + node.type + "): " + refusal}};
-  };
-}
-
-param_spec path_param(const char* fallback) {
-  return {"path", param_kind::string, fallback, -INFINITY, INFINITY, {},
-          "the file; a relative path is inside the run's checkpoints/ folder, an absolute one must be "
-          "under a folder of CODEFYUI_OUTPUT_ROOTS"};
-}
-
-} // namespace
 
 void register_checkpoint_nodes(node_registry& registry) {
   node_spec saver;

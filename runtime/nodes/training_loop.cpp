@@ -2,6 +2,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <mutex>
 #include <optional>
 #include <sstream>
 
@@ -15,6 +16,7 @@
 #include "runtime/nodes/builtin.hpp"
 #include "runtime/nodes/ddp.hpp"
 #include "runtime/nodes/distribution.hpp"
+#include "runtime/nodes/loop_checkpoints.hpp"
 #include "runtime/nodes/values.hpp"
 
 namespace cdui::runtime::nodes {
@@ -23,19 +25,6 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
-/// What the loop reports when it ends (the seed's metric keys).
-struct loop_totals {
-  std::int64_t steps = 0;
-  std::int64_t batches = 0;
-  std::int64_t epochs_run = 0;
-  bool stopped_at_max_steps = false;
-  bool stopped = false;
-  double last_train_loss = std::numeric_limits<double>::quiet_NaN();
-  double last_val_loss = std::numeric_limits<double>::quiet_NaN();
-  double last_val_accuracy = std::numeric_limits<double>::quiet_NaN();
-  /// Validation batches run so far: the step of val_loss_step.
-  std::int64_t val_batches = 0;
-};
 
 /// train_loss_batch: at every `every`-th optimizer step, the mean loss of the batches of the last
 /// `every` steps (each averaged over the processes), its step the optimizer step (0: no series).
@@ -341,31 +330,125 @@ void validate(node_call& call, loop_inputs& in, loop_setup& s, distribution& dis
   }
 }
 
+/// The run generator's state now.
+at::Tensor rng_state(node_call& call) {
+  devices::memory_scope_guard host{nullptr};  // on the host, not on the card
+  std::lock_guard<std::mutex> lock{call.rng().mutex()};
+  return call.rng().get_state();
+}
+
+void set_rng_state(node_call& call, const at::Tensor& state) {
+  std::lock_guard<std::mutex> lock{call.rng().mutex()};
+  call.rng().set_state(state);
+}
+
+/// The loop's checkpoints (checkpoint_every, checkpoint_every_steps, keep_checkpoints, and the
+/// interrupt checkpoint of a Stop), written by the process that reports: the generator's state at
+/// the start of the epoch in progress, and the place of the last optimizer step, where an
+/// interrupt checkpoint continues from (a Stop drops the window after it).
+struct checkpointing {
+  std::int64_t every_epochs = 0;
+  std::int64_t every_steps = 0;
+  std::int64_t keep = 3;
+  bool writes = false;
+  at::Tensor epoch_rng;
+  std::optional<loop_totals> last_step;
+  at::Tensor last_step_rng;
+
+  checkpointing(node_call& call, const distribution& dist)
+      : every_epochs(call.int_param("checkpoint_every")),
+        every_steps(call.int_param("checkpoint_every_steps")),
+        keep(call.int_param("keep_checkpoints")),
+        writes(dist.primary()) {}
+
+  /// A checkpoint of the loop at `at` (its generator state `rng`) with the model, optimizer and
+  /// scaler as they are now.
+  void write(node_call& call, loop_inputs& in, loop_setup& s, const loop_totals& at, const at::Tensor& rng,
+             bool interrupt) const {
+    loop_checkpoint c;
+    c.node = call.node().id;
+    c.at = at;
+    c.epoch_offset = s.epoch_offset;
+    c.epoch_rng = epoch_rng;
+    c.rng = rng;
+    c.optimizer = {save_optimizer(*s.optimizer), s.epoch_offset + at.epochs_run, in.opt_spec->name};
+    if (s.scaler)
+      c.scaler = {true, s.scaler->current_scale(), s.scaler->growth_tracker()};
+    write_loop_checkpoint(call, *in.model->module, c, interrupt, keep);
+  }
+
+  /// After each optimizer step: its place, and a checkpoint every `every_steps`.
+  void after_step(node_call& call, loop_inputs& in, loop_setup& s, const loop_totals& totals) {
+    if (!writes)
+      return;
+    last_step = totals;
+    last_step_rng = rng_state(call);
+    if (every_steps > 0 && totals.steps % every_steps == 0)
+      write(call, in, s, totals, last_step_rng, false);
+  }
+
+  /// After a whole epoch and its validation: the next epoch is where a resumed run continues, and
+  /// a checkpoint every `every_epochs`.
+  void after_epoch(node_call& call, loop_inputs& in, loop_setup& s, const loop_totals& totals) {
+    if (!writes)
+      return;
+    loop_totals next = totals;
+    next.epoch = totals.epoch + 1;
+    next.epoch_batch = 0;
+    next.epoch_loss_sum = 0.0;
+    next.epoch_samples = 0;
+    last_step = next;
+    last_step_rng = rng_state(call);
+    epoch_rng = last_step_rng;
+    if (every_epochs > 0 && totals.epoch % every_epochs == 0)
+      write(call, in, s, next, last_step_rng, false);
+  }
+
+  /// A Stop: the interrupt checkpoint, from the last step (none before the first).
+  void after_stop(node_call& call, loop_inputs& in, loop_setup& s) const {
+    if (writes && last_step && last_step->steps > 0)
+      write(call, in, s, *last_step, last_step_rng, true);
+  }
+};
+
 /// One epoch: its batches in micro-batch windows, the progress events, train_loss_batch, the
 /// epoch's train_loss when it ran whole, and validation. False when the loop ends here (a Stop,
 /// max_steps, nothing trained).
-bool run_epoch(node_call& call, loop_inputs& in, loop_setup& s, distribution& dist, std::int64_t epoch,
-               loop_totals& totals, progress_throttle& throttle, batch_series& series) {
+/// `resumed`: the checkpoint the run continues from, for the epoch it was written in.
+bool run_epoch(node_call& call, loop_inputs& in, loop_setup& s, distribution& dist, loop_totals& totals,
+               progress_throttle& throttle, batch_series& series, checkpointing& ck,
+               const loop_checkpoint* resumed) {
   auto& net = in.model->module;
   const auto& loader = *in.loader;
+  auto epoch = s.epoch_offset + totals.epoch;
   if (in.scheduler)
     set_learning_rate(*s.optimizer, scheduled_lr(*in.scheduler, in.opt_spec->lr, epoch - 1));
   net->train();
   at::Tensor order;
   {
-    // The sampler's order lives on the host, as a DataLoader's indices do: not on the card.
+    // The sampler's order lives on the host, as a DataLoader's indices do: not on the card. A
+    // resumed epoch draws it again from the generator's state at its start, then goes on from the
+    // checkpoint's.
     devices::memory_scope_guard host{nullptr};
+    if (resumed != nullptr)
+      set_rng_state(call, resumed->epoch_rng);
+    if (ck.writes)
+      ck.epoch_rng = rng_state(call);
     order = dist.shard(epoch_order(loader, call.rng()), loader.dataset->size());
+    if (resumed != nullptr)
+      set_rng_state(call, resumed->rng);
   }
-  double loss_sum = 0.0;
-  std::int64_t samples = 0;
-  std::int64_t trained = 0;  // batches of this epoch trained so far
-  std::int64_t window = 0;   // micro-batches accumulated since the last step
+  if (resumed == nullptr) {
+    totals.epoch_batch = 0;
+    totals.epoch_loss_sum = 0.0;
+    totals.epoch_samples = 0;
+  }
+  std::int64_t window = 0;  // micro-batches accumulated since the last step
   auto epoch_start = clock::now();
   s.optimizer->zero_grad();
   // A Stop that came between epochs (during validation) ends the loop before this one trains.
   totals.stopped = dist.any_stop(call.stop_requested());
-  for (std::int64_t b = 0; b < s.batches_per_epoch && !totals.stopped; ++b) {
+  for (std::int64_t b = totals.epoch_batch; b < s.batches_per_epoch && !totals.stopped; ++b) {
     auto [x, y] = get_batch(loader, order, b);
     x = x.to(s.device);
     y = y.to(s.device);
@@ -386,20 +469,22 @@ bool run_epoch(node_call& call, loop_inputs& in, loop_setup& s, distribution& di
     auto scaled = s.accumulate > 1 ? batch_loss / static_cast<double>(s.accumulate) : batch_loss;
     dist.before_backward(ends_window);
     (s.scaler ? s.scaler->scale(scaled) : scaled).backward();
+    auto value = batch_loss.item<double>();
     ++totals.batches;
-    ++trained;
+    ++totals.epoch_batch;
+    totals.epoch_loss_sum += value * static_cast<double>(x.size(0));
+    totals.epoch_samples += x.size(0);
     ++window;
     if (ends_window) {
       dist.after_window(s.parameters);
       step_window(*s.optimizer, s.scaler, s.parameters, s.clip);
       ++totals.steps;
       window = 0;
+      ck.after_step(call, in, s, totals);
     }
-    auto value = batch_loss.item<double>();
-    loss_sum += value * static_cast<double>(x.size(0));
-    samples += x.size(0);
     if (throttle.due(b + 1, s.batches_per_epoch)) {
       auto elapsed = std::chrono::duration<double>(clock::now() - epoch_start).count();
+      auto samples = totals.epoch_samples;
       auto rate = elapsed > 0 ? static_cast<double>(samples) / elapsed : 0.0;
       auto part = order.defined() ? order.size(0) : loader.dataset->size();
       auto eta = rate > 0 ? static_cast<double>(part - samples) / rate : 0.0;
@@ -427,19 +512,22 @@ bool run_epoch(node_call& call, loop_inputs& in, loop_setup& s, distribution& di
     s.optimizer->zero_grad();  // a Stop discards the pending window: no step on the way out
     return false;
   }
-  if (trained == 0)
+  if (totals.epoch_batch == 0)
     return false;
   // Only a whole epoch counts: one that max_steps cut short gets no train_loss (its mean would
   // be over part of the data), and resuming from optimizer_state runs it again.
-  if (trained == s.batches_per_epoch) {
+  bool whole = totals.epoch_batch == s.batches_per_epoch;
+  if (whole) {
     ++totals.epochs_run;
-    auto sums = dist.sum_each({loss_sum, static_cast<double>(samples)});
+    auto sums = dist.sum_each({totals.epoch_loss_sum, static_cast<double>(totals.epoch_samples)});
     totals.last_train_loss = sums[0] / sums[1];
     call.metric("train_loss", totals.last_train_loss, epoch);
   }
   // Validation runs either way: it measures the model the node hands on.
   if (in.val_loader)
     validate(call, in, s, dist, epoch, totals);
+  if (whole)
+    ck.after_epoch(call, in, s, totals);
   return !totals.stopped_at_max_steps;
 }
 
@@ -485,18 +573,51 @@ port_values report(node_call& call, loop_inputs& in, loop_setup& s, distribution
           {"grad_scaler_state", make_value(std::move(scaler_state))}};
 }
 
-/// Trains: set up, the epochs, the report, with the loop's distribution over processes.
+/// The checkpoint the run resumes this loop from, if any, its weights in the model already.
+std::optional<loop_checkpoint> resume(node_call& call, loop_inputs& in) {
+  if (call.run().resume_from.empty())
+    return std::nullopt;
+  if (ranked(call))
+    throw node_error("a TrainingLoop with strategy ddp cannot resume from a checkpoint yet; resume it "
+                     "with strategy single, or start the run again");
+  return read_loop_checkpoint(call, *in.model->module);
+}
+
+/// Continues from a checkpoint: the optimizer's and the loss scaler's state, and the epochs a
+/// resumed optimizer_state had run.
+void restore(loop_setup& s, loop_inputs& in, const loop_checkpoint& c) {
+  if (!c.optimizer.optimizer.empty() && c.optimizer.optimizer != in.opt_spec->name)
+    throw node_error("the checkpoint to resume from holds " + c.optimizer.optimizer + " state, but the "
+                     "Optimizer is " + in.opt_spec->name + "; resume with the optimizer that wrote it");
+  try {
+    load_optimizer(*s.optimizer, c.optimizer.bytes);
+  } catch (const c10::Error&) {
+    throw node_error("the checkpoint to resume from holds optimizer state that does not fit this optimizer");
+  }
+  if (s.scaler && c.scaler.enabled && s.scaler->dynamic())
+    s.scaler->restore(c.scaler.scale, c.scaler.growth_tracker);
+  s.epoch_offset = c.epoch_offset;
+}
+
+/// Trains: set up, the epochs (from a checkpoint's place when the run resumes), the report, with
+/// the loop's distribution over processes; a Stop writes the interrupt checkpoint.
 port_values train(node_call& call, const std::string& device_name, devices::memory_scope* scope) {
   loop_inputs in{call};
+  auto resumed = resume(call, in);
   auto s = set_up(call, in, device_name, scope);
+  if (resumed)
+    restore(s, in, *resumed);
   auto dist = distribute(call, in, device_name);
   announce(call, in, s, *dist);
-  loop_totals totals;
+  loop_totals totals = resumed ? resumed->at : loop_totals{};
   progress_throttle throttle{call.int_param("progress_interval_ms")};
   batch_series series{call.int_param("train_loss_batch_every")};
-  for (std::int64_t e = 1; e <= s.epochs; ++e)
-    if (!run_epoch(call, in, s, *dist, s.epoch_offset + e, totals, throttle, series))
+  checkpointing ck{call, *dist};
+  for (bool first = true; totals.epoch <= s.epochs; ++totals.epoch, first = false)
+    if (!run_epoch(call, in, s, *dist, totals, throttle, series, ck, first && resumed ? &*resumed : nullptr))
       break;
+  if (totals.stopped)
+    ck.after_stop(call, in, s);
   return report(call, in, s, *dist, totals);
 }
 
@@ -585,6 +706,12 @@ void register_training_loop_node(node_registry& registry) {
      "auto (dynamic for fp16, else off), dynamic, off, or a fixed scale"},
     {"progress_interval_ms", param_kind::integer, 100, 0, 60'000, {},
      "at most one progress event per interval, besides each epoch's first and last batch (0: every batch)"},
+    {"checkpoint_every", param_kind::integer, 0, 0, 1'000'000, {},
+     "write a checkpoint into the run's checkpoints/ after every N whole epochs (0: off)"},
+    {"checkpoint_every_steps", param_kind::integer, 0, 0, INFINITY, {},
+     "write a checkpoint after every N optimizer steps (0: off)"},
+    {"keep_checkpoints", param_kind::integer, 3, 0, 1'000'000, {},
+     "the newest periodic checkpoints kept (0: all); a Stop's interrupt checkpoint is kept beside them"},
     {"train_loss_batch_every", param_kind::integer, 1, 0, 1'000'000, {},
      "the metric train_loss_batch at every Nth optimizer step: the mean loss of those steps' batches (0: off)"},
   };

@@ -90,6 +90,8 @@ struct run_options {
   int num_threads = 1;
   /// Sees every event as it is emitted; may raise the run's stop flag.
   std::function<void(const recorded_event&, std::atomic<bool>& stop)> on_event;
+  /// run_context::resume_from: the checkpoint (or run folder) the run continues from.
+  std::filesystem::path resume_from;
 };
 
 /// The default options with other data roots ("": none at all).
@@ -112,6 +114,7 @@ inline recorded_run run_graph(const nlohmann::json& doc, const std::filesystem::
   ctx.seed = options.seed;
   ctx.num_threads = options.num_threads;
   ctx.stop = stop;
+  ctx.resume_from = options.resume_from;
   ctx.emit = [&](const std::string& type, const nlohmann::json& data) {
     run.events.push_back({type, data});
     if (options.on_event)
