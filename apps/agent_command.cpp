@@ -1,5 +1,6 @@
 #include "apps/agent_command.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -35,17 +36,45 @@ std::filesystem::path agent_dir(const std::filesystem::path& home, const std::st
   return home / "agents" / name;
 }
 
-std::optional<int> agent_pid(const std::filesystem::path& dir) {
+/// What agents/<name>/agent.json says of a running agent: its pid, the server it joins (a
+/// --server endpoint; empty: the server of its home) and since when it runs.
+struct agent_record {
+  std::string name;
+  int pid = 0;
+  std::string server;
+  std::int64_t started_ms = 0;
+};
+
+std::optional<agent_record> read_agent(const std::filesystem::path& dir) {
   std::ifstream in{dir / "agent.json"};
   auto j = nlohmann::json::parse(in, nullptr, false);
   if (!j.is_object() || !j["pid"].is_number_integer())
     return std::nullopt;
-  return j["pid"].get<int>();
+  return agent_record{j.value("name", dir.filename().string()), j["pid"].get<int>(),
+                      j.value("server", std::string{}), j.value("started_ms", std::int64_t{0})};
+}
+
+std::optional<int> agent_pid(const std::filesystem::path& dir) {
+  auto record = read_agent(dir);
+  return record ? std::optional<int>{record->pid} : std::nullopt;
 }
 
 bool agent_running(const std::filesystem::path& dir) {
   return std::filesystem::exists(dir / "agent.lock")
          && !storage::home_lock::try_lock_file(dir / "agent.lock", storage::home_lock::mode::shared);
+}
+
+/// The agents running on `home` now (each holds its agents/<name>/agent.lock), by name.
+std::vector<agent_record> running_agents(const std::filesystem::path& home) {
+  std::vector<agent_record> out;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator{home / "agents", ec})
+    if (agent_running(entry.path()))
+      if (auto record = read_agent(entry.path()))
+        out.push_back(*record);
+  std::sort(out.begin(), out.end(),
+            [](const agent_record& a, const agent_record& b) { return a.name < b.name; });
+  return out;
 }
 
 cdui::agent* running_agent = nullptr;
@@ -75,8 +104,15 @@ int run_agent(cdui::agent& a, const std::filesystem::path& home) {
     return exit_run_failed;
   }
   log_to(dir / "agent.log");
+  auto started_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
   storage::write_file_atomic(dir / "agent.json",
-                             json_text(nlohmann::json{{"name", a.name()}, {"pid", ::getpid()}}) + "\n");
+                             json_text(nlohmann::json{{"name", a.name()},
+                                                      {"pid", ::getpid()},
+                                                      {"server", a.server()},
+                                                      {"started_ms", started_ms}})
+                               + "\n");
   running_agent = &a;
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
@@ -156,9 +192,71 @@ int agent_start_command(const agent_options& options) {
   return exit_ok;
 }
 
+namespace {
+
+/// How long ago an agent started: "45s ago", "12m 03s ago", "3h 05m ago", "2d 04h ago".
+std::string running_for(std::int64_t started_ms) {
+  if (started_ms == 0)
+    return "-";
+  auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  std::chrono::system_clock::now().time_since_epoch())
+                  .count();
+  auto s = std::max<std::int64_t>(0, (now_ms - started_ms) / 1000);
+  char buf[32];
+  if (s < 60)
+    std::snprintf(buf, sizeof buf, "%llds", static_cast<long long>(s));
+  else if (s < 3600)
+    std::snprintf(buf, sizeof buf, "%lldm %02llds", static_cast<long long>(s / 60),
+                  static_cast<long long>(s % 60));
+  else if (s < 86400)
+    std::snprintf(buf, sizeof buf, "%lldh %02lldm", static_cast<long long>(s / 3600),
+                  static_cast<long long>(s / 60 % 60));
+  else
+    std::snprintf(buf, sizeof buf, "%lldd %02lldh", static_cast<long long>(s / 86400),
+                  static_cast<long long>(s / 3600 % 24));
+  return std::string{buf} + " ago";
+}
+
+void print_agents(const std::vector<agent_record>& agents, const std::filesystem::path& home) {
+  auto local = find_server(home);
+  auto local_server = local ? local->address.zmq + " (this home's server)"
+                            : std::string{"this home's server (none runs now)"};
+  std::printf("%-16s  %-8s  %-12s  %s\n", "NAME", "PID", "SINCE", "SERVER");
+  for (const auto& a : agents)
+    std::printf("%-16s  %-8d  %-12s  %s\n", a.name.c_str(), a.pid, running_for(a.started_ms).c_str(),
+                a.server.empty() ? local_server.c_str() : a.server.c_str());
+}
+
+} // namespace
+
+int agent_list_command() {
+  auto home = storage::default_home();
+  auto agents = running_agents(home);
+  if (agents.empty()) {
+    std::printf("no agent is running on %s (start one with `cdui agent start`)\n", home.c_str());
+    return exit_ok;
+  }
+  print_agents(agents, home);
+  return exit_ok;
+}
+
 int agent_stop_command(const std::string& name, int timeout_seconds) {
   auto home = storage::default_home();
-  auto agent_name = name.empty() ? cdui::agent::default_name() : name;
+  auto agent_name = name;
+  if (agent_name.empty()) {
+    auto agents = running_agents(home);
+    if (agents.empty()) {
+      std::printf("no agent is running on %s\n", home.c_str());
+      return exit_ok;
+    }
+    if (agents.size() > 1) {
+      std::fprintf(stderr, "cdui: %zu agents run on %s; name the one to stop (cdui agent stop "
+                           "NAME):\n", agents.size(), home.c_str());
+      print_agents(agents, home);
+      return exit_usage;
+    }
+    agent_name = agents.front().name;
+  }
   auto dir = agent_dir(home, agent_name);
   auto pid = agent_pid(dir);
   if (!agent_running(dir) || !pid) {

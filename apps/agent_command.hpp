@@ -19,8 +19,12 @@ struct agent_options {
 /// attached with --foreground).
 [[nodiscard]] int agent_start_command(const agent_options& options);
 
-/// `cdui agent stop [--name N]`: stops the agent of that name (default: this machine's hostname).
+/// `cdui agent stop [NAME]`: stops the agent of that name; without one, the only agent running on
+/// this home, or (exit 2) the list of them when several run.
 [[nodiscard]] int agent_stop_command(const std::string& name, int timeout_seconds);
+
+/// `cdui agent list`: the agents running on this home: name, pid, since when, the server each joins.
+[[nodiscard]] int agent_list_command();
 
 /// `cdui workers`: the server's workers, their devices and status, and refused connections.
 [[nodiscard]] int workers_command();

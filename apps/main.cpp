@@ -219,10 +219,16 @@ int main(int argc, char** argv) {
   agent_start->add_option("--server-key", agent_opts.server_key,
                           "the server's CURVE public key, from the enrollment command (default: "
                           "server.json's)");
-  auto* agent_stop = agent->add_subcommand("stop", "stop an agent");
-  agent_stop->add_option("--name", agent_stop_name, "the worker's name (default: the hostname)");
+  auto* agent_stop = agent->add_subcommand(
+    "stop", "stop an agent of this home (without a name: the only one running)");
+  auto* stop_positional =
+    agent_stop->add_option("name", agent_stop_name, "the agent's name (cdui agent list)");
+  agent_stop->add_option("--name", agent_stop_name, "the agent's name, as the positional one")
+    ->excludes(stop_positional);
   agent_stop->add_option("--timeout", agent_stop_timeout, "seconds to wait (default 60)")
     ->check(CLI::PositiveNumber);
+  auto* agent_list = agent->add_subcommand("list", "the agents running on this home (name, pid, "
+                                                   "since, server)");
   auto* workers = app.add_subcommand("workers", "the server's workers, their devices and status");
   std::string worker_name;
   std::string worker_device;
@@ -322,6 +328,8 @@ int main(int argc, char** argv) {
     return agent_start_command(agent_opts);
   if (*agent_stop)
     return agent_stop_command(agent_stop_name, agent_stop_timeout);
+  if (*agent_list)
+    return agent_list_command();
   if (*workers)
     return workers_command();
   if (*exec)

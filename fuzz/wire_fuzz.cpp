@@ -105,7 +105,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size == 0)
     return 0;
   std::string_view frame{reinterpret_cast<const char*>(data) + 1, size - 1};
-  switch (data[0] % 13) {
+  switch (data[0] % 14) {
   case 0: envelope_round_trip(frame); break;
   case 1: round_trip<hello>(frame, "hello"); break;
   case 2: round_trip<welcome>(frame, "welcome"); break;
@@ -119,6 +119,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   case 10: round_trip<run_cursor>(frame, "run_cursor"); break;
   case 11: round_trip<outputs_request>(frame, "outputs_request"); break;
   case 12: round_trip<outputs_reply>(frame, "outputs_reply"); break;
+  case 13: round_trip<goodbye>(frame, "goodbye"); break;
   }
   return 0;
 }

@@ -51,5 +51,6 @@ int main(int argc, char** argv) {
   seed("resend", 10, wire::encode(run_cursor{"run-3", 1}));
   seed("outputs_request", 11, wire::encode(outputs_request{"run-3"}));
   seed("outputs_reply", 12, wire::encode(outputs_reply{"run-3", true, R"({"data":{}})", "", false}));
+  seed("goodbye", 13, wire::encode(goodbye{"the agent stops"}));
   return 0;
 }

@@ -767,4 +767,47 @@ BOOST_AUTO_TEST_CASE(any_without_a_device_kind_is_refused_where_no_accelerator_i
              interactive->body);
 }
 
+BOOST_AUTO_TEST_CASE(agent_list_and_stop_and_a_stopped_agent_shows_disconnected_at_once) {
+  cdui::test::temp_home home;
+  // Heartbeats every 10 s: without its goodbye, a stopped agent would stay online 20-30 s more.
+  server_process srv{home};
+  auto a1 = start_agent(home, "a1");
+  auto a2 = start_agent(home, "a2");
+  await_worker(srv, "a1", "online");
+  await_worker(srv, "a2", "online");
+
+  auto listed = run_cdui(home, {"agent", "list"}, 30s);
+  BOOST_TEST(listed.code == 0, listed.err);
+  BOOST_TEST(listed.out.find("NAME") != std::string::npos, listed.out);
+  for (const auto& [name, agent] : {std::pair{"a1", a1.get()}, std::pair{"a2", a2.get()}}) {
+    auto line = listed.out.substr(listed.out.find(std::string{name} + " "));
+    line = line.substr(0, line.find('\n'));
+    BOOST_TEST(line.find(std::to_string(agent->pid())) != std::string::npos, line);
+    BOOST_TEST(line.find(srv.zmq_endpoint() + " (this home's server)") != std::string::npos, line);
+    BOOST_TEST(line.find(" ago") != std::string::npos, line);
+  }
+  // Without a name, with two running: which one is for the operator to say.
+  auto several = run_cdui(home, {"agent", "stop"}, 30s);
+  BOOST_TEST(several.code == 2);
+  BOOST_TEST(several.err.find("2 agents run on") != std::string::npos, several.err);
+  BOOST_TEST(several.out.find("a1") != std::string::npos, several.out);
+  BOOST_TEST(several.out.find("a2") != std::string::npos, several.out);
+
+  auto stopped = run_cdui(home, {"agent", "stop", "a1"}, 60s);
+  BOOST_TEST(stopped.code == 0, stopped.err);
+  BOOST_TEST(a1->wait_for(10s).value_or(-1) == 0);
+  // Far within the 20-30 s its missed heartbeats would take.
+  auto gone = await_worker(srv, "a1", "disconnected", 5s);
+  BOOST_TEST(gone["reason"].get<std::string>().find("its agent stopped") != std::string::npos,
+             gone.dump());
+  BOOST_TEST(worker(srv, "a2")["status"] == "online");
+
+  auto last = run_cdui(home, {"agent", "stop"}, 60s);  // the only one left
+  BOOST_TEST(last.code == 0, last.err);
+  BOOST_TEST(last.out.find("cdui agent 'a2' stopped") != std::string::npos, last.out);
+  await_worker(srv, "a2", "disconnected", 5s);
+  auto none = run_cdui(home, {"agent", "list"}, 30s);
+  BOOST_TEST(none.out.find("no agent is running") != std::string::npos, none.out);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -104,13 +104,14 @@ const char* to_string(message_type t) {
   case message_type::resend: return "resend";
   case message_type::outputs_request: return "outputs_request";
   case message_type::outputs_reply: return "outputs_reply";
+  case message_type::goodbye: return "goodbye";
   }
   return "unknown";
 }
 
 bool is_known(std::uint16_t type) {
   return type >= static_cast<std::uint16_t>(message_type::hello)
-         && type <= static_cast<std::uint16_t>(message_type::outputs_reply);
+         && type <= static_cast<std::uint16_t>(message_type::goodbye);
 }
 
 const char* to_string(refusal r) {
@@ -241,5 +242,6 @@ CDUI_WIRE_PAYLOAD(run_ack)
 CDUI_WIRE_PAYLOAD(run_cursor)
 CDUI_WIRE_PAYLOAD(outputs_request)
 CDUI_WIRE_PAYLOAD(outputs_reply)
+CDUI_WIRE_PAYLOAD(goodbye)
 
 } // namespace cdui::wire

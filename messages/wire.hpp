@@ -14,7 +14,9 @@
 /// anything is allocated, so a garbage frame costs its own bytes and nothing more.
 namespace cdui::wire {
 
-/// Bumped whenever a payload's fields change; an agent of another version is refused.
+/// Bumped whenever a payload's fields change; an agent of another version is refused. A new
+/// message type is no such change: a peer that does not know it refuses it as unknown_type, and
+/// counts it, and nothing else changes.
 inline constexpr std::uint16_t protocol_version = 1;
 
 /// The largest payload frame the bridge accepts (a graph of a few MB fits easily).
@@ -33,6 +35,7 @@ enum class message_type : std::uint16_t {
   resend = 10,  // payload: run_cursor
   outputs_request = 11,
   outputs_reply = 12,
+  goodbye = 13,  // agent -> server: it stops; server -> agent: noted (the same payload back)
 };
 
 [[nodiscard]] const char* to_string(message_type t);

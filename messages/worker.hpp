@@ -147,6 +147,15 @@ struct stop_run {
   CDUI_FIELDS(run_id, interrupt)
 };
 
+/// Agent -> server: the agent stops (`cdui agent stop`, SIGTERM, a one-shot agent whose run has
+/// ended), so the server shows the worker disconnected at once instead of after its heartbeats
+/// stop; the runs it executes go on, as after a lost connection. Server -> agent: the same
+/// payload back, once noted, so the agent can close its socket knowing it was heard.
+struct goodbye {
+  std::string reason;
+  CDUI_FIELDS(reason)
+};
+
 /// Whether a worker's slots admit runs now and, when they do not, why: its actor tells the run
 /// queue (in-process only, never on the wire), which tells the runs that wait for it.
 enum class worker_availability {

@@ -44,6 +44,9 @@ constexpr auto endpoint_check_interval = std::chrono::seconds(2);
 constexpr auto silence_hint_after = std::chrono::seconds(20);
 /// The shortest heartbeat interval a welcome may set.
 constexpr std::uint32_t min_heartbeat_ms = 50;
+/// How long a stopping agent waits for the server to hear its goodbye (its socket drops what is
+/// still queued when it closes); past it, the agent stops anyway.
+constexpr auto goodbye_deadline = std::chrono::seconds(1);
 
 /// The server on `home`, if one runs there.
 std::optional<server_contact> server_on(const std::filesystem::path& home) {
@@ -220,6 +223,7 @@ void connect(self_ptr self, const server_contact& contact) {
     case wire::message_type::outputs_request: forward(wire::decode<outputs_request>(parts[1])); break;
     case wire::message_type::stop_run: forward(wire::decode<stop_run>(parts[1])); break;
     case wire::message_type::refused: forward(wire::decode<refused>(parts[1])); break;
+    case wire::message_type::goodbye: forward(wire::decode<goodbye>(parts[1])); break;
     default: break;
     }
   });
@@ -254,10 +258,28 @@ void end(self_ptr self, const std::string& reason, bool was_refused) {
   self->quit();
 }
 
+/// The agent stops of itself (stop, or a one-shot agent whose run is done): a server that welcomed
+/// it hears goodbye, so it shows the worker disconnected at once, and the agent ends when the
+/// server says goodbye back, or after goodbye_deadline. Refused agents end at once (end()).
+void leave(self_ptr self, const std::string& why) {
+  auto& st = self->state;
+  if (st.leaving)
+    return;
+  st.leaving = true;
+  if (!st.welcomed || !st.socket) {
+    end(self, "", false);
+    return;
+  }
+  send_now(self, wire::message_type::goodbye, goodbye{why});
+  self->delayed_send(self, goodbye_deadline, atoms::deadline::value);
+}
+
 /// One look at the connection: the endpoint, a hello until welcomed, a heartbeat once welcomed.
-/// False when the agent has ended (a one-shot agent whose run is done).
+/// False when the agent is leaving (a one-shot agent whose run is done).
 bool tick(self_ptr self) {
   auto& st = self->state;
+  if (st.leaving)
+    return false;
   auto now = steady::now();
   if (!st.socket || now - st.last_endpoint_check >= endpoint_check_interval) {
     st.last_endpoint_check = now;
@@ -288,7 +310,7 @@ bool tick(self_ptr self) {
   }
   if (st.setup.one_shot && st.had_run && st.runs.empty()) {
     spdlog::info("agent '{}': one-shot, its run has ended", st.setup.name);
-    end(self, "", false);
+    leave(self, "a one-shot agent whose run has ended");
     return false;
   }
   return true;
@@ -463,8 +485,17 @@ caf::behavior agent_actor(self_ptr self, agent_setup setup) {
       if (auto i = self->state.runs.find(id); i != self->state.runs.end())
         i->second.executing = false;
     },
+    [=](atoms::wire_in, std::uint64_t connection, const goodbye&) {
+      if (current(connection) && self->state.leaving)
+        end(self, "", false);
+    },
+    [=](atoms::deadline) {
+      spdlog::warn("agent '{}': the server did not answer its goodbye within {} s; it stops anyway",
+                   self->state.setup.name, goodbye_deadline.count());
+      end(self, "", false);
+    },
     [=](agent_atoms::supervisor, const std::string& id) { return supervisor_of(self->state, id); },
-    [=](atoms::stop) { end(self, "", false); });
+    [=](atoms::stop) { leave(self, ""); });
 }
 
 } // namespace cdui::actors

@@ -80,6 +80,8 @@ struct agent_state {
   std::map<std::string, agent_run> runs;
   /// A one-shot agent that has been given its run: it ends once it holds no run.
   bool had_run = false;
+  /// It has said goodbye and waits for the server's (or its deadline) to end.
+  bool leaving = false;
   static inline const char* name = "agent";
 };
 
@@ -93,7 +95,8 @@ inline constexpr int max_supervisor_failures = 2;
 /// run_supervisor per run, which it spawns and monitors). A supervisor that dies fails its run:
 /// the run's process is stopped (SIGKILL) and the run ends failed with the reason. Protocol: see
 /// actors/agent/protocol.hpp; from the server, (wire_in, connection, struct) for welcome,
-/// assign_run, run_cursor (resend), run_ack, outputs_request, stop_run and refused.
+/// assign_run, run_cursor (resend), run_ack, outputs_request, stop_run, refused and goodbye (its
+/// own goodbye heard: a stopping agent that said it ends then, or after a second).
 caf::behavior agent_actor(caf::stateful_actor<agent_state>* self, agent_setup setup);
 
 /// This machine's hostname ("worker" when it has none): an agent's default name (seed 001).

@@ -162,6 +162,23 @@ void check_heartbeats(self_ptr self, std::int64_t now) {
   announce(self);
 }
 
+/// The agent stops: the worker is Disconnected now, not once its heartbeats are missed. Its runs go
+/// on as after a lost connection (they wait for the resume grace). The agent hears its goodbye back.
+void on_goodbye(self_ptr self, const std::string& identity, const goodbye& g) {
+  auto& st = self->state;
+  send_to(self, identity, wire::message_type::goodbye, g);
+  if (!st.health || identity != st.setup.identity)
+    return;
+  auto now = now_ms();
+  st.health->lose("its agent stopped" + (g.reason.empty() ? std::string{} : " (" + g.reason + ")"),
+                  now);
+  log_status(st.health->record());
+  self->send(st.setup.registry, atoms::worker_lost::value, st.setup.name, st.setup.identity);
+  st.setup.identity.clear();
+  st.setup.disconnected_ms = now;
+  announce(self);
+}
+
 void on_run_update(self_ptr self, const run_update& u) {
   auto* run = run_of(self, u.run_id);
   if (run == nullptr)
@@ -349,6 +366,9 @@ worker_proxy_actor::behavior_type worker_proxy(self_ptr self, worker_setup setup
     },
     [=](atoms::wire_in, const std::string&, const run_update& u) { on_run_update(self, u); },
     [=](atoms::wire_in, const std::string&, const run_done& d) { on_run_done(self, d); },
+    [=](atoms::wire_in, const std::string& identity, const goodbye& g) {
+      on_goodbye(self, identity, g);
+    },
     [=](atoms::wire_in, const std::string&, const outputs_reply& r) {
       auto& st = self->state;
       auto i = st.outputs_waiting.find(r.run_id);

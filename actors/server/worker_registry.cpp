@@ -315,6 +315,11 @@ worker_registry_actor::behavior_type worker_registry(self_ptr self, worker_table
     },
     [=](atoms::wire_in, const std::string& identity, const run_done& d) { route(self, identity, d); },
     [=](atoms::wire_in, const std::string& identity, const outputs_reply& r) { route(self, identity, r); },
+    [=](atoms::wire_in, const std::string& identity, const goodbye& g) {
+      // Not a worker's connection (any more): nothing to mark, but the agent may stop now.
+      if (!route(self, identity, g))
+        reply(self, identity, wire::message_type::goodbye, g);
+    },
     [=](atoms::outputs, const std::string& run_id, const std::string& worker) {
       return ask_outputs(self, run_id, worker);
     },

@@ -50,7 +50,7 @@ struct worker_registry_state {
 /// agent's by its connection, the run actors' by run id), and passes the actors' word on which
 /// workers' slots are open on to the run queue.
 /// Protocol: worker_registry_actor in fwd.hpp. (wire_in, identity, hello | heartbeat |
-/// run_update | run_done | outputs_reply); (assign, assign_run, worker, run actor); (adopt, run
+/// run_update | run_done | outputs_reply | goodbye); (assign, assign_run, worker, run actor); (adopt, run
 /// id, worker, run actor, cursor): a run the last server left running on a worker; (attach, run
 /// queue); (stop, run id, interrupt); (drain, name, on) -> bool (false: no such worker); (enroll,
 /// name) and (rekey, name) -> enrollment with a new credential (cdui.db keeps its hash);

@@ -123,6 +123,7 @@ void zmq_bridge::receive(const zmq_socket_thread::frames& parts) {
   case wire::message_type::outputs_reply:
     ok = forward<outputs_reply>(inbox_, identity, payload, why);
     break;
+  case wire::message_type::goodbye: ok = forward<goodbye>(inbox_, identity, payload, why); break;
   default:
     refuse(identity, wire::refusal::unknown_type,
            std::string{"a message of type "} + wire::to_string(type) + ", which only the server sends");

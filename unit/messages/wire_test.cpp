@@ -85,6 +85,17 @@ BOOST_AUTO_TEST_CASE(every_payload_round_trips) {
   BOOST_TEST(wire::decode<stop_run>(wire::encode(stop_run{"x", true}))->interrupt);
 }
 
+BOOST_AUTO_TEST_CASE(a_goodbye_round_trips_and_is_a_known_type) {
+  auto back = wire::decode<goodbye>(wire::encode(goodbye{"the agent stops"}));
+  BOOST_REQUIRE(back.has_value());
+  BOOST_TEST(back->reason == "the agent stops");
+  wire::envelope e{wire::protocol_version, wire::message_type::goodbye, 0, "agent-1"};
+  auto decoded = wire::decode_envelope(wire::encode_envelope(e));
+  BOOST_REQUIRE(std::holds_alternative<wire::envelope>(decoded));
+  BOOST_TEST((std::get<wire::envelope>(decoded).type == wire::message_type::goodbye));
+  BOOST_TEST(wire::to_string(wire::message_type::goodbye) == std::string{"goodbye"});
+}
+
 BOOST_AUTO_TEST_CASE(an_envelope_round_trips_and_bad_ones_are_refused_by_reason) {
   wire::envelope e{wire::protocol_version, wire::message_type::heartbeat, 77, "agent-1"};
   auto back = wire::decode_envelope(wire::encode_envelope(e));
