@@ -75,6 +75,10 @@ int remote_run(const server_connection& server, const run_request& request,
               request.name.c_str(), server.address.http_url().c_str(),
               (storage::default_home() / "runs" / id).c_str());
   if (options.detach) {
+    // Attached, the run's events say it; detached, this is the only word of it.
+    for (const auto& w : submitted.value("warnings", json::array()))
+      std::printf("warning (%s): %s\n", w.value("kind", std::string{}).c_str(),
+                  w.value("message", std::string{}).c_str());
     std::printf("detached: `cdui follow %s` shows its progress, `cdui logs -f %s` its log, "
                 "`cdui cancel %s` stops it\n", id.c_str(), id.c_str(), id.c_str());
     return exit_ok;

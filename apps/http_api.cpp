@@ -166,11 +166,16 @@ void post_run(cdui::server& runtime, const httplib::Request& req, httplib::Respo
     return;
   }
   auto info = runtime.info(result.run_id);
+  json warnings = json::array();
+  for (const auto& w : result.warnings)
+    warnings.push_back({{"kind", w.kind}, {"message", w.message}});
   reply(res, 200,
         {{"run_id", result.run_id},
          {"status", info ? to_string(info->status) : "queued"},
          {"queue_key", info ? info->queue_key : ""},
-         {"queue_position", info ? info->queue_position : 0}});
+         {"queue_position", info ? info->queue_position : 0},
+         {"device_requested", device_requested(info ? parse_or_null(info->options) : json(nullptr))},
+         {"warnings", warnings}});
 }
 
 /// POST /api/estimate: the static memory estimate of a graph's training run. Computed here from the

@@ -1,6 +1,8 @@
 #include "apps/run_json.hpp"
 
+#include "devices/device.hpp"
 #include "messages/json_text.hpp"
+#include "messages/slot_key.hpp"
 
 namespace cdui::apps {
 
@@ -24,8 +26,22 @@ std::int64_t ms_at(const json& j, const char* key) {
 
 } // namespace
 
+json device_requested(const json& options) {
+  return options.is_object() && options.contains("device") ? options["device"] : json(nullptr);
+}
+
+std::string device_text(const run_info& r) {
+  auto options = json::parse(r.options, nullptr, false);
+  auto asked = options.is_object() && options["device"].is_string() ? options["device"].get<std::string>()
+                                                                    : std::string{};
+  if (asked.empty() || asked == "auto"
+      || devices::kind_of(asked) == devices::kind_of(slot_key::parse(r.queue_key).device))
+    return r.queue_key;
+  return r.queue_key + " (asked " + asked + ")";
+}
+
 json run_json(const run_info& r) {
-  return {{"run_id", r.id},
+  json j{{"run_id", r.id},
           {"name", r.name},
           {"status", to_string(r.status)},
           {"active", !is_final(r.status)},
@@ -38,6 +54,8 @@ json run_json(const run_info& r) {
           {"finished_ms", r.finished_ms ? json(r.finished_ms) : json(nullptr)},
           {"final_metrics", parse_or_null(r.final_metrics)},
           {"options", parse_or_null(r.options)}};
+  j["device_requested"] = device_requested(j["options"]);
+  return j;
 }
 
 run_info run_from_json(const json& j) {

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/policy/run_options.hpp"
+#include "apps/run_json.hpp"
 #include "apps/run_report.hpp"
 #include "devices/memory.hpp"
 #include "messages/slot_key.hpp"
@@ -143,7 +144,7 @@ std::string runs_table(const std::vector<run_info>& runs, std::uint64_t total, b
       printable(r.id),
       wide ? name : cut(name, name_shown),
       std::string{to_string(r.status)},
-      r.queue_key.empty() ? "-" : printable(r.queue_key),
+      r.queue_key.empty() ? "-" : printable(device_text(r)),
       r.queue_position > 0 ? std::to_string(r.queue_position) : "-",
       budget_text(r),
       local_time(r.created_ms),

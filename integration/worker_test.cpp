@@ -2,6 +2,7 @@
 // hand-made peer that speaks (or garbles) the wire, with temporary homes.
 #include <boost/test/unit_test.hpp>
 
+#include <fstream>
 #include <random>
 
 #include "integration/worker_helpers.hpp"
@@ -808,6 +809,75 @@ BOOST_AUTO_TEST_CASE(agent_list_and_stop_and_a_stopped_agent_shows_disconnected_
   await_worker(srv, "a2", "disconnected", 5s);
   auto none = run_cdui(home, {"agent", "list"}, 30s);
   BOOST_TEST(none.out.find("no agent is running") != std::string::npos, none.out);
+}
+
+BOOST_AUTO_TEST_CASE(a_target_without_devices_takes_the_workers_idle_card_not_the_busy_first_one) {
+  cdui::test::temp_home home;
+  run_process_guard guard{home};
+  server_process srv{home, fast_heartbeats};
+  auto agent = start_agent(home, "w1");  // sim:0 and sim:1
+  await_worker(srv, "w1", "online");
+  auto on_w1 = [](int epochs) {  // --target w1, no --devices
+    return json{{"graph", moons_graph_json(epochs, 0, 16, std::nullopt)},
+                {"options", {{"seed", 1}, {"target", {{"worker", "w1"}}}}}};
+  };
+  auto busy = srv.submit_ok(on_w1(1'000'000));
+  srv.await_status(busy, "running");
+  BOOST_TEST(srv.get_json("/api/runs/" + busy)["queue_key"] == "w1/sim:0");
+  // --target w1 alone: sim:0 is busy, sim:1 idle, so it goes to sim:1 instead of waiting.
+  auto second = srv.submit_ok(on_w1(1));
+  BOOST_TEST(srv.get_json("/api/runs/" + second)["queue_key"] == "w1/sim:1");
+  auto done = srv.wait_final(second);
+  BOOST_TEST(done["status"] == "succeeded", done.dump());
+  BOOST_TEST(srv.get_json("/api/runs/" + busy)["status"] == "running");
+  srv.cancel(busy);
+  BOOST_TEST(srv.wait_final(busy)["status"] == "cancelled");
+}
+
+BOOST_AUTO_TEST_CASE(a_detached_run_whose_cuda_fell_back_says_so_and_names_a_worker_offering_cuda) {
+  cdui::test::temp_home home;
+  server_process srv{home};  // heartbeats every 10 s: the hand-made peer stays online meanwhile
+  for (const auto& d : srv.get_json("/api/devices")["devices"])
+    if (d["device"].get<std::string>().rfind("cuda", 0) == 0) {
+      BOOST_TEST_MESSAGE("this machine has CUDA: no fallback to see");
+      return;
+    }
+  auto graph = home.path() / "moons.json";
+  std::ofstream{graph} << moons_graph_json(1, 0, 16, std::nullopt).dump();
+  auto detached = run_cdui(home, {"run", graph.string(), "--device", "cuda", "--detach"});
+  BOOST_TEST(detached.code == 0, detached.err);
+  BOOST_TEST(detached.out.find("warning (device_fallback): device cuda was requested, but this "
+                               "machine has no cuda device, so it runs on cpu.")
+               != std::string::npos,
+             detached.out);
+  BOOST_TEST(detached.out.find("--target") == std::string::npos, detached.out);
+
+  // A connected worker that offers cuda: the warning names it.
+  raw_peer peer{zmq_endpoint(home)};
+  peer.send(cdui::wire::message_type::hello,
+            make_hello("gpu-box", token_of(home),
+                       {{"cpu", "cpu", "cpu-gpu-box", 1LL << 30, 1LL << 30},
+                        {"cuda:0", "cuda", "GPU-test-0", 16LL << 30, 16LL << 30}},
+                       srv.get_json("/api/workers")["node_types_digest"].get<std::string>()));
+  auto welcome = peer.receive(10s);
+  BOOST_REQUIRE(welcome.has_value());
+  BOOST_TEST((welcome->first == cdui::wire::message_type::welcome));
+  await_worker(srv, "gpu-box", "online");
+  auto named = run_cdui(home, {"run", graph.string(), "--device", "cuda", "--detach"});
+  BOOST_TEST(named.code == 0, named.err);
+  BOOST_TEST(named.out.find("Worker 'gpu-box' offers cuda: submit with --target gpu-box")
+               != std::string::npos,
+             named.out);
+
+  // The device asked for beside the one it got: in the run object and in `cdui runs`.
+  auto runs = srv.get_json("/api/runs");
+  BOOST_REQUIRE(runs["runs"].size() == 2u);
+  for (const auto& r : runs["runs"]) {
+    BOOST_TEST(r["device_requested"] == "cuda");
+    BOOST_TEST(r["queue_key"] == "cpu");
+  }
+  auto listing = run_cdui(home, {"runs"}, 30s);
+  BOOST_TEST(listing.out.find("cpu (asked cuda)") != std::string::npos, listing.out);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -24,9 +24,21 @@ std::vector<std::string> names_of(const local_devices& local) {
   return names;
 }
 
+/// A device option that fell back to the CPU here while a connected worker offers its kind: the
+/// warning names the worker and how to send the run there.
+std::string worker_offer_hint(const std::string& kind, const known_workers& workers) {
+  for (const auto& [name, w] : workers)
+    if (w.open && std::any_of(w.devices.begin(), w.devices.end(),
+                              [&](const std::string& d) { return kind_of(d) == kind; }))
+      return " Worker '" + name + "' offers " + kind + ": submit with --target " + name
+             + " (option 'target.worker') to run there.";
+  return "";
+}
+
 /// A single-device run of this server: its option, else the hint, else the CPU.
 std::variant<placement, std::string> local_run(const run_request& req, const device_hint& hint,
-                                               const local_devices& local) {
+                                               const local_devices& local,
+                                               const known_workers& workers) {
   std::string text = req.device;
   std::string field = "option 'device'";
   if (text.empty()) {
@@ -47,6 +59,9 @@ std::variant<placement, std::string> local_run(const run_request& req, const dev
   if (!req.device.empty()) {
     p.fallback_warning = resolved.fallback_warning;
     p.run_device = resolved.name;
+    auto kind = kind_of(resolved.name) == "cpu" ? kind_of(req.device) : std::string{};
+    if (p.fallback_warning && !kind.empty() && kind != "cpu" && kind != "auto")
+      *p.fallback_warning += worker_offer_hint(kind, workers);
   }
   return p;
 }
@@ -73,11 +88,27 @@ std::variant<placement, std::string> device_set(const std::vector<std::string>& 
   return p;
 }
 
+/// The card a worker run without devices takes: the first of `offered` that `fits` and is idle
+/// now (a run queued there would start at once), else the first that fits; end() when none fits.
+template <class Fits>
+std::vector<std::string>::const_iterator first_free(const std::vector<std::string>& offered,
+                                                    const std::string& worker, Fits fits,
+                                                    const admission* slots) {
+  auto first = std::find_if(offered.begin(), offered.end(), fits);
+  if (slots == nullptr || first == offered.end())
+    return first;
+  for (auto i = first; i != offered.end(); ++i)
+    if (fits(*i) && slots->idle(slot_key{worker, *i}.str()))
+      return i;
+  return first;
+}
+
 /// A named worker's run: its devices, by the worker's own names. A worker must have connected
 /// since the server started and offer every device; one that is away now is no refusal (the run
 /// waits for it).
 std::variant<placement, std::string> worker_run(const run_request& req, const device_hint& hint,
-                                                const known_workers& workers, bool resuming) {
+                                                const known_workers& workers, bool resuming,
+                                                const admission* slots) {
   auto w = workers.find(req.worker);
   std::vector<std::string> wanted = req.devices;
   if (w == workers.end() && !(resuming && !wanted.empty())) {
@@ -106,16 +137,17 @@ std::variant<placement, std::string> worker_run(const run_request& req, const de
   }
   if (wanted.empty()) {
     // A node's device param names a card inside the run (renumbered from 0), not the worker's:
-    // it says which kind the run needs, and the run gets the worker's first card of that kind.
-    // Without one: seed 001, a worker run starts on the worker's first accelerator.
+    // it says which kind the run needs, and the run gets the worker's first free card of that
+    // kind (else its first: it waits there). Without one: seed 001, a worker run starts on the
+    // worker's first (free) accelerator.
     std::string kind;
     if (!hint.device.empty()) {
       kind = hint.device == "auto" ? "" : kind_of(hint.device);
       field = hint.field;
     }
-    auto first = std::find_if(offered.begin(), offered.end(), [&](const std::string& d) {
-      return kind.empty() ? d != "cpu" : kind_of(d) == kind;
-    });
+    auto first = first_free(
+      offered, req.worker,
+      [&](const std::string& d) { return kind.empty() ? d != "cpu" : kind_of(d) == kind; }, slots);
     if (first == offered.end() && kind.empty())
       first = std::find(offered.begin(), offered.end(), "cpu");
     if (first == offered.end())
@@ -177,14 +209,14 @@ std::string placement::queue_key() const {
 
 std::variant<placement, std::string> place(const run_request& req, const device_hint& hint,
                                            const local_devices& local, const known_workers& workers,
-                                           bool resuming) {
+                                           bool resuming, const admission* slots) {
   if (is_placed_later(req.worker))
     return floating(req, hint, local, workers, resuming);
   if (!req.worker.empty())
-    return worker_run(req, hint, workers, resuming);
+    return worker_run(req, hint, workers, resuming, slots);
   if (!req.devices.empty())
     return device_set(req.devices, local);
-  return local_run(req, hint, local);
+  return local_run(req, hint, local, workers);
 }
 
 std::vector<slot_key> candidate_slots(const floating_run& run, const known_workers& workers,

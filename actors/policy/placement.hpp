@@ -69,17 +69,22 @@ struct placement {
 
 /// Where a submitted run goes, or the refusal's sentence naming the option or node at fault:
 /// - no target: the device option, else `hint` (the first node naming one), else the CPU, on this
-///   server, resolved with the fallback rules (a fallback of the option is warned of);
+///   server, resolved with the fallback rules (a fallback of the option is warned of; when the
+///   option's accelerator kind fell back to the CPU and an open worker offers that kind, the
+///   warning names it and `--target NAME`);
 /// - target.devices alone: a device set of this server; each must be one it offers, exactly;
 /// - target.worker NAME: that worker's devices (target.devices or the device option, else the
-///   first of the hint's kind, else its first accelerator, else its CPU); the worker must have
+///   first of the hint's kind, else its first accelerator, else its CPU; with `slots`, the first
+///   such card that is idle now, so that a run does not queue behind a busy card while another
+///   of its kind is free, else the first); the worker must have
 ///   connected since the server started (unless `resuming` with devices already chosen) and offer
 ///   each. A one-shot worker cannot keep recorded outputs;
 /// - target.worker "any" / the pool: floating; refused when nothing known offers its kind.
 /// `resuming`: a run queued before a restart, re-placed before its workers have said hello.
 [[nodiscard]] std::variant<placement, std::string> place(const run_request& req, const device_hint& hint,
                                                          const local_devices& local,
-                                                         const known_workers& workers, bool resuming);
+                                                         const known_workers& workers, bool resuming,
+                                                         const admission* slots = nullptr);
 
 /// The slots a floating run may use, in the order it looks at them: workers' in name order (never
 /// a one-shot worker for a run that keeps outputs, only one-shot workers for the pool), then this

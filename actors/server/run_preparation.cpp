@@ -59,7 +59,7 @@ std::variant<prepared_run, submit_result> prepare_run(run_queue_state& st, const
     return submit_result{"", runtime::to_string(*errors)};
   auto graph = std::make_shared<runtime::validated_graph>(
     std::move(std::get<runtime::validated_graph>(checked)));
-  auto placed = policy::place(req, hint_of(*graph), st.local, st.workers, resuming);
+  auto placed = policy::place(req, hint_of(*graph), st.local, st.workers, resuming, &st.slots);
   if (auto* refusal = std::get_if<std::string>(&placed))
     return submit_result{"", *refusal};
   auto& where = std::get<policy::placement>(placed);

@@ -130,9 +130,12 @@ submit_result submit(self_ptr self, run_request& req) {
     return {"", std::string{"the server cannot record the run: "} + e.what(), true};
   }
   auto id = info.id;
+  std::vector<submit_warning> warnings;
+  for (const auto& [kind, message] : p.warnings)
+    warnings.push_back({kind, message});
   launch(self, std::move(p), req);
   pump(self);
-  return {id, ""};
+  return {id, "", false, std::move(warnings)};
 }
 
 /// A shutdown waits for the runs this process executes; a worker's runs go on there, and the next

@@ -126,6 +126,48 @@ BOOST_AUTO_TEST_CASE(a_worker_run_takes_the_workers_first_accelerator_or_what_it
   BOOST_TEST((keys(placed(request("small"), {}, cpu_only)) == names{"small/cpu"}));
 }
 
+BOOST_AUTO_TEST_CASE(a_worker_run_without_devices_takes_the_first_free_card_of_its_kind) {
+  admission slots;
+  for (const auto& d : {"gpu-box/cpu", "gpu-box/sim:0", "gpu-box/sim:1"})
+    slots.set_limit(d, 1);
+  auto on = [&](const run_request& r, const device_hint& hint = {}) {
+    auto p = place(r, hint, host(), workers(), false, &slots);
+    BOOST_REQUIRE(std::holds_alternative<placement>(p));
+    return keys(std::get<placement>(p));
+  };
+  BOOST_TEST((on(request("gpu-box")) == names{"gpu-box/sim:0"}));
+  slots.enqueue("busy", {"gpu-box/sim:0"});
+  BOOST_TEST((slots.admit() == names{"busy"}));
+  // sim:0 is busy, sim:1 idle: the run goes to sim:1 instead of waiting behind "busy".
+  BOOST_TEST((on(request("gpu-box")) == names{"gpu-box/sim:1"}));
+  BOOST_TEST((on(request("gpu-box"), {"sim:0", "node 'n' (T), param 'device'"}) == names{"gpu-box/sim:1"}));
+  // Both busy: the first card of its kind, where it waits its turn.
+  slots.enqueue("busy2", {"gpu-box/sim:1"});
+  BOOST_TEST((slots.admit() == names{"busy2"}));
+  BOOST_TEST((on(request("gpu-box")) == names{"gpu-box/sim:0"}));
+  // What the run names is what it gets, busy or not.
+  BOOST_TEST((on(request("gpu-box", "sim:1")) == names{"gpu-box/sim:1"}));
+}
+
+BOOST_AUTO_TEST_CASE(a_fallback_to_the_cpu_names_a_connected_worker_that_offers_the_kind) {
+  auto p = placed(request("", "sim"), {}, workers());  // this server has sim cards: no fallback
+  BOOST_TEST(!p.fallback_warning);
+  known_workers cuda{{"gpu-box", {{"cpu", "cuda:0"}, {"", "GPU-1"}, true, false}}};
+  p = placed(request("", "cuda"), {}, cuda);
+  BOOST_TEST((keys(p) == names{"cpu"}));
+  BOOST_REQUIRE(p.fallback_warning);
+  BOOST_TEST(p.fallback_warning->find("runs on cpu.") != std::string::npos, *p.fallback_warning);
+  BOOST_TEST(p.fallback_warning->find("Worker 'gpu-box' offers cuda: submit with --target gpu-box")
+               != std::string::npos,
+             *p.fallback_warning);
+  // A worker that is away, or offers no cuda, is not named.
+  cuda["gpu-box"].open = false;
+  p = placed(request("", "cuda"), {}, cuda);
+  BOOST_TEST(p.fallback_warning->find("Worker") == std::string::npos, *p.fallback_warning);
+  p = placed(request("", "cuda"), {}, workers());
+  BOOST_TEST(p.fallback_warning->find("Worker") == std::string::npos, *p.fallback_warning);
+}
+
 BOOST_AUTO_TEST_CASE(a_worker_run_is_refused_naming_the_worker_and_what_it_offers) {
   auto why = refusal(request("nobody"));
   BOOST_TEST(why == "option 'target.worker': no worker named 'nobody' has connected to this server "
