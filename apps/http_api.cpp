@@ -20,9 +20,11 @@
 #include "apps/run_json.hpp"
 #include "apps/status_json.hpp"
 #include "devices/device.hpp"
+#include "messages/clock.hpp"
 #include "messages/json_text.hpp"
 #include "messages/slot_key.hpp"
 #include "messages/text.hpp"
+#include "messages/version.hpp"
 #include "messages/wire.hpp"
 #include "runtime/estimate.hpp"
 #include "runtime/validate.hpp"
@@ -449,8 +451,64 @@ void get_metrics(cdui::server& runtime, const std::string& id, const httplib::Re
 }
 
 /// Prometheus' text format: runs by status, and per device the queue length, slot use and limit.
+/// Seconds as /metrics writes them: fixed, to the millisecond (ostream's default would write a
+/// start time as 1.718e+09).
+std::string seconds_text(double s) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.3f", s);
+  return buf;
+}
+
+double uptime_s(const cdui::server& runtime) {
+  return static_cast<double>(std::max<std::int64_t>(0, now_ms() - runtime.started_ms())) / 1000.0;
+}
+
+/// GET /api/version: what this server runs and since when.
+json version_json(const cdui::server& runtime) {
+  return {{"version", cdui::version()},
+          {"protocol", wire::protocol_version},
+          {"started_ms", runtime.started_ms()},
+          {"uptime_s", uptime_s(runtime)}};
+}
+
+/// /metrics' part on how long runs waited in their queues: a Prometheus histogram.
+void write_queue_waits(std::ostream& out, const queue_wait_histogram& h) {
+  out << "# HELP cdui_queue_wait_seconds How long runs waited in their queue before they started, "
+         "since the server started.\n# TYPE cdui_queue_wait_seconds histogram\n";
+  for (std::size_t i = 0; i < h.bounds.size(); ++i)
+    out << "cdui_queue_wait_seconds_bucket{le=\"" << h.bounds[i] << "\"} " << h.buckets[i] << '\n';
+  out << "cdui_queue_wait_seconds_bucket{le=\"+Inf\"} " << h.count << '\n'
+      << "cdui_queue_wait_seconds_sum " << seconds_text(h.sum_s) << '\n'
+      << "cdui_queue_wait_seconds_count " << h.count << '\n';
+}
+
+/// /metrics' part on runs by status and reason: queued ones by why they wait, failed ones by why
+/// they failed.
+void write_runs_by_reason(std::ostream& out, cdui::server& runtime, const run_queue_status& queue) {
+  std::map<std::string, int> waiting;
+  for (const auto& w : queue.waiting_runs)
+    ++waiting[w.kind];
+  out << "# HELP cdui_runs_by_reason Queued runs by why they wait, failed runs by why they "
+         "failed.\n# TYPE cdui_runs_by_reason gauge\n";
+  for (const auto& [reason, n] : waiting)
+    out << "cdui_runs_by_reason{status=\"queued\",reason=\"" << reason << "\"} " << n << '\n';
+  for (const auto& [reason, n] : runtime.failed_by_reason())
+    out << "cdui_runs_by_reason{status=\"failed\",reason=\"" << reason << "\"} " << n << '\n';
+}
+
 std::string prometheus_text(cdui::server& runtime) {
   std::ostringstream out;
+  out << "# HELP cdui_build_info The server's cdui version and wire protocol.\n"
+         "# TYPE cdui_build_info gauge\n"
+      << "cdui_build_info{version=\"" << cdui::version() << "\",protocol=\""
+      << wire::protocol_version << "\"} 1\n"
+      << "# HELP cdui_start_time_seconds When the server started, in seconds since the epoch.\n"
+         "# TYPE cdui_start_time_seconds gauge\n"
+      << "cdui_start_time_seconds " << seconds_text(static_cast<double>(runtime.started_ms()) / 1000.0)
+      << '\n'
+      << "# HELP cdui_uptime_seconds How long the server has run.\n"
+         "# TYPE cdui_uptime_seconds gauge\n"
+      << "cdui_uptime_seconds " << seconds_text(uptime_s(runtime)) << '\n';
   out << "# HELP cdui_runs Runs in the store, by status.\n# TYPE cdui_runs gauge\n";
   for (auto status : {run_status::queued, run_status::running, run_status::succeeded,
                       run_status::failed, run_status::cancelled, run_status::interrupted})
@@ -487,6 +545,15 @@ std::string prometheus_text(cdui::server& runtime) {
          "# TYPE cdui_workers gauge\n";
   for (const auto& [s, n] : by_status)
     out << "cdui_workers{status=\"" << s << "\"} " << n << '\n';
+  if (status.workers && !status.workers->workers.empty()) {
+    out << "# HELP cdui_worker_heartbeat_age_seconds Since a worker's last heartbeat.\n"
+           "# TYPE cdui_worker_heartbeat_age_seconds gauge\n";
+    for (const auto& w : status.workers->workers)
+      out << "cdui_worker_heartbeat_age_seconds{worker=\"" << w.name << "\"} "
+          << seconds_text(w.heartbeat_age_s) << '\n';
+  }
+  write_runs_by_reason(out, runtime, status.queue);
+  write_queue_waits(out, status.queue.queue_waits);
   // Each card shared by memory, as GET /api/devices shows its ledger.
   auto memory = runtime.memory();
   if (!memory.cards.empty()) {
@@ -701,7 +768,11 @@ void mount_http_api(httplib::Server& http, cdui::server& runtime, http_api_optio
     reply(res, 200, workers_json(rt.workers(), rt.queue(), rt.memory()));
   });
   http.Get("/api/status", [&rt](const httplib::Request&, httplib::Response& res) {
-    reply(res, 200, status_json(rt.status()));
+    res.status = 200;
+    res.set_content(status_body(rt.status()), "application/json");
+  });
+  http.Get("/api/version", [&rt](const httplib::Request&, httplib::Response& res) {
+    reply(res, 200, version_json(rt));
   });
   http.Get("/metrics", [&rt](const httplib::Request&, httplib::Response& res) {
     res.status = 200;

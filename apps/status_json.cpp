@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "messages/json_text.hpp"
 #include "messages/slot_key.hpp"
 #include "messages/wire.hpp"
 
@@ -163,6 +164,58 @@ json status_json(const server_status& status) {
   if (status.workers)
     children.push_back(registry_json(*status.workers, status.bridge));
   return {{"kind", "server"}, {"home", status.home.string()}, {"children", children}};
+}
+
+json status_summary_json(const server_status& status) {
+  const auto& q = status.queue;
+  json queues = json::array();
+  json running = json::array();
+  std::size_t busy_queues = 0;
+  for (const auto& slot : q.queues) {
+    if (slot.running.empty() && slot.waiting.empty())
+      continue;  // idle: the tree below lists it
+    ++busy_queues;
+    queues.push_back({{"device", slot.device},
+                      {"limit", slot.limit},
+                      {"open", slot.open},
+                      {"running", slot.running.size()},
+                      {"waiting", slot.waiting.size()}});
+    for (const auto& id : slot.running)
+      running.push_back({{"run_id", id}, {"device", slot.device}});
+  }
+  for (const auto& r : q.interactive)
+    running.push_back({{"run_id", r.run_id}, {"device", "interactive"}});
+  json waiting = json::array();
+  for (const auto& w : q.waiting_runs)
+    waiting.push_back({{"run_id", w.id}, {"queue_key", w.queue_key}, {"kind", w.kind},
+                       {"reason", w.reason}});
+  std::map<std::string, int> by_status;
+  if (status.workers)
+    for (const auto& w : status.workers->workers)
+      ++by_status[w.status];
+  json text = json::array();
+  text.push_back(std::to_string(running.size()) + " running, " + std::to_string(waiting.size())
+                 + " waiting, in " + std::to_string(busy_queues) + " busy of "
+                 + std::to_string(q.queues.size()) + " device queues"
+                 + (q.shutting_down ? "; the server is shutting down" : ""));
+  for (const auto& w : q.waiting_runs)
+    text.push_back("run " + w.id + " " + (w.reason.empty() ? "starts now" : w.reason));
+  if (status.workers) {
+    std::string workers;
+    for (const auto& [s, n] : by_status)
+      workers += (workers.empty() ? "" : ", ") + std::to_string(n) + " " + s;
+    text.push_back("workers: " + (workers.empty() ? std::string{"none has joined"} : workers));
+  }
+  return {{"text", text},
+          {"queues", queues},
+          {"running", running},
+          {"waiting", waiting},
+          {"workers", by_status}};
+}
+
+std::string status_body(const server_status& status) {
+  auto tree = json_text(status_json(status));  // an object with members: "{...}"
+  return "{\"summary\":" + json_text(status_summary_json(status)) + "," + tree.substr(1);
 }
 
 json health_json(const std::vector<cache_store_status>& caches) {

@@ -17,6 +17,14 @@ namespace cdui::apps {
 /// GET /api/status: the actor tree, {"kind": "server", "home", "children": [...]}.
 [[nodiscard]] nlohmann::json status_json(const server_status& status);
 
+/// GET /api/status's summary for a person: the queues, the runs running, the runs waiting with
+/// why, the workers by status, and "text", the same in a few sentences.
+[[nodiscard]] nlohmann::json status_summary_json(const server_status& status);
+
+/// GET /api/status's body: the summary first (at the top, for a person reading it), then the
+/// actor tree of status_json.
+[[nodiscard]] std::string status_body(const server_status& status);
+
 /// GET /api/health: {"status": "ok", "caches": {name: {...}}}, seed 000's shape.
 [[nodiscard]] nlohmann::json health_json(const std::vector<cache_store_status>& caches);
 

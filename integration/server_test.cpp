@@ -366,4 +366,64 @@ BOOST_AUTO_TEST_CASE(a_start_that_cannot_bind_its_zmq_port_leaves_the_homes_toke
   BOOST_TEST(!std::filesystem::exists(fresh.path() / "session.token"));
 }
 
+BOOST_AUTO_TEST_CASE(version_metrics_and_the_status_summary_say_what_runs_what_waits_and_why) {
+  cdui::test::temp_home home;
+  server_process srv{home};
+  auto version = srv.get_json("/api/version");
+  BOOST_TEST(version["version"] == srv.get_json("/api/workers")["server_version"]);
+  BOOST_TEST(version["protocol"] == 1);
+  BOOST_TEST(version["uptime_s"].get<double>() >= 0.0);
+  auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  std::chrono::system_clock::now().time_since_epoch())
+                  .count();
+  BOOST_TEST(version["started_ms"].get<std::int64_t>() <= now_ms);
+  BOOST_TEST(version["started_ms"].get<std::int64_t>() > now_ms - 600'000);
+
+  auto running = srv.submit_ok(endless_run());
+  srv.await_status(running, "running");
+  auto waiting = srv.submit_ok(short_run());
+  auto body = srv.client().Get("/api/status")->body;
+  BOOST_TEST(body.rfind("{\"summary\":", 0) == 0u, body.substr(0, 200));  // at the top
+  auto status = json::parse(body);
+  const auto& summary = status["summary"];
+  BOOST_REQUIRE(summary["running"].size() == 1u);
+  BOOST_TEST(summary["running"][0]["run_id"] == running);
+  BOOST_TEST(summary["running"][0]["device"] == "sim:0");
+  BOOST_REQUIRE(summary["waiting"].size() == 1u);
+  BOOST_TEST(summary["waiting"][0]["run_id"] == waiting);
+  BOOST_TEST(summary["waiting"][0]["kind"] == "card_busy");
+  auto why = summary["waiting"][0]["reason"].get<std::string>();
+  BOOST_TEST(why.find("behind run " + running + " (running)") != std::string::npos, why);
+  BOOST_TEST(summary["text"][0].get<std::string>().rfind("1 running, 1 waiting, in 1 busy of ", 0) == 0u,
+             summary["text"].dump());
+  BOOST_TEST(summary["text"][1] == "run " + waiting + " " + why);
+  BOOST_TEST(summary["queues"][0]["device"] == "sim:0");
+  BOOST_TEST(status["kind"] == "server");  // the actor tree stays as it was
+  BOOST_TEST(status["children"][0]["kind"] == "run_queue");
+
+  auto metrics = srv.client().Get("/metrics")->body;
+  for (const auto& line :
+       {"cdui_build_info{version=\"" + version["version"].get<std::string>() + "\",protocol=\"1\"} 1",
+        std::string{"cdui_uptime_seconds "}, std::string{"cdui_start_time_seconds "},
+        std::string{"cdui_runs_by_reason{status=\"queued\",reason=\"card_busy\"} 1"},
+        std::string{"# TYPE cdui_queue_wait_seconds histogram"},
+        std::string{"cdui_queue_wait_seconds_bucket{le=\"+Inf\"} 1"},
+        std::string{"cdui_queue_wait_seconds_count 1"}})
+    BOOST_TEST(metrics.find(line) != std::string::npos, line);
+
+  srv.cancel(running);
+  BOOST_TEST(srv.wait_final(waiting)["status"] == "succeeded");
+  auto failing = short_run();
+  failing["graph"]["nodes"][0]["params"] = {{"name", "csv"}, {"path", (home.path() / "no.csv").string()}};
+  auto failed = srv.wait_final(srv.submit_ok(failing));
+  BOOST_TEST(failed["status"] == "failed");
+  metrics = srv.client().Get("/metrics")->body;
+  BOOST_TEST(metrics.find("cdui_queue_wait_seconds_count 3") != std::string::npos, metrics);
+  BOOST_TEST(metrics.find("cdui_runs_by_reason{status=\"failed\",reason=\"node\"} 1")
+               != std::string::npos,
+             failed["error"].dump());
+  BOOST_TEST(metrics.find("cdui_runs_by_reason{status=\"queued\"") == std::string::npos);
+  BOOST_TEST(srv.get_json("/api/status")["summary"]["waiting"].empty());
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -776,6 +776,8 @@ BOOST_AUTO_TEST_CASE(agent_list_and_stop_and_a_stopped_agent_shows_disconnected_
   auto a2 = start_agent(home, "a2");
   await_worker(srv, "a1", "online");
   await_worker(srv, "a2", "online");
+  auto metrics = srv.client().Get("/metrics")->body;
+  BOOST_TEST(metrics.find("cdui_worker_heartbeat_age_seconds{worker=\"a1\"} ") != std::string::npos);
 
   auto listed = run_cdui(home, {"agent", "list"}, 30s);
   BOOST_TEST(listed.code == 0, listed.err);

@@ -55,6 +55,34 @@ struct run_actor_status {
   CDUI_FIELDS(id, mailbox, status, device, events, long_polls)
 };
 
+/// A queued run and why it waits: `kind` a word for a metric label (queue, reservation,
+/// card_busy, shared_card_busy, memory, worker_away, worker_draining, worker_closed, no_free_slot,
+/// no_worker, starting), `reason` the sentence of its run object's waiting_reason.
+struct waiting_run_status {
+  std::string id;
+  std::string queue_key;
+  std::string kind;
+  std::string reason;
+  CDUI_FIELDS(id, queue_key, kind, reason)
+};
+
+/// How long runs waited in their queue before they started, since the server started, as a
+/// Prometheus histogram: `buckets[i]` counts the waits of at most `bounds[i]` seconds.
+struct queue_wait_histogram {
+  static constexpr std::array<double, 10> bounds{0.1, 0.5, 1, 5, 10, 30, 60, 300, 1800, 3600};
+  std::array<std::uint64_t, 10> buckets{};
+  std::uint64_t count = 0;
+  double sum_s = 0;
+  void observe(double seconds) {
+    for (std::size_t i = 0; i < bounds.size(); ++i)
+      if (seconds <= bounds[i])
+        ++buckets[i];
+    ++count;
+    sum_s += seconds;
+  }
+  CDUI_FIELDS(buckets, count, sum_s)
+};
+
 /// The run queue, with its run actors.
 struct run_queue_status {
   std::uint64_t mailbox = 0;
@@ -65,8 +93,11 @@ struct run_queue_status {
   std::uint64_t runs = 0;             // runs that have not ended
   bool shutting_down = false;
   std::vector<run_actor_status> children;
+  /// Every queued run (in a device's queue or floating), with why it waits.
+  std::vector<waiting_run_status> waiting_runs;
+  queue_wait_histogram queue_waits;
   CDUI_FIELDS(mailbox, queues, interactive_limit, interactive, floating, runs, shutting_down,
-              children)
+              children, waiting_runs, queue_waits)
 };
 
 /// One of the three in-memory stores against its budget.

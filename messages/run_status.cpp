@@ -32,4 +32,14 @@ std::optional<run_status> parse_run_status(std::string_view text) {
   return std::nullopt;
 }
 
+std::string_view failure_kind(std::string_view error) {
+  if (error.find("out of memory") != std::string_view::npos)
+    return "out_of_memory";
+  if (error.find("worker '") != std::string_view::npos)
+    return "worker";
+  if (error.rfind("Node ", 0) == 0)
+    return "node";
+  return "other";
+}
+
 } // namespace cdui

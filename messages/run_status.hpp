@@ -26,6 +26,12 @@ enum class run_status {
   return x != run_status::queued && x != run_status::running;
 }
 
+/// Why a failed run failed, in a word fit for a metric label (its error is a sentence):
+/// out_of_memory (the run ran out of memory on its device or under its budget), worker (its
+/// worker went away, was removed, or its supervisor failed), node (a node of the graph failed),
+/// or other.
+[[nodiscard]] std::string_view failure_kind(std::string_view error);
+
 inline std::ostream& operator<<(std::ostream& out, run_status x) {
   return out << to_string(x);
 }

@@ -413,6 +413,16 @@ std::map<run_status, std::size_t> run_store::count_by_status() const {
   return out;
 }
 
+std::map<std::string, std::size_t> run_store::count_by_error(run_status status) const {
+  std::lock_guard lock{mutex_};
+  statement s{db_, "SELECT error, COUNT(*) FROM runs WHERE status=? GROUP BY error"};
+  s.bind(1, std::string{to_string(status)});
+  std::map<std::string, std::size_t> out;
+  while (s.step())
+    out[s.text(0)] = static_cast<std::size_t>(s.integer(1));
+  return out;
+}
+
 bool run_store::erase(const std::string& run_id) {
   std::lock_guard lock{mutex_};
   transaction tx{db_};

@@ -144,6 +144,9 @@ public:
   /// How many runs have each status.
   [[nodiscard]] std::map<run_status, std::size_t> count_by_status() const;
 
+  /// How many runs of `status` ended with each error sentence (failed runs' reasons).
+  [[nodiscard]] std::map<std::string, std::size_t> count_by_error(run_status status) const;
+
   /// Deletes the run and everything recorded about it; false when there was no such run.
   bool erase(const std::string& run_id);
 

@@ -186,6 +186,7 @@ void queue_parts::launch(self_ptr self, prepared_run p, const run_request& req) 
     caf::anon_send(run, atoms::grant::value, std::string{"interactive"});
     return;
   }
+  st.queued_ms[id] = p.setup.info.created_ms;
   if (p.floating) {
     st.floating.push_back(id);
     st.floats[id] = *p.floating;
@@ -212,6 +213,7 @@ void queue_parts::start_placed(self_ptr self, const std::string& id, const std::
   // It was judged on a slot that would start it at once; it starts now, as admit() would.
   st.slots.hold(id, {key});
   st.started.insert(id);
+  note_started(st, id);
   memory_started(self, id);
   caf::anon_send(st.runs.at(id), atoms::grant::value, id);
 }
@@ -221,6 +223,7 @@ void queue_parts::pump(self_ptr self) {
   place_floating(self);
   for (const auto& id : st.slots.admit()) {
     st.started.insert(id);
+    note_started(st, id);
     memory_started(self, id);
     if (auto i = st.runs.find(id); i != st.runs.end())
       caf::anon_send(i->second, atoms::grant::value, id);
@@ -238,6 +241,7 @@ void queue_parts::forget(self_ptr self, const std::string& id) {
   st.started.erase(id);
   st.remote.erase(id);
   st.runs.erase(id);
+  st.queued_ms.erase(id);
   memory_forget(self, id);
   if (!st.shutting_down)
     pump(self);

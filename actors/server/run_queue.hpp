@@ -124,6 +124,9 @@ struct run_queue_state {
   std::set<std::string> shared_keys;
   bool shutting_down = false;
   std::vector<caf::response_promise> drained;     // shutdown callers, answered when none runs
+  /// When each queued run was submitted, until it starts; and how long the started ones waited.
+  std::map<std::string, std::int64_t> queued_ms;
+  queue_wait_histogram queue_waits;
   static inline const char* name = "run_queue";
 };
 

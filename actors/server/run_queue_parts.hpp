@@ -95,6 +95,12 @@ void memory_forget(self_ptr self, const std::string& id);
 /// of its kind. Empty when nothing does (it starts now). Only when a run object is asked for.
 std::string waiting_reason(const run_queue_state& st, const std::string& id);
 
+/// The same as a word fit for a metric label (waiting_run_status::kind).
+std::string waiting_kind(const run_queue_state& st, const std::string& id);
+
+/// A queued run starts now: how long it waited goes into the queue's wait histogram.
+void note_started(run_queue_state& st, const std::string& id);
+
 /// The queue's status with each run actor's as its children.
 caf::result<run_queue_status> status_tree(self_ptr self);
 

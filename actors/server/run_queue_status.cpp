@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <set>
 
 #include <caf/all.hpp>
 
@@ -39,6 +40,18 @@ run_queue_status queue_status(self_ptr self) {
   out.floating.assign(st.floating.begin(), st.floating.end());
   out.runs = st.runs.size();
   out.shutting_down = st.shutting_down;
+  // Every queued run once (a device set waits in several queues), with why it waits.
+  std::set<std::string> seen;
+  auto note = [&](const std::string& id, const std::string& key) {
+    if (seen.insert(id).second)
+      out.waiting_runs.push_back({id, key, waiting_kind(st, id), waiting_reason(st, id)});
+  };
+  for (const auto& slot : st.slots.slots())
+    for (const auto& id : slot.waiting)
+      note(id, slot.key);
+  for (const auto& id : st.floating)
+    note(id, st.floats.at(id).pool ? "one-shot" : "any");
+  out.queue_waits = st.queue_waits;
   return out;
 }
 

@@ -2,11 +2,13 @@
 // REASON of `cdui runs`). See run_queue_parts.hpp.
 #include "actors/server/run_queue_parts.hpp"
 
+#include <algorithm>
 #include <set>
 
 #include "actors/policy/card_groups.hpp"
 #include "actors/policy/memory_budget.hpp"
 #include "actors/policy/placement.hpp"
+#include "messages/clock.hpp"
 #include "messages/slot_key.hpp"
 
 namespace cdui::actors {
@@ -139,6 +141,59 @@ std::string queue_parts::waiting_reason(const run_queue_state& st, const std::st
   if (st.floats.count(id) != 0)
     return floating_reason(st, id);
   return queued_reason(st, st.slots.why_waiting(id));
+}
+
+namespace {
+
+/// A run held by a closed key, in a word: its worker is away, draining, or closed otherwise.
+std::string closed_kind(const run_queue_state& st, const std::string& key) {
+  auto at = slot_key::parse(key);
+  if (at.local())
+    return "device_closed";
+  auto w = st.workers.find(at.offerer);
+  if (w == st.workers.end())
+    return "worker_away";
+  switch (w->second.closed) {
+  case worker_availability::draining: return "worker_draining";
+  case worker_availability::late:
+  case worker_availability::disconnected: return "worker_away";
+  default: return "worker_closed";
+  }
+}
+
+} // namespace
+
+std::string queue_parts::waiting_kind(const run_queue_state& st, const std::string& id) {
+  if (st.waiting_reasons.count(id) != 0)
+    return "memory";
+  if (st.floats.count(id) != 0) {
+    if (auto asked = st.floating_asks.find(id); asked != st.floating_asks.end() && !asked->second.answered)
+      return "memory";
+    const auto& run = st.floats.at(id);
+    if (!policy::candidate_slots(run, st.workers, st.local).empty())
+      return "no_free_slot";
+    return "no_worker";
+  }
+  auto why = st.slots.why_waiting(id);
+  switch (why.what) {
+  case kind::closed: return closed_kind(st, why.key);
+  case kind::behind: return "queue";
+  case kind::reserved: return "reservation";
+  case kind::full: return "card_busy";
+  case kind::group_full: return "shared_card_busy";
+  case kind::memory: return "memory";
+  case kind::none: break;
+  }
+  return "starting";
+}
+
+void queue_parts::note_started(run_queue_state& st, const std::string& id) {
+  auto queued = st.queued_ms.find(id);
+  if (queued == st.queued_ms.end())
+    return;
+  st.queue_waits.observe(static_cast<double>(std::max<std::int64_t>(0, now_ms() - queued->second))
+                         / 1000.0);
+  st.queued_ms.erase(queued);
 }
 
 } // namespace cdui::actors

@@ -20,6 +20,7 @@
 #include "devices/host_inventory.hpp"
 #include "devices/sim_card_registry.hpp"
 #include "messages/atoms.hpp"
+#include "messages/clock.hpp"
 #include "messages/json_text.hpp"
 #include "messages/slot_key.hpp"
 #include "messages/version.hpp"
@@ -148,7 +149,8 @@ actors::run_queue_config make_queue_config(const server::config& c,
 
 struct server::impl {
   explicit impl(const config& c)
-    : home(c.home.empty() ? storage::default_home() : c.home),
+    : started_ms(now_ms()),
+      home(c.home.empty() ? storage::default_home() : c.home),
       cfg(make_config(c.scheduler_threads)),
       system(cfg) {
     std::filesystem::create_directories(home / "runs");
@@ -245,6 +247,7 @@ struct server::impl {
     return answer;
   }
 
+  std::int64_t started_ms = 0;
   std::filesystem::path home;
   caf::actor_system_config cfg;
   caf::actor_system system;
@@ -445,6 +448,17 @@ void server::shutdown() {
 
 const std::filesystem::path& server::home() const {
   return impl_->home;
+}
+
+std::int64_t server::started_ms() const {
+  return impl_->started_ms;
+}
+
+std::map<std::string, std::size_t> server::failed_by_reason() {
+  std::map<std::string, std::size_t> out;
+  for (const auto& [error, runs] : impl_->store->count_by_error(run_status::failed))
+    out[std::string{failure_kind(error)}] += runs;
+  return out;
 }
 
 } // namespace cdui

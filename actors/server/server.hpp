@@ -3,6 +3,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -171,6 +172,12 @@ public:
   void shutdown();
 
   [[nodiscard]] const std::filesystem::path& home() const;
+
+  /// When this server started (ms since the epoch), for its uptime (GET /api/version, /metrics).
+  [[nodiscard]] std::int64_t started_ms() const;
+
+  /// How many failed runs the store holds, by why they failed (failure_kind of their error).
+  [[nodiscard]] std::map<std::string, std::size_t> failed_by_reason();
 
 private:
   struct impl;
