@@ -298,6 +298,22 @@ BOOST_FIXTURE_TEST_CASE(a_ddp_runs_supervisor_that_dies_takes_every_rank_with_it
   acknowledge("sleepy2");
 }
 
+BOOST_FIXTURE_TEST_CASE(a_stopping_agent_says_goodbye_and_ends_when_the_server_says_it_back,
+                        agent_fixture) {
+  join();
+  (*self)->send(agent, atoms::stop::value);
+  auto bye = server.next<goodbye>(wire::message_type::goodbye);
+  BOOST_REQUIRE(bye);
+  BOOST_TEST(bye->reason.empty());  // a plain stop
+  server.send(wire::message_type::goodbye, *bye);
+  // It ends (on the server's goodbye, or at the latest at its own one-second deadline; the wait
+  // here only bounds a hang on a busy machine).
+  bool ended = false;
+  (*self)->receive([&](atoms::ended, const std::string&, bool was_refused) { ended = !was_refused; },
+                   caf::after(std::chrono::seconds(30)) >> [] {});
+  BOOST_TEST(ended);
+}
+
 BOOST_FIXTURE_TEST_CASE(a_refused_hello_ends_the_agent_with_the_reason, agent_fixture) {
   BOOST_REQUIRE(server.next<hello>(wire::message_type::hello));
   server.send(wire::message_type::refused, refused{"no such worker", false});
