@@ -1,6 +1,7 @@
 #include "apps/status_json.hpp"
 
 #include <map>
+#include <set>
 
 #include "messages/json_text.hpp"
 #include "messages/slot_key.hpp"
@@ -171,6 +172,7 @@ json status_summary_json(const server_status& status) {
   json queues = json::array();
   json running = json::array();
   std::size_t busy_queues = 0;
+  std::set<std::string> listed;  // a device set holds several slots: listed once, on its first
   for (const auto& slot : q.queues) {
     if (slot.running.empty() && slot.waiting.empty())
       continue;  // idle: the tree below lists it
@@ -181,7 +183,8 @@ json status_summary_json(const server_status& status) {
                       {"running", slot.running.size()},
                       {"waiting", slot.waiting.size()}});
     for (const auto& id : slot.running)
-      running.push_back({{"run_id", id}, {"device", slot.device}});
+      if (listed.insert(id).second)
+        running.push_back({{"run_id", id}, {"device", slot.device}});
   }
   for (const auto& r : q.interactive)
     running.push_back({{"run_id", r.run_id}, {"device", "interactive"}});
