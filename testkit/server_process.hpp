@@ -317,8 +317,13 @@ inline std::vector<pid_t> run_processes(const std::filesystem::path& home, const
     auto name = entry.path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos)
       continue;
-    std::ifstream in{entry.path() / "cmdline", std::ios::binary};
-    std::string cmdline{std::istreambuf_iterator<char>{in}, {}};
+    std::string cmdline;
+    try {
+      std::ifstream in{entry.path() / "cmdline", std::ios::binary};
+      cmdline.assign(std::istreambuf_iterator<char>{in}, {});
+    } catch (const std::ios_base::failure&) {
+      continue;  // it ended while being read (libstdc++ throws on ESRCH): not running any more
+    }
     auto exec = cmdline.find(std::string{"exec"} + '\0');
     auto folder = cmdline.find('\0' + home.string());
     if (exec != std::string::npos && folder != std::string::npos && exec < folder
