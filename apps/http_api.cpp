@@ -27,6 +27,7 @@
 #include "messages/version.hpp"
 #include "messages/wire.hpp"
 #include "runtime/estimate.hpp"
+#include "runtime/parameter_estimate.hpp"
 #include "runtime/validate.hpp"
 #include "storage/credentials.hpp"
 #include "storage/lru_store.hpp"
@@ -180,18 +181,46 @@ void post_run(cdui::server& runtime, const httplib::Request& req, httplib::Respo
          {"warnings", warnings}});
 }
 
-/// POST /api/estimate: the static memory estimate of a graph's training run. Computed here from the
-/// layer shapes (microseconds, no tensor); never applied to a run: a client that wants it as a
-/// budget sends it with memory_source "estimate".
+/// POST /api/estimate {"parameters": N, ...}: the weights, gradients and optimizer state of a model
+/// known by its parameter count (seeds 002 and 004).
+void post_parameter_estimate(const json& body, httplib::Response& res) {
+  for (const auto& [field, unused] : body.items())
+    if (field != "parameters" && field != "precision" && field != "optimizer" && field != "trainable"
+        && field != "state_precision") {
+      refuse(res, 400, "field '" + field + "' is not known with parameters (known: parameters, "
+                       "precision, optimizer, trainable, state_precision)");
+      return;
+    }
+  auto read = runtime::read_parameter_request(body);
+  if (auto* bad = std::get_if<runtime::request_error>(&read)) {
+    refuse(res, 400, "field '" + bad->field + "' " + bad->message);
+    return;
+  }
+  reply(res, 200, runtime::to_json(runtime::estimate_from_parameters(
+                    std::get<runtime::parameter_request>(read))));
+}
+
+/// POST /api/estimate: the static memory estimate of a graph's training run, or of a parameter
+/// count. Computed here from the layer shapes (microseconds, no tensor); never applied to a run: a
+/// client that wants it as a budget sends it with memory_source "estimate".
 void post_estimate(const httplib::Request& req, httplib::Response& res) {
   auto body = json::parse(req.body, nullptr, false);
   if (body.is_discarded()) {
     refuse(res, 400, "the body is not valid JSON");
     return;
   }
+  if (body.is_object() && body.contains("parameters") && !body.contains("graph")) {
+    post_parameter_estimate(body, res);
+    return;
+  }
   if (!body.is_object() || !body.contains("graph") || !body["graph"].is_object()) {
     refuse(res, 422, "the body must be a JSON object {\"graph\": {...}}, optionally with "
-                     "\"device\" and \"cards\"");
+                     "\"device\" and \"cards\", or {\"parameters\": N}, optionally with "
+                     "\"precision\", \"optimizer\", \"trainable\" and \"state_precision\"");
+    return;
+  }
+  if (body.contains("parameters")) {
+    refuse(res, 400, "give graph or parameters, not both: they are two different estimates");
     return;
   }
   for (const auto& [field, unused] : body.items())

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cctype>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -128,8 +129,9 @@ int main(int argc, char** argv) {
 
   estimate_command_options estimate_opts;
   auto* estimate = app.add_subcommand(
-    "estimate", "the static memory estimate of a graph's training run, term by term");
-  estimate->add_option("graph", estimate_opts.graph_file, "the graph JSON file")->required();
+    "estimate", "the static memory estimate of a graph's training run, term by term, or of a model "
+                "known by its parameter count (--parameters)");
+  estimate->add_option("graph", estimate_opts.graph_file, "the graph JSON file");
   estimate->add_option("--cards", estimate_opts.cards,
                        "the cards of a device set the run would take (the figure is per card)")
     ->check(CLI::Range(std::int64_t{1}, std::int64_t{1024}));
@@ -137,6 +139,22 @@ int main(int argc, char** argv) {
                        "estimate for this device instead of the TrainingLoop's (cuda adds the CUDA "
                        "terms)");
   estimate->add_flag("--json", estimate_opts.json, "print the JSON POST /api/estimate answers");
+  // The estimate from a parameter count: each flag given goes to the estimator as its API field.
+  std::map<std::string, std::string> parameter_values;
+  std::vector<std::pair<CLI::Option*, std::string>> parameter_flags;
+  for (const auto& [flag, field, help] : std::vector<std::tuple<std::string, std::string, std::string>>{
+         {"--parameters", "parameters",
+          "estimate a model of N parameters instead of a graph: 7e9, 7000000000 or 7B"},
+         {"--precision", "precision",
+          "with --parameters: the format of the weights and gradients: fp32 (default), bf16, fp16"},
+         {"--optimizer", "optimizer",
+          "with --parameters: adamw (default), adam, sgd, sgd_momentum, rmsprop, rmsprop_momentum, "
+          "adam8bit"},
+         {"--trainable", "trainable",
+          "with --parameters: the share trained, in (0, 1] (default 1; LoRA: 0.002 or 0.2%)"},
+         {"--state-precision", "state_precision",
+          "with --parameters: the format of the optimizer's copies: fp32 (default), bf16, fp16"}})
+    parameter_flags.emplace_back(estimate->add_option(flag, parameter_values[field], help), field);
 
   auto* devices = app.add_subcommand("devices", "list the devices this host offers");
   devices->add_option("--sim-devices", sim_devices,
@@ -300,8 +318,12 @@ int main(int argc, char** argv) {
     return devices_command();
   if (*fit)
     return fit_command(fit_file, fit_memory);
-  if (*estimate)
+  if (*estimate) {
+    for (const auto& [option, field] : parameter_flags)
+      if (*option)
+        estimate_opts.parameter_flags[field] = parameter_values[field];
     return estimate_command(estimate_opts);
+  }
   if (*start) {
     if (*max_body_opt)
       start_opts.max_body_mb = max_body_mb;

@@ -1,6 +1,7 @@
 // The real `cdui` binary, started as a user starts it.
 #include <boost/test/unit_test.hpp>
 
+#include <cmath>
 #include <fstream>
 #include <regex>
 
@@ -23,6 +24,14 @@ double printed_metric(const std::string& out, const std::string& name) {
   std::regex line{"  " + std::regex_replace(name, std::regex{"\\."}, "\\.") + " = ([0-9.eE+-]+)"};
   BOOST_REQUIRE_MESSAGE(std::regex_search(out, m, line), "no " << name << " in:\n" << out);
   return std::stod(m[1]);
+}
+
+/// The sum of the bytes of an estimate's JSON terms.
+std::int64_t sum_of_terms(const nlohmann::json& estimate) {
+  std::int64_t sum = 0;
+  for (const auto& t : estimate["terms"])
+    sum += t["bytes"].get<std::int64_t>();
+  return sum;
 }
 
 std::string write_file(const cdui::test::temp_home& home, const std::string& name,
@@ -140,10 +149,7 @@ BOOST_AUTO_TEST_CASE(estimate_lists_terms_that_add_up) {
                       "--cards", "2", "--json"});
   BOOST_REQUIRE(r.code == 0);
   auto j = nlohmann::json::parse(r.out);
-  std::int64_t terms = 0;
-  for (const auto& t : j["terms"])
-    terms += t["bytes"].get<std::int64_t>();
-  BOOST_TEST(j["total_bytes"].get<std::int64_t>() == terms);
+  BOOST_TEST(j["total_bytes"].get<std::int64_t>() == sum_of_terms(j));
   BOOST_TEST(j["terms"].back()["name"] == "cuda_workspace");
   BOOST_TEST(j["cards"] == 2);
   BOOST_TEST(j["memory_source"] == "estimate");
@@ -170,6 +176,54 @@ BOOST_AUTO_TEST_CASE(estimate_lists_terms_that_add_up) {
   BOOST_TEST(run_cdui(home, {"estimate", graph, "--device", "gpu"}).code == 2);
 }
 
+BOOST_AUTO_TEST_CASE(estimate_from_a_parameter_count_prints_the_seeds_figures) {
+  cdui::test::temp_home home;
+  // Seed 002's table ("1B: 11.18 GB") and seed 004's 7B rows ("13 GB plus 0.08 GB" for LoRA at
+  // 0.2%), in the seeds' GB: 1024^3 bytes.
+  auto r = run_cdui(home, {"estimate", "--parameters", "1B", "--precision", "bf16", "--optimizer", "adam"});
+  BOOST_TEST_MESSAGE(r.out);
+  BOOST_REQUIRE(r.code == 0);
+  BOOST_TEST(r.out.find("\n  total ") != std::string::npos);
+  BOOST_TEST(std::regex_search(r.out, std::regex{"\n  total +[0-9]+ B +11\\.18 GiB"}), r.out);
+  for (const auto* term : {"parameters", "gradients", "optimizer_state"})
+    BOOST_TEST(r.out.find(std::string{"\n  "} + term + " ") != std::string::npos, term);
+
+  r = run_cdui(home, {"estimate", "--parameters", "7e9", "--precision", "fp16", "--optimizer", "adamw",
+                      "--state-precision", "fp16", "--trainable", "0.002"});
+  BOOST_REQUIRE(r.code == 0);
+  BOOST_TEST(std::regex_search(r.out, std::regex{"\n  parameters +[0-9]+ B +13\\.[0-9]{2} GiB"}), r.out);
+  BOOST_TEST(r.out.find("14,000,000 trainable parameters (0.2%)") != std::string::npos, r.out);
+
+  r = run_cdui(home, {"estimate", "--parameters", "7e9", "--json"});
+  BOOST_REQUIRE(r.code == 0);
+  auto j = nlohmann::json::parse(r.out);
+  BOOST_TEST(j["total_bytes"].get<std::int64_t>() == sum_of_terms(j));
+  BOOST_TEST(std::llround(static_cast<double>(sum_of_terms(j)) / (1LL << 30)) == 104);  // 7B, fp32, AdamW
+
+  // Bad input: exit 2, naming the flag and what it takes.
+  struct refused {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  for (const auto& [args, says] : std::vector<refused>{
+         {{"--parameters", "-7e9"}, "--parameters must be at least 1"},
+         {{"--parameters", "seven"}, "--parameters must be a number of parameters such as 7e9"},
+         {{"--parameters", "7e9", "--trainable", "2"}, "--trainable must be the share of the "
+                                                        "parameters trained, more than 0 and at most 1"},
+         {{"--parameters", "7e9", "--precision", "fp8"}, "--precision must be one of fp32, bf16, fp16, got 'fp8'"},
+         {{"--parameters", "7e9", "--optimizer", "lion"}, "--optimizer must be one of adam, adamw, sgd"},
+         {{"--parameters", "7e9", "--device", "cuda:0"}, "--device applies to a graph's estimate"},
+         {{"--precision", "bf16"}, "--parameters is required"},
+         {{}, "give a graph file, or --parameters N"},
+         {{examples + "moons_mlp.json", "--parameters", "7e9"}, "not both"}}) {
+    std::vector<std::string> command{"estimate"};
+    command.insert(command.end(), args.begin(), args.end());
+    r = run_cdui(home, command);
+    BOOST_TEST(r.code == 2);
+    BOOST_TEST(r.err.find(says) != std::string::npos, r.err);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(post_api_estimate_answers_with_the_token_and_refuses_bad_graphs) {
   cdui::test::temp_home home;
   cdui::test::server_process server{home};
@@ -188,10 +242,7 @@ BOOST_AUTO_TEST_CASE(post_api_estimate_answers_with_the_token_and_refuses_bad_gr
   BOOST_REQUIRE(res);
   BOOST_TEST(res->status == 200, res->body);
   auto j = nlohmann::json::parse(res->body);
-  std::int64_t sum = 0;
-  for (const auto& t : j["terms"])
-    sum += t["bytes"].get<std::int64_t>();
-  BOOST_TEST(j["total_bytes"].get<std::int64_t>() == sum);
+  BOOST_TEST(j["total_bytes"].get<std::int64_t>() == sum_of_terms(j));
   BOOST_TEST(j["rough"].is_null());
   BOOST_TEST(j["memory_source"] == "estimate");
 
@@ -205,8 +256,22 @@ BOOST_AUTO_TEST_CASE(post_api_estimate_answers_with_the_token_and_refuses_bad_gr
   auto refusal = nlohmann::json::parse(res->body);
   BOOST_TEST(refusal["errors"][0]["node"] == "train_loader");
   BOOST_TEST(refusal["errors"][0]["field"] == "batch_size");
+  // A parameter count instead of a graph: seed 002's "7B: 78.23 GB" (bf16, Adam).
+  res = client.Post("/api/estimate", token, R"({"parameters": "7B", "precision": "bf16", "optimizer": "adam"})",
+                    "application/json");
+  BOOST_REQUIRE(res);
+  BOOST_TEST(res->status == 200, res->body);
+  j = nlohmann::json::parse(res->body);
+  BOOST_TEST(std::llround(j["total_bytes"].get<double>() / (1LL << 30) * 100) == 7823);
+  res = client.Post("/api/estimate", token, R"({"parameters": 7e9, "trainable": 0})", "application/json");
+  BOOST_REQUIRE(res);
+  BOOST_TEST(res->status == 400);
+  BOOST_TEST(res->body.find("field 'trainable' must be") != std::string::npos, res->body);
+
   for (const auto* bad : {"[1]", "{}", "{\"graph\": 3}", "not json", "{\"graph\": {}, \"cards\": 0}",
-                          "{\"graph\": {}, \"device\": \"gpu\"}", "{\"graph\": {}, \"x\": 1}"}) {
+                          "{\"graph\": {}, \"device\": \"gpu\"}", "{\"graph\": {}, \"x\": 1}",
+                          "{\"parameters\": 7e9, \"device\": \"cuda\"}",
+                          "{\"parameters\": 7e9, \"graph\": {}}", "{\"parameters\": -1}"}) {
     res = client.Post("/api/estimate", token, bad, "application/json");
     BOOST_REQUIRE(res);
     BOOST_TEST((res->status == 400 || res->status == 422), bad << " got " << res->status);

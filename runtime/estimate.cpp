@@ -11,9 +11,15 @@ namespace cdui::runtime {
 
 namespace {
 
-constexpr std::int64_t float_bytes = 4;
-constexpr std::int64_t half_bytes = 2;
+constexpr std::int64_t float_bytes = bytes_per_number(precision::fp32);
+constexpr std::int64_t half_bytes = bytes_per_number(precision::bf16);
 constexpr std::int64_t index_bytes = 8;  // int64 class labels and max-pool indices
+
+/// The optimizers the estimator takes, in the order a refusal lists them.
+constexpr optimizer_kind all_optimizers[] = {
+  optimizer_kind::adam,    optimizer_kind::adamw,   optimizer_kind::sgd,
+  optimizer_kind::sgd_momentum, optimizer_kind::rmsprop, optimizer_kind::rmsprop_momentum,
+  optimizer_kind::adam8bit};
 
 /// The limits that keep the estimate's arithmetic in int64 and its time in microseconds: a
 /// Model's layers, and the elements of one layer's batch (with room for 16 channels of padding).
@@ -24,13 +30,6 @@ constexpr std::int64_t max_batch_elements = std::int64_t{1} << 44;
 struct rough_reason {
   std::string text;
 };
-
-std::string thousands(std::int64_t n) {
-  auto digits = std::to_string(n);
-  for (auto i = static_cast<int>(digits.size()) - 3; i > (n < 0 ? 1 : 0); i -= 3)
-    digits.insert(static_cast<std::size_t>(i), ",");
-  return digits;
-}
 
 /// The graph's nodes by id and the node feeding each input port.
 class graph_index {
@@ -436,7 +435,7 @@ private:
   bool classification_;
 };
 
-/// Gradient and optimizer state bytes per trainable parameter, and its description.
+/// The optimizer state's bytes per trainable parameter, and what it keeps.
 struct optimizer_costs {
   std::int64_t state_bytes = 0;
   std::string name;
@@ -448,17 +447,19 @@ optimizer_costs optimizer_costs_of(const graph_node& opt) {
   auto name = opt.params["name"].get<std::string>();
   auto momentum = opt.params["momentum"].get<double>() > 0;
   auto decay = opt.params["weight_decay"].get<double>() > 0 ? 1 : 0;
-  if (name == "adam")  // exp_avg, exp_avg_sq; the step computes sqrt(v) and its quotient
-    return {2 * float_bytes, "Adam: exp_avg and exp_avg_sq", 2 + decay};
-  if (name == "adamw")  // AdamW decays the weights in place
-    return {2 * float_bytes, "AdamW: exp_avg and exp_avg_sq", 2};
-  if (name == "rmsprop")
-    return {(momentum ? 2 : 1) * float_bytes,
-            momentum ? "RMSprop with momentum: square_avg and momentum_buffer" : "RMSprop: square_avg",
-            1 + decay};
-  if (momentum)
-    return {float_bytes, "SGD with momentum: momentum_buffer", decay};
-  return {0, "plain SGD: no state", decay};
+  auto kind = name == "adam"      ? optimizer_kind::adam
+              : name == "adamw"   ? optimizer_kind::adamw
+              : name == "rmsprop" ? (momentum ? optimizer_kind::rmsprop_momentum : optimizer_kind::rmsprop)
+              : momentum          ? optimizer_kind::sgd_momentum
+                                  : optimizer_kind::sgd;
+  // One step's temporaries: Adam computes sqrt(v) and its quotient (and the decayed gradient),
+  // AdamW decays the weights in place, RMSprop one, SGD the decayed gradient only.
+  auto temporaries = kind == optimizer_kind::adam    ? 2 + decay
+                     : kind == optimizer_kind::adamw ? 2
+                     : name == "rmsprop"             ? 1 + decay
+                                                     : decay;
+  auto state = state_of(kind);
+  return {state_bytes_per_parameter(state), state.name + ": " + state.kept, temporaries};
 }
 
 memory_estimate estimate_loop(const graph_index& index, const graph_node& loop,
@@ -584,6 +585,65 @@ memory_estimate estimate_loop(const graph_index& index, const graph_node& loop,
 
 } // namespace
 
+std::optional<precision> parse_precision(const std::string& word) {
+  for (auto p : {precision::fp32, precision::bf16, precision::fp16})
+    if (word == to_string(p))
+      return p;
+  return std::nullopt;
+}
+
+optimizer_state state_of(optimizer_kind kind) {
+  switch (kind) {
+    case optimizer_kind::sgd: return {0, false, "plain SGD", "no state"};
+    case optimizer_kind::sgd_momentum: return {1, false, "SGD with momentum", "momentum_buffer"};
+    case optimizer_kind::adam: return {2, false, "Adam", "exp_avg and exp_avg_sq"};
+    case optimizer_kind::adamw: return {2, false, "AdamW", "exp_avg and exp_avg_sq"};
+    case optimizer_kind::rmsprop: return {1, false, "RMSprop", "square_avg"};
+    case optimizer_kind::rmsprop_momentum:
+      return {2, false, "RMSprop with momentum", "square_avg and momentum_buffer"};
+    case optimizer_kind::adam8bit: return {2, true, "8-bit Adam", "exp_avg and exp_avg_sq in 8 bits"};
+  }
+  return {};
+}
+
+const char* to_string(optimizer_kind kind) {
+  switch (kind) {
+    case optimizer_kind::sgd: return "sgd";
+    case optimizer_kind::sgd_momentum: return "sgd_momentum";
+    case optimizer_kind::adam: return "adam";
+    case optimizer_kind::adamw: return "adamw";
+    case optimizer_kind::rmsprop: return "rmsprop";
+    case optimizer_kind::rmsprop_momentum: return "rmsprop_momentum";
+    case optimizer_kind::adam8bit: return "adam8bit";
+  }
+  return "adamw";
+}
+
+std::optional<optimizer_kind> parse_optimizer(const std::string& word) {
+  for (auto kind : all_optimizers)
+    if (word == to_string(kind))
+      return kind;
+  return std::nullopt;
+}
+
+std::string optimizer_words() {
+  std::string words;
+  for (auto kind : all_optimizers)
+    words += (words.empty() ? "" : ", ") + std::string{to_string(kind)};
+  return words;
+}
+
+std::int64_t state_bytes_per_parameter(const optimizer_state& state, precision states) {
+  return state.copies * (state.eight_bit ? 1 : bytes_per_number(states));
+}
+
+std::string thousands(std::int64_t n) {
+  auto digits = std::to_string(n);
+  for (auto i = static_cast<int>(digits.size()) - 3; i > (n < 0 ? 1 : 0); i -= 3)
+    digits.insert(static_cast<std::size_t>(i), ",");
+  return digits;
+}
+
 std::int64_t memory_estimate::total() const {
   if (is_rough())
     return 0;
@@ -647,18 +707,23 @@ nlohmann::json to_json(const memory_estimate& e) {
   j["batch_size"] = e.batch_size;
   j["eval_batch_size"] = e.eval_batch_size;
   j["activations_from"] = e.activations_from;
-  auto& terms = j["terms"] = nlohmann::json::array();
-  for (const auto& t : e.terms)
-    terms.push_back({{"name", t.name},
-                     {"bytes", t.bytes},
-                     {"human", devices::format_bytes(t.bytes)},
-                     {"detail", t.detail},
-                     {"cuda_only", t.cuda_only}});
+  j["terms"] = to_json(e.terms);
   j["total_bytes"] = e.total();
   j["total"] = devices::format_bytes(e.total());
   j["per_card_bytes"] = e.total();
   j["per_card_note"] = "without DDP each card of a device set holds a whole run, so the figure is "
                        "per card";
+  return j;
+}
+
+nlohmann::json to_json(const std::vector<estimate_term>& terms) {
+  auto j = nlohmann::json::array();
+  for (const auto& t : terms)
+    j.push_back({{"name", t.name},
+                 {"bytes", t.bytes},
+                 {"human", devices::format_bytes(t.bytes)},
+                 {"detail", t.detail},
+                 {"cuda_only", t.cuda_only}});
   return j;
 }
 
