@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "messages/stop_reason.hpp"
+
 namespace cdui::apps {
 
 namespace {
@@ -90,7 +92,11 @@ void progress_printer::print(const run_event& event) {
                  data.value("num_threads", 1));
   } else if (type == "execution_stopped") {
     close_line();
-    std::fprintf(out_, "stopped: %s\n", data.value("reason", std::string{}).c_str());
+    // The word first, as a warning's kind; an older server's event has only its sentence.
+    if (auto reason = stopped_reason(data))
+      std::fprintf(out_, "stopped (%s): %s\n", to_string(*reason), stopped_message(data).c_str());
+    else
+      std::fprintf(out_, "stopped: %s\n", stopped_message(data).c_str());
   } else {
     return;
   }

@@ -180,6 +180,8 @@ BOOST_AUTO_TEST_CASE(a_run_that_never_reaches_its_stop_check_ends_by_its_deadlin
     BOOST_TEST(error.find("node 'data' (Dataset) was executing") != std::string::npos, error);
     auto events = srv.all_events(stuck);
     BOOST_TEST(events.back()["type"] == "execution_stopped");
+    BOOST_TEST(events.back()["data"]["reason"] == "timeout");
+    BOOST_TEST(events.back()["data"]["message"] == error);
     // Its slot is free: the run queued behind it trains to its end.
     BOOST_TEST(srv.wait_final(next, 120s)["status"] == "succeeded");
 

@@ -302,6 +302,7 @@ BOOST_AUTO_TEST_CASE(a_killed_run_process_fails_its_run_alone_and_a_cancel_stops
   auto events = srv.all_events(other);
   BOOST_TEST(events.back()["type"] == "execution_stopped");
   BOOST_TEST(events.back()["data"]["reason"] == "cancelled");
+  BOOST_TEST(events.back()["data"]["message"] == "cancelled while it was running");
 }
 
 BOOST_AUTO_TEST_CASE(cdui_run_with_target_and_devices_follows_a_run_on_a_worker) {
@@ -455,6 +456,10 @@ BOOST_AUTO_TEST_CASE(past_the_grace_period_a_lost_workers_run_ends_interrupted_a
   BOOST_TEST(run["status"] == "interrupted");
   BOOST_TEST(run["error"].get<std::string>().find("was not connected for 1 s") != std::string::npos,
              run.dump());
+  auto stopped = srv.all_events(id).back();
+  BOOST_TEST(stopped["type"] == "execution_stopped");
+  BOOST_TEST(stopped["data"]["reason"] == "given_up");
+  BOOST_TEST(stopped["data"]["message"] == run["error"]);
   // The run's process kept going without its agent; the next agent is told to forget it.
   BOOST_TEST(run_processes(home).size() == 1u);
   auto again = start_agent(home, "w1");

@@ -13,6 +13,7 @@
 
 #include "devices/memory.hpp"
 #include "messages/json_text.hpp"
+#include "messages/stop_reason.hpp"
 #include "runtime/node_call.hpp"
 #include "runtime/node_keys.hpp"
 #include "runtime/stored_values.hpp"
@@ -296,8 +297,10 @@ run_outcome execute(const validated_graph& graph, const run_context& ctx) {
   if (stopped()) {
     bool interrupted = ctx.interrupt && ctx.interrupt->load();
     outcome.status = interrupted ? run_status::interrupted : run_status::cancelled;
-    ctx.emit("execution_stopped", {{"reason", interrupted ? "the server stopped" : "cancelled"},
-                                   {"metrics", final_metrics}});
+    auto data = interrupted ? stopped_data(stop_reason::interrupted, "the server stopped")
+                            : stopped_data(stop_reason::cancelled, "cancelled while it was running");
+    data["metrics"] = final_metrics;
+    ctx.emit("execution_stopped", data);
     return outcome;
   }
   ctx.emit("execution_complete",

@@ -16,6 +16,7 @@
 #include "messages/atoms.hpp"
 #include "messages/json_text.hpp"
 #include "messages/run_outcome.hpp"
+#include "messages/stop_reason.hpp"
 #include "messages/worker.hpp"
 
 namespace cdui::actors {
@@ -109,7 +110,9 @@ void record_artifacts(const run_state& st) {
   }
 }
 
-void finish(self_ptr self, const run_outcome& outcome) {
+/// Ends the run with `outcome`; `stopped` is the word of the execution_stopped it adds for a run in
+/// a process of its own that ended cancelled or interrupted without its end event.
+void finish(self_ptr self, const run_outcome& outcome, stop_reason stopped) {
   auto& st = self->state;
   if (st.executor.joinable())
     st.executor.join();
@@ -123,7 +126,7 @@ void finish(self_ptr self, const run_outcome& outcome) {
       append(self, "execution_error",
              json_text(nlohmann::json{{"kind", "error"}, {"error", outcome.error}}));
     else
-      append(self, "execution_stopped", json_text(nlohmann::json{{"reason", outcome.error}}));
+      append(self, "execution_stopped", json_text(stopped_data(stopped, outcome.error)));
   }
   st.setup.info.status = outcome.status;
   st.setup.info.error = outcome.error;
@@ -136,6 +139,11 @@ void finish(self_ptr self, const run_outcome& outcome) {
   // finds the run ended in the queue too (its mailbox is in order).
   self->send(st.queue, atoms::ended::value, st.setup.info.id);
   wake_waiters(self);
+}
+
+/// Ends the run with `outcome`; a stop's word is its status's.
+void finish(self_ptr self, const run_outcome& outcome) {
+  finish(self, outcome, stop_reason_of(outcome.status));
 }
 
 /// A worker run: the registry sends it to the worker, whose agent executes it in a subprocess;
@@ -255,18 +263,18 @@ void miss_stop_deadline(self_ptr self) {
                 + " and never reached a stop check (CODEFYUI_STOP_DEADLINE_S); "
                 + (in_process ? "its process was killed" : "it was ended without it");
   abandon_executor(st, reason);
-  append(self, "execution_stopped", json_text(nlohmann::json{{"reason", reason}}));
+  append(self, "execution_stopped", json_text(stopped_data(stop_reason::timeout, reason)));
   if (in_process)
     return;  // the executor kills the process within a moment and posts the end
   st.executor.detach();
   finish(self, run_outcome{run_status::interrupted, reason, "{}"});
 }
 
-/// Ends a run that never started.
-void end_unstarted(self_ptr self, run_status status, const std::string& reason) {
-  nlohmann::json data{{"reason", reason}};
-  append(self, "execution_stopped", json_text(data));
-  finish(self, run_outcome{status, status == run_status::cancelled ? "" : reason, "{}"});
+/// Ends a run that never started: cancelled, or failed because nothing can take it.
+void end_unstarted(self_ptr self, run_status status, const std::string& message) {
+  auto reason = status == run_status::cancelled ? stop_reason::cancelled : stop_reason::not_placed;
+  append(self, "execution_stopped", json_text(stopped_data(reason, message)));
+  finish(self, run_outcome{status, status == run_status::cancelled ? "" : message, "{}"});
 }
 
 } // namespace
@@ -361,6 +369,11 @@ caf::behavior run_actor(self_ptr self, run_setup setup, run_queue_actor queue) {
     [=](atoms::finished, const run_outcome& outcome) {
       if (!is_final(self->state.setup.info.status))
         finish(self, outcome);
+    },
+    [=](atoms::finished, const run_outcome& outcome, stop_reason stopped) {
+      // A worker run the server ended itself, with the word of its stop.
+      if (!is_final(self->state.setup.info.status))
+        finish(self, outcome, stopped);
     },
     [=](atoms::deadline) { miss_stop_deadline(self); },
     [=](atoms::cancel, bool dequeued) {

@@ -103,6 +103,7 @@ inline constexpr std::size_t max_events_per_answer = 1000;
 /// of its own (never on a CAF scheduler thread); the thread posts events and the outcome back as
 /// messages. When the run has ended it tells the queue (ended, id) and quits on (quit).
 /// Protocol: (grant, run id or "interactive"); (append, type, data); (flush); (finished, run_outcome);
+/// (finished, run_outcome, stop_reason): a worker run the server ended, with its stop's word;
 /// (cancel, dequeued) -> bool (dequeued: the queue took it out of its queue, so it never starts;
 /// false when it had ended or a cancel was already sent); (interrupt) -> bool;
 /// (stop, reason): a waiting run the queue took out fails unstarted with the reason;

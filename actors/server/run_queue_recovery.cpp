@@ -13,6 +13,7 @@
 #include "messages/atoms.hpp"
 #include "messages/clock.hpp"
 #include "messages/json_text.hpp"
+#include "messages/stop_reason.hpp"
 
 namespace cdui::actors {
 
@@ -30,9 +31,11 @@ void end_in_store(run_queue_state& st, run_info info, storage::run_directory* di
   if (event == end_event::error)
     append_stored_event(*st.cfg.store, dir, info.id, "execution_error",
                         json_text(nlohmann::json{{"kind", "error"}, {"error", reason}}));
-  else
-    append_stored_event(*st.cfg.store, dir, info.id, "execution_stopped",
-                        json_text(nlohmann::json{{"reason", reason}}));
+  else  // left running: interrupted; not queued again: failed, never placed
+    append_stored_event(
+      *st.cfg.store, dir, info.id, "execution_stopped",
+      json_text(stopped_data(status == run_status::failed ? stop_reason::not_placed : stop_reason::interrupted,
+                             reason)));
   info.status = status;
   info.error = reason;
   info.finished_ms = now_ms();

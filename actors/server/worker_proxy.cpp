@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <set>
 
 #include <caf/all.hpp>
@@ -10,6 +11,7 @@
 #include "actors/common/guarded.hpp"
 #include "messages/clock.hpp"
 #include "messages/run_outcome.hpp"
+#include "messages/stop_reason.hpp"
 
 namespace cdui::actors {
 
@@ -86,11 +88,15 @@ void release(self_ptr self, const std::string& run_id) {
   self->send(self->state.setup.registry, atoms::released::value, run_id, self->state.setup.name);
 }
 
-void end_run(self_ptr self, const std::string& run_id, run_status status, const std::string& why) {
+/// Ends a run here; the run actor adds its end event, execution_stopped with `stopped` as its
+/// word for a cancelled or interrupted one (a cancel's or the server's stop by default).
+void end_run(self_ptr self, const std::string& run_id, run_status status, const std::string& why,
+             std::optional<stop_reason> stopped = std::nullopt) {
   auto i = self->state.runs.find(run_id);
   if (i == self->state.runs.end())
     return;
-  caf::anon_send(i->second.run, atoms::finished::value, run_outcome{status, why, "{}"});
+  caf::anon_send(i->second.run, atoms::finished::value, run_outcome{status, why, "{}"},
+                 stopped.value_or(stop_reason_of(status)));
   release(self, run_id);
 }
 
@@ -285,7 +291,8 @@ void on_tick(self_ptr self) {
     std::snprintf(grace, sizeof grace, "%g s", static_cast<double>(st.setup.resume_grace_ms) / 1000.0);
     end_run(self, id, run_status::interrupted,
             "worker '" + st.setup.name + "' was not connected for " + grace
-              + " (CODEFYUI_WORKER_RESUME_GRACE_S), so the run is given up");
+              + " (CODEFYUI_WORKER_RESUME_GRACE_S), so the run is given up",
+            stop_reason::given_up);
   }
   // An agent that did not answer a request for recorded outputs in time.
   for (auto i = st.outputs_waiting.begin(); i != st.outputs_waiting.end();) {

@@ -49,6 +49,12 @@ std::vector<std::string> event_types(cdui::server& srv, const std::string& id) {
   }
 }
 
+/// The data of the run's last event.
+nlohmann::json last_event_data(cdui::server& srv, const std::string& id) {
+  auto count = event_types(srv, id).size();
+  return nlohmann::json::parse(srv.events(id, count - 1).events.back().data);
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(server_test)
@@ -131,6 +137,9 @@ BOOST_AUTO_TEST_CASE(a_queued_run_cancelled_never_starts) {
   BOOST_TEST(info.started_ms == 0);
   auto types = event_types(srv, ids[2]);
   BOOST_TEST((types == std::vector<std::string>{"execution_stopped"}));
+  auto stopped = last_event_data(srv, ids[2]);
+  BOOST_TEST(stopped["reason"] == "cancelled");
+  BOOST_TEST(stopped["message"] == "cancelled before it started");
   BOOST_TEST(!srv.cancel(ids[2]));  // already ended
   srv.cancel(ids[0]);
   srv.cancel(ids[1]);
@@ -156,6 +165,10 @@ BOOST_AUTO_TEST_CASE(a_running_run_cancelled_stops_between_batches) {
   BOOST_TEST(to_string(info.status) == "cancelled");
   auto types = event_types(srv, id);
   BOOST_TEST(types.back() == "execution_stopped");
+  auto stopped = last_event_data(srv, id);
+  BOOST_TEST(stopped["reason"] == "cancelled");
+  BOOST_TEST(stopped["message"] == "cancelled while it was running");
+  BOOST_TEST(stopped.contains("metrics"));
 }
 
 BOOST_AUTO_TEST_CASE(events_long_poll_returns_when_events_arrive_or_the_wait_ends) {
@@ -450,6 +463,9 @@ BOOST_AUTO_TEST_CASE(a_restart_queues_waiting_runs_again_in_order_and_interrupts
   cdui::server srv{server_config(home.path(), "1x1GiB", true)};
   auto stopped = event_types(srv, running);
   BOOST_TEST(stopped.back() == "execution_stopped");
+  auto stop = last_event_data(srv, running);
+  BOOST_TEST(stop["reason"] == "interrupted");
+  BOOST_TEST(stop["message"] == "the server stopped");
   std::vector<cdui::run_info> done;
   for (const auto& id : waiting)
     done.push_back(srv.wait(id));
@@ -484,7 +500,9 @@ BOOST_AUTO_TEST_CASE(a_run_a_restart_cannot_queue_again_fails_saying_why_and_its
   auto events = srv.events(orphan, 0).events;
   BOOST_REQUIRE(!events.empty());
   BOOST_TEST(events.back().type == "execution_stopped");
-  BOOST_TEST(nlohmann::json::parse(events.back().data)["reason"] == info->error);
+  auto stopped = nlohmann::json::parse(events.back().data);
+  BOOST_TEST(stopped["reason"] == "not_placed");
+  BOOST_TEST(stopped["message"] == info->error);
 }
 
 BOOST_AUTO_TEST_CASE(metrics_erase_and_status_report_what_the_store_holds) {
