@@ -700,7 +700,7 @@ void register_training_loop_node(node_registry& registry) {
      "device set, a process per card"},
     {"accumulate_steps", param_kind::integer, 1, 1, 1'000'000, {},
      "micro-batches per optimizer step, each loss divided by N (effective batch = batch_size x N)"},
-    {"precision", param_kind::string, "fp32", -INFINITY, INFINITY, {},
+    {"precision", param_kind::choice, "fp32", -INFINITY, INFINITY, {"fp32", "bf16", "fp16"},
      "fp32, bf16 or fp16: the forward pass and loss under autocast (falls back to fp32 with a warning where the device cannot)"},
     {"loss_scale", param_kind::scalar, "auto", -INFINITY, INFINITY, {},
      "auto (dynamic for fp16, else off), dynamic, off, or a fixed scale"},

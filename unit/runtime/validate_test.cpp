@@ -132,6 +132,18 @@ BOOST_AUTO_TEST_CASE(an_out_of_range_param_is_named_with_its_range) {
   expect_error(doc, "loop", "max_steps", {"'loop'", "'max_steps'", ">= 0", "got -1"});
 }
 
+BOOST_AUTO_TEST_CASE(an_unknown_precision_is_refused_naming_the_node_and_the_formats) {
+  json doc = cdui::test::moons_graph();
+  cdui::test::params(doc, "loop")["precision"] = "fp8";
+  auto e = expect_error(doc, "loop", "precision",
+                        {"node 'loop' (TrainingLoop)", "'precision'", "fp32, bf16, fp16", "\"fp8\""});
+  BOOST_TEST(e.message == "node 'loop' (TrainingLoop): param 'precision' must be one of fp32, bf16, "
+                          "fp16, got \"fp8\"");
+  // A format the device may not honour is no validation error: the loop falls back when it runs.
+  cdui::test::params(doc, "loop")["precision"] = "fp16";
+  BOOST_TEST(std::holds_alternative<validated_graph>(validate_graph(doc)));
+}
+
 // Nodes read integers as int64: 2^64-1 would become -1 (max_steps -1 means "no limit"; a step
 // schedule with step_size -1 raises the rate tenfold every epoch).
 BOOST_AUTO_TEST_CASE(an_integer_beyond_int64_is_out_of_range) {
