@@ -118,6 +118,11 @@ int exec_command(const std::filesystem::path& run_dir, bool pipe, int rank, int 
   ctx.run_dir = run_dir;
   ctx.device = run.value("device", std::string{"cpu"});
   ctx.slot = run.value("slot", ctx.device);
+  // A worker's run: which of the worker's cards its own names are (a server's run has none).
+  if (auto aliases = run.find("device_aliases"); aliases != run.end() && aliases->is_object())
+    for (const auto& [in_run, worker_card] : aliases->items())
+      if (worker_card.is_string())
+        ctx.device_aliases[in_run] = worker_card.get<std::string>();
   ctx.seed = run.value("seed", std::uint64_t{0});
   ctx.num_threads = run.value("num_threads", host.cores_per_run(ctx.device));
   ctx.host = host.counts();

@@ -1,5 +1,6 @@
 #include "devices/device.hpp"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 
@@ -96,6 +97,26 @@ resolved_device resolve_device(const device_spec& spec, const host_devices& host
       return {"cpu", std::nullopt};
   }
   return {"cpu", std::nullopt};
+}
+
+std::string worker_run_fallback(const std::string& requested,
+                                const std::map<std::string, std::string>& aliases,
+                                const std::string& runs_on) {
+  std::vector<std::pair<std::string, std::string>> cards;
+  for (const auto& [in_run, worker_card] : aliases)
+    if (in_run != "cpu")
+      cards.emplace_back(in_run, worker_card);
+  // By index within the set's kind: cuda:2 before cuda:10.
+  std::sort(cards.begin(), cards.end(), [](const auto& a, const auto& b) {
+    return std::make_pair(a.first.size(), a.first) < std::make_pair(b.first.size(), b.first);
+  });
+  std::string listed;
+  for (const auto& [in_run, worker_card] : cards)
+    listed += (listed.empty() ? "" : ", ") + in_run + " = the worker's " + worker_card;
+  auto has = cards.empty() ? std::string{"no card"}
+                           : plural(static_cast<int>(cards.size()), "card") + " (" + listed + ")";
+  return "is set to device " + requested + "; this run has " + has
+         + ", so when it executes, it runs on " + runs_on + ".";
 }
 
 std::string kind_of(std::string_view device) {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -58,6 +59,16 @@ struct resolved_device {
 /// an accelerator kind the host lacks falls back to the CPU; a bad or out-of-range index of a kind the
 /// host has falls back to that kind's current device, never to the CPU.
 [[nodiscard]] resolved_device resolve_device(const device_spec& spec, const host_devices& host);
+
+/// The device_fallback sentence of a node in a run on a worker, which sees its cards renumbered
+/// from 0 (seed 001, "In-run device names"): what the node is set to, the run's cards and which of
+/// the worker's cards they are, and where it runs. `aliases`: each of the run's names -> the
+/// worker's (run.json's device_aliases). The caller names the node before it:
+/// "is set to device cuda:1; this run has 1 card (cuda:0 = the worker's cuda:1), so when it
+/// executes, it runs on cuda:0."
+[[nodiscard]] std::string worker_run_fallback(const std::string& requested,
+                                              const std::map<std::string, std::string>& aliases,
+                                              const std::string& runs_on);
 
 /// One device this host offers to runs.
 struct offered_device {

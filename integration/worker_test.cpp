@@ -220,10 +220,26 @@ BOOST_AUTO_TEST_CASE(a_run_targeted_at_a_worker_executes_there_on_its_renumbered
   pinned["graph"]["nodes"][5]["params"]["device"] = "sim:1";
   auto fallback = srv.wait_final(srv.submit_ok(pinned));
   BOOST_TEST(fallback["status"] == "succeeded");
-  bool warned = false;
+  // Seed 001's words: the run's cards, and which of the worker's cards they are.
+  std::vector<json> warnings;
   for (const auto& e : srv.all_events(fallback["run_id"].get<std::string>()))
-    warned = warned || (e["type"] == "run_warning" && e["data"]["kind"] == "device_fallback");
-  BOOST_TEST(warned);
+    if (e["type"] == "run_warning" && e["data"]["kind"] == "device_fallback")
+      warnings.push_back(e["data"]);
+  BOOST_REQUIRE_EQUAL(warnings.size(), 1u);
+  BOOST_TEST(warnings[0]["message"]
+             == "Node loop (TrainingLoop) is set to device sim:1; this run has 1 card (sim:0 = the "
+                "worker's sim:1), so when it executes, it runs on sim:0.");
+  // A node set to auto follows the run's first card, not the machine's (which has no accelerator).
+  pinned["graph"]["nodes"][5]["params"]["device"] = "auto";
+  auto follows = srv.wait_final(srv.submit_ok(pinned));
+  BOOST_TEST(follows["status"] == "succeeded");
+  json loop_device;
+  for (const auto& e : srv.all_events(follows["run_id"].get<std::string>())) {
+    BOOST_TEST(e["type"] != "run_warning", e.dump());
+    if (e["type"] == "node_config" && e["data"]["node"] == "loop")
+      loop_device = e["data"]["device"];
+  }
+  BOOST_TEST(loop_device == "sim:0");  // the worker's sim:1
 }
 
 BOOST_AUTO_TEST_CASE(a_worker_run_is_refused_for_an_unknown_worker_or_a_device_it_lacks) {

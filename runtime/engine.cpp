@@ -313,18 +313,20 @@ node_call::node_call(const graph_node& node, const port_values& inputs, const ru
   : node_(node), inputs_(inputs), run_(run), rng_(std::move(rng)) {}
 
 std::string node_call::resolve_device() {
-  std::string text = "cpu";
-  if (node_.was_given("device"))
+  std::string text = run_.device.empty() ? "cpu" : run_.device;
+  // auto follows the run's device, its first card (seed 001), not this machine's first accelerator.
+  if (node_.was_given("device") && (string_param("device") != "auto" || run_.device.empty()))
     text = string_param("device");
-  else if (!run_.device.empty())
-    text = run_.device;
   auto parsed = devices::parse_device(text);
   if (auto* err = std::get_if<devices::device_parse_error>(&parsed))
     throw node_error("param 'device': " + err->message);
   auto resolved = devices::resolve_device(std::get<devices::device_spec>(parsed), run_.host);
-  if (resolved.fallback_warning)
-    warn("device_fallback", "Node " + node_.id + " (" + node_.type + "): "
-                              + *resolved.fallback_warning);
+  auto who = "Node " + node_.id + " (" + node_.type + ")";
+  if (resolved.fallback_warning && !run_.device_aliases.empty())
+    warn("device_fallback",
+         who + " " + devices::worker_run_fallback(text, run_.device_aliases, resolved.name));
+  else if (resolved.fallback_warning)
+    warn("device_fallback", who + ": " + *resolved.fallback_warning);
   return resolved.name;
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -46,6 +47,9 @@ struct run_context {
   std::filesystem::path home;
   /// The run's device; a node whose device param the graph leaves out uses it. Empty: cpu.
   std::string device;
+  /// A run on a worker: each of the run's device names -> the worker's (run.json's device_aliases;
+  /// seed 001: the run sees its cards renumbered from 0). Empty: the run sees the machine's names.
+  std::map<std::string, std::string> device_aliases;
   /// The device whose slot the run holds (its queue key), reported in execution_start; empty: the
   /// run's device.
   std::string slot;

@@ -65,8 +65,9 @@ public:
     return param(name).get<std::string>();
   }
 
-  /// Resolves the node's `device` param: the graph's value, else the run's device, else cpu. A
-  /// fallback is recorded as a run_warning of kind device_fallback naming this node.
+  /// Resolves the node's `device` param: the graph's value (auto: the run's device, when it has
+  /// one), else the run's device, else cpu. A fallback is recorded as a run_warning of kind
+  /// device_fallback naming this node (in a worker run, the run's cards and the worker's too).
   [[nodiscard]] std::string resolve_device();
 
   /// Emits an event whose data carries this node's id and type.

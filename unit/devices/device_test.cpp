@@ -77,4 +77,16 @@ BOOST_AUTO_TEST_CASE(an_accelerator_the_host_lacks_falls_back_to_the_cpu_with_a_
   BOOST_TEST(resolve("auto", two_cards()).name == "cuda:0");
 }
 
+BOOST_AUTO_TEST_CASE(a_worker_runs_fallback_names_its_cards_in_the_seeds_words) {
+  BOOST_TEST(worker_run_fallback("cuda:1", {{"cuda:0", "cuda:1"}}, "cuda:0")
+             == "is set to device cuda:1; this run has 1 card (cuda:0 = the worker's cuda:1), so when "
+                "it executes, it runs on cuda:0.");
+  BOOST_TEST(worker_run_fallback("cuda:5", {{"cuda:0", "cuda:2"}, {"cuda:1", "cuda:0"}}, "cuda:0")
+             == "is set to device cuda:5; this run has 2 cards (cuda:0 = the worker's cuda:2, cuda:1 = "
+                "the worker's cuda:0), so when it executes, it runs on cuda:0.");
+  // A run on the worker's CPU has no card.
+  BOOST_TEST(worker_run_fallback("cuda", {{"cpu", "cpu"}}, "cpu")
+             == "is set to device cuda; this run has no card, so when it executes, it runs on cpu.");
+}
+
 BOOST_AUTO_TEST_SUITE_END()

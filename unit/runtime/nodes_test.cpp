@@ -117,6 +117,15 @@ recorded_run train_on_three_evaluate_on_two(const cdui::test::temp_home& home, c
   return run;
 }
 
+/// Options of a run on `device`, on a machine of `cards` sim cards of 1 GiB.
+cdui::test::run_options on_sim_card(const std::string& device, int cards) {
+  cdui::test::run_options options;
+  options.device = device;
+  options.host.sim_count = cards;
+  options.host.sim_total_bytes.assign(static_cast<std::size_t>(cards), std::int64_t{1} << 30);
+  return options;
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(nodes_test)
@@ -810,6 +819,37 @@ BOOST_AUTO_TEST_CASE(a_device_this_machine_lacks_falls_back_to_cpu_with_a_warnin
   BOOST_TEST(warnings[0]["kind"] == "device_fallback");
   BOOST_TEST(warnings[0]["node"] == "loop");
   BOOST_TEST(contains(warnings[0]["message"].get<std::string>(), "loop"));
+}
+
+BOOST_AUTO_TEST_CASE(a_loop_set_to_auto_follows_the_runs_card_not_the_machines) {
+  // Seed 001: a node whose device is auto follows the run's device (its first card).
+  cdui::test::temp_home home;
+  json doc = moons_graph();
+  params(doc, "loop")["device"] = "auto";
+  params(doc, "loop")["epochs"] = 1;
+  auto run = run_graph(doc, home.path(), on_sim_card("sim:1", 2));
+  require_succeeded(run);
+  BOOST_TEST(run.config("loop")["device"] == "sim:1");
+  BOOST_TEST(run.of_type("run_warning").empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_worker_runs_fallback_names_its_cards_and_the_workers) {
+  // A run on the worker's sim:1 sees it as sim:0; a loop pinned to sim:1 names a card the run lacks.
+  cdui::test::temp_home home;
+  json doc = moons_graph();
+  params(doc, "loop")["device"] = "sim:1";
+  params(doc, "loop")["epochs"] = 1;
+  auto options = on_sim_card("sim:0", 1);
+  options.device_aliases = {{"sim:0", "sim:1"}};
+  auto run = run_graph(doc, home.path(), options);
+  require_succeeded(run);
+  BOOST_TEST(run.config("loop")["device"] == "sim:0");
+  auto warnings = run.of_type("run_warning");
+  BOOST_REQUIRE_EQUAL(warnings.size(), 1u);
+  BOOST_TEST(warnings[0]["kind"] == "device_fallback");
+  BOOST_TEST(warnings[0]["message"]
+             == "Node loop (TrainingLoop) is set to device sim:1; this run has 1 card (sim:0 = the "
+                "worker's sim:1), so when it executes, it runs on sim:0.");
 }
 
 BOOST_AUTO_TEST_CASE(the_events_of_a_run_come_in_order) {

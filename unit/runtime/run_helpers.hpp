@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <cstdlib>
 #include <memory>
 #include <optional>
@@ -88,6 +89,10 @@ struct run_options {
   std::string data_roots = std::filesystem::temp_directory_path().string();
   std::uint64_t seed = 1;
   int num_threads = 1;
+  /// The run's device, what the machine offers, and a worker run's card aliases (run_context's).
+  std::string device;
+  devices::host_devices host;
+  std::map<std::string, std::string> device_aliases;
   /// Sees every event as it is emitted; may raise the run's stop flag.
   std::function<void(const recorded_event&, std::atomic<bool>& stop)> on_event;
   /// run_context::resume_from: the checkpoint (or run folder) the run continues from.
@@ -113,6 +118,9 @@ inline recorded_run run_graph(const nlohmann::json& doc, const std::filesystem::
   ctx.run_dir = run_dir;
   ctx.seed = options.seed;
   ctx.num_threads = options.num_threads;
+  ctx.device = options.device;
+  ctx.host = options.host;
+  ctx.device_aliases = options.device_aliases;
   ctx.stop = stop;
   ctx.resume_from = options.resume_from;
   ctx.emit = [&](const std::string& type, const nlohmann::json& data) {
