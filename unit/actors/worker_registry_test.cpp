@@ -13,6 +13,7 @@
 
 #include "actors/server/worker_registry.hpp"
 #include "messages/atoms.hpp"
+#include "messages/stop_reason.hpp"
 #include "messages/version.hpp"
 #include "messages/wire.hpp"
 #include "storage/run_store.hpp"
@@ -122,12 +123,17 @@ struct registry_fixture {
     return found;
   }
 
-  /// The run actor's next (finished, outcome), within 10 s; (append, events) before it are skipped.
+  /// The run actor's next (finished, outcome), within 10 s, with or without a stop's word (an end
+  /// the worker's proxy decided); (append, events) before it are skipped.
   std::optional<run_outcome> finished_of(caf::scoped_actor& run) {
     std::optional<run_outcome> outcome;
     bool waiting = true;
     while (waiting)
       run->receive([&](atoms::finished, run_outcome& o) { outcome = std::move(o); waiting = false; },
+                   [&](atoms::finished, run_outcome& o, stop_reason) {
+                     outcome = std::move(o);
+                     waiting = false;
+                   },
                    [&](atoms::append, std::vector<run_event>&) {},
                    caf::after(10s) >> [&] { waiting = false; });
     return outcome;
