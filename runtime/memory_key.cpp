@@ -38,7 +38,8 @@ const std::map<std::string, std::set<std::string>>& builtin_exclusions() {
     // The learning rate's schedule: a scheduler holds no tensor.
     {"LRScheduler", {"kind", "step_size", "gamma", "t_max", "eta_min"}},
     // Host threads, reporting, a few scalars for clipping and the loss scale.
-    {"TrainingLoop", {"grad_clip_norm", "num_threads", "loss_scale", "progress_interval_ms", "train_loss_batch_every"}},
+    {"TrainingLoop", {"grad_clip_norm", "num_threads", "loss_scale", "progress_interval_ms", "train_loss_batch_every",
+                      "checkpoint_every", "checkpoint_every_steps", "keep_checkpoints"}},
     // Where a file is written or read: the architecture is the Model's.
     {"ModelSaver", {"path"}},
     {"CheckpointSaver", {"path"}},

@@ -24,16 +24,13 @@ std::optional<submit_result> lane_refusal(const run_queue_state& st, const run_r
   if (req.lane != "interactive")
     return std::nullopt;
   if (static_cast<int>(st.interactive.size()) >= st.cfg.interactive_limit)
-    return submit_result{"",
-                         "the interactive lane is full: " + std::to_string(st.interactive.size())
-                           + " interactive runs are running (at most "
-                           + std::to_string(st.cfg.interactive_limit) + ", "
-                           + interactive_limit_env + "); queue the run or try again later",
-                         true};
+    return refusal("the interactive lane is full: " + std::to_string(st.interactive.size())
+                     + " interactive runs are running (at most " + std::to_string(st.cfg.interactive_limit)
+                     + ", " + interactive_limit_env + "); queue the run or try again later",
+                   true);
   for (const auto& [id, session] : st.interactive)
     if (!req.session.empty() && session == req.session)
-      return submit_result{"", "editor session '" + req.session
-                                 + "' already has an interactive run (" + id + ")", true};
+      return refusal("editor session '" + req.session + "' already has an interactive run (" + id + ")", true);
   return std::nullopt;
 }
 
@@ -56,15 +53,15 @@ std::variant<prepared_run, submit_result> prepare_run(run_queue_state& st, const
                                                       bool resuming) {
   auto checked = runtime::validate_graph(std::string_view{req.graph_json});
   if (auto* errors = std::get_if<std::vector<runtime::graph_error>>(&checked))
-    return submit_result{"", runtime::to_string(*errors)};
+    return refusal(runtime::to_string(*errors));
   auto graph = std::make_shared<runtime::validated_graph>(
     std::move(std::get<runtime::validated_graph>(checked)));
   auto placed = policy::place(req, hint_of(*graph), st.local, st.workers, resuming, &st.slots);
-  if (auto* refusal = std::get_if<std::string>(&placed))
-    return submit_result{"", *refusal};
+  if (auto* refused = std::get_if<std::string>(&placed))
+    return refusal(*refused);
   auto& where = std::get<policy::placement>(placed);
-  if (auto refusal = lane_refusal(st, req))
-    return *refusal;
+  if (auto refused = lane_refusal(st, req))
+    return *refused;
   prepared_run p;
   p.floating = where.floating;
   p.queue_key = where.queue_key();

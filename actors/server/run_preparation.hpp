@@ -31,6 +31,15 @@ struct prepared_run {
   [[nodiscard]] int cards() const { return std::max<int>(1, static_cast<int>(keys.size())); }
 };
 
+/// A submission refused: `why`, and whether it is the server's state (503) rather than the
+/// request's (400).
+[[nodiscard]] inline submit_result refusal(std::string why, bool unavailable = false) {
+  submit_result r;
+  r.error = std::move(why);
+  r.unavailable = unavailable;
+  return r;
+}
+
 /// Validates a submit's graph (once), places it (policy::place), checks the interactive lane and
 /// assembles its run context (seed, threads, flags, stores, isolation). A worker run's slots are
 /// opened or closed as its worker is now. `resuming`: a run queued before a restart, whose workers

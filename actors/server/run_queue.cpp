@@ -108,13 +108,13 @@ event_batch stored_events(const run_queue_state& st, const std::string& id, std:
 submit_result submit(self_ptr self, run_request& req) {
   auto& st = self->state;
   if (st.shutting_down)
-    return {"", "the server is shutting down; submit the run again once it has restarted", true};
+    return refusal("the server is shutting down; submit the run again once it has restarted", true);
   auto prepared = prepare_run(st, req);
-  if (auto* refusal = std::get_if<submit_result>(&prepared))
-    return *refusal;
+  if (auto* refused = std::get_if<submit_result>(&prepared))
+    return *refused;
   auto& p = std::get<prepared_run>(prepared);
   if (auto why = settle_budget(st, req, p); !why.empty())
-    return {"", why};
+    return refusal(why);
   auto& info = p.setup.info;
   info.id = new_run_id(st);
   info.name = req.name;
@@ -127,7 +127,7 @@ submit_result submit(self_ptr self, run_request& req) {
     st.cfg.store->insert({info, req.graph_json});
   } catch (const std::exception& e) {
     // The server's own failure (a full disk, say), not the request's: 503, not 400.
-    return {"", std::string{"the server cannot record the run: "} + e.what(), true};
+    return refusal(std::string{"the server cannot record the run: "} + e.what(), true);
   }
   auto id = info.id;
   std::vector<submit_warning> warnings;

@@ -96,16 +96,11 @@ public:
       group_->broadcast(one)->wait();
       all = one.front().cpu();
     }
-    auto n = static_cast<std::int64_t>(settings_.world_size);
-    auto total = (samples + n - 1) / n * n;
-    // A part that would be short repeats samples from the start, so every rank runs as many batches.
-    while (all.size(0) < total)
-      all = torch::cat({all, all.narrow(0, 0, std::min(all.size(0), total - all.size(0)))});
-    return all.slice(0, settings_.rank, total, n).contiguous();
+    return ddp_training_part(all, settings_.rank, settings_.world_size);
   }
 
   at::Tensor part(std::int64_t samples) override {
-    return torch::arange(settings_.rank, samples, settings_.world_size, torch::kInt64);
+    return ddp_validation_part(samples, settings_.rank, settings_.world_size);
   }
 
   void before_backward(bool ends_window) override {
@@ -187,6 +182,20 @@ private:
 };
 
 } // namespace
+
+at::Tensor ddp_training_part(const at::Tensor& order, int rank, int world) {
+  auto all = order;
+  auto n = static_cast<std::int64_t>(world);
+  auto total = (order.size(0) + n - 1) / n * n;
+  // A part that would be short repeats samples from the start, so every rank runs as many batches.
+  while (all.size(0) < total)
+    all = torch::cat({all, all.narrow(0, 0, std::min(all.size(0), total - all.size(0)))});
+  return all.slice(0, rank, total, n).contiguous();
+}
+
+at::Tensor ddp_validation_part(std::int64_t samples, int rank, int world) {
+  return torch::arange(rank, samples, world, torch::kInt64);
+}
 
 std::unique_ptr<distribution> join_ddp(const ddp_rank& rank, torch::nn::Sequential& net) {
   return std::make_unique<ddp_distribution>(rank, net);

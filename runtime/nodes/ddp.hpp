@@ -16,4 +16,12 @@ namespace cdui::runtime::nodes {
 /// node_error when the ranks do not meet within `rank.timeout`. c10d stays inside ddp.cpp.
 [[nodiscard]] std::unique_ptr<distribution> join_ddp(const ddp_rank& rank, torch::nn::Sequential& net);
 
+/// Rank `rank`'s part of an epoch's training `order` (every rank is given the same): samples
+/// rank, rank + world, ..., with the order padded from its start to a multiple of `world`, so
+/// every rank trains as many samples (DistributedSampler's rule).
+[[nodiscard]] at::Tensor ddp_training_part(const at::Tensor& order, int rank, int world);
+
+/// Rank `rank`'s part of `samples` validation samples, without repeats: each sample in one part.
+[[nodiscard]] at::Tensor ddp_validation_part(std::int64_t samples, int rank, int world);
+
 } // namespace cdui::runtime::nodes

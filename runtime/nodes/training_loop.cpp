@@ -427,15 +427,16 @@ bool run_epoch(node_call& call, loop_inputs& in, loop_setup& s, distribution& di
   at::Tensor order;
   {
     // The sampler's order lives on the host, as a DataLoader's indices do: not on the card. A
-    // resumed epoch draws it again from the generator's state at its start, then goes on from the
-    // checkpoint's.
+    // resumed epoch draws it again from the generator's state at its start, then, when it resumes
+    // inside the epoch, goes on from the checkpoint's (at an epoch's start, drawing the order
+    // brought the generator where the uninterrupted run had it).
     devices::memory_scope_guard host{nullptr};
     if (resumed != nullptr)
       set_rng_state(call, resumed->epoch_rng);
     if (ck.writes)
       ck.epoch_rng = rng_state(call);
     order = dist.shard(epoch_order(loader, call.rng()), loader.dataset->size());
-    if (resumed != nullptr)
+    if (resumed != nullptr && resumed->at.epoch_batch > 0)
       set_rng_state(call, resumed->rng);
   }
   if (resumed == nullptr) {

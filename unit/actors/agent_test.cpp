@@ -185,6 +185,18 @@ struct agent_fixture {
     }));
   }
 
+  /// Kills the supervisor of run `id` (as if it failed); the run_done the agent then reports.
+  std::optional<run_done> kill_supervisor(const std::string& id) {
+    caf::actor supervisor;
+    (*self)
+      ->request(agent, caf::infinite, actors::agent_atoms::supervisor::value, id)
+      .receive([&](const caf::actor& a) { supervisor = a; },
+               [&](const caf::error& e) { BOOST_FAIL(system->render(e)); });
+    BOOST_REQUIRE(supervisor);
+    (*self)->send_exit(supervisor, caf::exit_reason::kill);
+    return server.next<run_done>(wire::message_type::run_done);
+  }
+
   /// The pid in the run's exec.pid (`file`: a DDP rank's exec-rank<k>.pid), once it is there.
   int pid_of(const std::string& id, const std::string& file = "exec.pid") {
     int pid = -1;
@@ -253,14 +265,7 @@ BOOST_FIXTURE_TEST_CASE(a_supervisor_that_dies_fails_its_run_and_its_process_is_
   int pid = pid_of("sleepy1");
   BOOST_REQUIRE(eventually([&] { return std::filesystem::exists(run_dir("sleepy1") / "env.txt"); }));
   BOOST_TEST(::kill(pid, 0) == 0);
-  caf::actor supervisor;
-  (*self)
-    ->request(agent, caf::infinite, actors::agent_atoms::supervisor::value, std::string{"sleepy1"})
-    .receive([&](const caf::actor& a) { supervisor = a; },
-             [&](const caf::error& e) { BOOST_FAIL(system->render(e)); });
-  BOOST_REQUIRE(supervisor);
-  (*self)->send_exit(supervisor, caf::exit_reason::kill);
-  auto done = server.next<run_done>(wire::message_type::run_done);
+  auto done = kill_supervisor("sleepy1");
   BOOST_REQUIRE(done);
   BOOST_TEST(done->run_id == "sleepy1");
   BOOST_TEST((done->outcome.status == run_status::failed));
@@ -282,14 +287,7 @@ BOOST_FIXTURE_TEST_CASE(a_ddp_runs_supervisor_that_dies_takes_every_rank_with_it
   int rank1 = pid_of("sleepy2", "exec-rank1.pid");
   BOOST_TEST(::kill(rank0, 0) == 0);
   BOOST_TEST(::kill(rank1, 0) == 0);
-  caf::actor supervisor;
-  (*self)
-    ->request(agent, caf::infinite, actors::agent_atoms::supervisor::value, std::string{"sleepy2"})
-    .receive([&](const caf::actor& a) { supervisor = a; },
-             [&](const caf::error& e) { BOOST_FAIL(system->render(e)); });
-  BOOST_REQUIRE(supervisor);
-  (*self)->send_exit(supervisor, caf::exit_reason::kill);
-  auto done = server.next<run_done>(wire::message_type::run_done);
+  auto done = kill_supervisor("sleepy2");
   BOOST_REQUIRE(done);
   BOOST_TEST((done->outcome.status == run_status::failed));
   BOOST_TEST(done->outcome.error.find("worker 'w1': the run's supervisor failed (") == 0u, done->outcome.error);

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/engine.hpp"
+#include "runtime/nodes/ddp.hpp"
 #include "testkit/graphs.hpp"
 #include "testkit/home.hpp"
 #include "testkit/server_process.hpp"
@@ -147,6 +148,37 @@ BOOST_AUTO_TEST_CASE(two_ranks_on_two_sim_cards_train_the_weights_one_process_ge
 
 BOOST_AUTO_TEST_CASE(with_accumulate_steps_2_and_shuffle_the_ranks_still_match_one_process) {
   check_same_weights_as_one_process(16, 2, true);
+}
+
+BOOST_AUTO_TEST_CASE(the_sampler_gives_every_sample_once_an_epoch_plus_padding_and_validation_each_once) {
+  using cdui::runtime::nodes::ddp_training_part;
+  using cdui::runtime::nodes::ddp_validation_part;
+  // 10 samples in a shuffled order over 3 ranks: parts of 4, samples r, r + 3, ... of the order,
+  // the 2 missing ones repeated from its start.
+  auto order = torch::tensor({7, 2, 9, 0, 4, 1, 8, 3, 6, 5}, torch::kInt64);
+  std::vector<std::vector<std::int64_t>> parts;
+  for (int r = 0; r < 3; ++r) {
+    auto p = ddp_training_part(order, r, 3);
+    parts.emplace_back(p.data_ptr<std::int64_t>(), p.data_ptr<std::int64_t>() + p.numel());
+  }
+  BOOST_TEST(parts[0] == (std::vector<std::int64_t>{7, 0, 8, 5}));
+  BOOST_TEST(parts[1] == (std::vector<std::int64_t>{2, 4, 3, 7}));
+  BOOST_TEST(parts[2] == (std::vector<std::int64_t>{9, 1, 6, 2}));
+  std::map<std::int64_t, int> seen;
+  for (const auto& p : parts)
+    for (auto i : p)
+      ++seen[i];
+  BOOST_TEST(seen.size() == 10u);  // every sample, the first two of the order twice
+  BOOST_TEST(seen[7] == 2);
+  BOOST_TEST(seen[2] == 2);
+  // Validation: each of 10 samples in exactly one part, none repeated.
+  std::vector<int> counted(10, 0);
+  for (int r = 0; r < 3; ++r) {
+    auto p = ddp_validation_part(10, r, 3);
+    for (std::int64_t i = 0; i < p.numel(); ++i)
+      ++counted[static_cast<std::size_t>(p[i].item<std::int64_t>())];
+  }
+  BOOST_TEST(counted == std::vector<int>(10, 1), boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(a_ddp_loop_in_a_run_of_one_process_trains_single_and_says_so) {
