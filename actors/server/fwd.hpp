@@ -94,7 +94,7 @@ using worker_proxy_actor = caf::typed_actor<
   caf::reacts_to<atoms::wire_in, std::string, run_done>,
   caf::reacts_to<atoms::wire_in, std::string, outputs_reply>,
   caf::reacts_to<atoms::wire_in, std::string, goodbye>,
-  caf::reacts_to<atoms::drain, bool>,
+  caf::replies_to<atoms::drain, bool>::with<bool>,
   caf::reacts_to<atoms::assign, assign_run, caf::actor>,
   caf::reacts_to<atoms::adopt, std::string, caf::actor, std::uint64_t>,
   caf::reacts_to<atoms::stop, std::string, bool>,

@@ -386,10 +386,12 @@ worker_proxy_actor::behavior_type worker_proxy(self_ptr self, worker_setup setup
       st.outputs_waiting.erase(i);
     },
     [=](atoms::drain, bool draining) {
+      // The reply follows the announcement, so whoever waits on it finds the queue told.
       if (!self->state.health)
-        return;
+        return true;
       self->state.health->set_draining(draining, now_ms());
       announce(self);
+      return true;
     },
     [=](atoms::assign, assign_run& a, const caf::actor& run) { on_assign(self, a, run); },
     [=](atoms::adopt, const std::string& run_id, const caf::actor& run, std::uint64_t cursor) {

@@ -349,13 +349,18 @@ worker_registry_actor::behavior_type worker_registry(self_ptr self, worker_table
       if (i != self->state.placed.end())
         self->send(proxy_of(self, i->second.worker), atoms::stop::value, run_id, interrupt);
     },
-    [=](atoms::drain, const std::string& name, bool draining) {
+    [=](atoms::drain, const std::string& name, bool draining) -> caf::result<bool> {
       // seed 001: "Drain stops new runs from being placed on a worker while its running runs finish".
       if (!self->state.table->set_draining(name, draining))
         return false;
       spdlog::info("worker '{}' {}", name, draining ? "drains: no new runs" : "takes runs again");
-      self->send(proxy_of(self, name), atoms::drain::value, draining);
-      return true;
+      // Answered once the proxy's worker_update (sent before its reply) went on to the run queue:
+      // a run submitted after `cdui workers drain` returns is never placed on the worker.
+      auto rp = self->make_response_promise<bool>();
+      self->request(proxy_of(self, name), caf::infinite, atoms::drain::value, draining)
+        .then([rp](bool) mutable { rp.deliver(true); },
+              [rp](caf::error&) mutable { rp.deliver(true); });
+      return rp;
     },
     [=](atoms::enroll, const std::string& name) { return give_credential(self, name, false); },
     [=](atoms::rekey, const std::string& name) { return give_credential(self, name, true); },
