@@ -79,7 +79,8 @@ void progress_printer::print(const run_event& event) {
                    data.value("eta_s", 0.0));
     return;
   }
-  if (type == "metric" && data.value("step", 0) > 0) {
+  // Epoch series only: a per-step or per-batch series (train_loss_batch) would flood the terminal.
+  if (type == "metric" && data.value("step", 0) > 0 && !data.contains("axis")) {
     close_line();
     std::fprintf(out_, "[%s] epoch %d %s %s\n", node.c_str(), data.value("step", 0),
                  data.value("name", std::string{}).c_str(), format_value(data["value"]).c_str());

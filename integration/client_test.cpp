@@ -54,6 +54,9 @@ BOOST_AUTO_TEST_CASE(cdui_run_submits_to_the_server_prints_its_place_once_and_fo
   BOOST_TEST(count_of(out, "queued, position") == 1u, out);
   BOOST_TEST(out.find("started (seed 1") != std::string::npos, out);
   BOOST_TEST(out.find("[loop] epoch 2 train_loss") != std::string::npos, out);
+  // The per-step and per-batch series are in the store, not a line each on the terminal.
+  BOOST_TEST(out.find("train_loss_batch") == std::string::npos, out);
+  BOOST_TEST(out.find("val_loss_step") == std::string::npos, out);
   BOOST_TEST(out.find("succeeded in") != std::string::npos, out);
   BOOST_TEST(out.find("loop.total_epochs_run = 2") != std::string::npos, out);
   BOOST_TEST(out.find("embedded") == std::string::npos, out);

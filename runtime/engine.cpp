@@ -335,8 +335,11 @@ void node_call::emit(const std::string& type, nlohmann::json data) {
   run_.emit(type, data);
 }
 
-void node_call::metric(const std::string& name, double value, std::int64_t step) {
-  emit("metric", {{"name", name}, {"value", value}, {"step", step}});
+void node_call::metric(const std::string& name, double value, std::int64_t step, const char* axis) {
+  nlohmann::json data{{"name", name}, {"value", value}, {"step", step}};
+  if (std::string_view{axis} != "epoch")
+    data["axis"] = axis;
+  emit("metric", std::move(data));
 }
 
 void node_call::warn(const std::string& kind, const std::string& sentence) {

@@ -72,7 +72,9 @@ public:
 
   /// Emits an event whose data carries this node's id and type.
   void emit(const std::string& type, nlohmann::json data);
-  void metric(const std::string& name, double value, std::int64_t step);
+  /// A metric point of a series. Its step counts epochs unless `axis` says what else (an event of
+  /// another axis carries "axis": "step" or "batch"; the terminal prints epoch series only).
+  void metric(const std::string& name, double value, std::int64_t step, const char* axis = "epoch");
   void warn(const std::string& kind, const std::string& sentence);
   [[nodiscard]] bool stop_requested() const;
 

@@ -39,7 +39,7 @@ public:
     ++count_;
     if (!news.ends_step || news.step % every_ != 0)
       return;
-    call.metric("train_loss_batch", sum_ / static_cast<double>(count_), news.step);
+    call.metric("train_loss_batch", sum_ / static_cast<double>(count_), news.step, "step");
     sum_ = 0.0;
     count_ = 0;
   }
@@ -320,7 +320,7 @@ void validate(node_call& call, loop_inputs& in, loop_setup& s, distribution& dis
   auto all = dist.sum_each(std::move(local));
   for (std::size_t i = 0; i < batches; ++i)
     if (all[3 + batches + i] > 0)
-      call.metric("val_loss_step", all[3 + i] / all[3 + batches + i], ++totals.val_batches);
+      call.metric("val_loss_step", all[3 + i] / all[3 + batches + i], ++totals.val_batches, "batch");
   auto per_sample = [&](double sum) { return all[0] > 0 ? sum / all[0] : 0.0; };
   totals.last_val_loss = per_sample(all[1]);
   call.metric("val_loss", totals.last_val_loss, epoch);

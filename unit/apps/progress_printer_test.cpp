@@ -38,4 +38,13 @@ BOOST_AUTO_TEST_CASE(an_older_servers_stop_prints_its_sentence) {
   BOOST_TEST(printed("execution_stopped", R"({"reason":7})") == "stopped: \n");
 }
 
+BOOST_AUTO_TEST_CASE(an_epoch_series_gets_a_line_and_a_per_step_series_none) {
+  BOOST_TEST(printed("metric", R"({"node":"loop","name":"train_loss","value":0.5,"step":2})")
+             == "[loop] epoch 2 train_loss 0.5000\n");
+  BOOST_TEST(printed("metric", R"({"node":"loop","name":"train_loss_batch","value":0.5,"step":9,"axis":"step"})")
+             .empty());
+  BOOST_TEST(printed("metric", R"({"node":"loop","name":"val_loss_step","value":0.5,"step":3,"axis":"batch"})")
+             .empty());
+}
+
 BOOST_AUTO_TEST_SUITE_END()
