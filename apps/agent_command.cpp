@@ -5,6 +5,7 @@
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include <sys/stat.h>
@@ -20,8 +21,10 @@
 #include "apps/client_commands.hpp"
 #include "apps/daemon.hpp"
 #include "apps/run_command.hpp"
+#include "apps/text_table.hpp"
 #include "messages/json_text.hpp"
 #include "messages/slot_key.hpp"
+#include "messages/text.hpp"
 #include "storage/home.hpp"
 #include "storage/server_files.hpp"
 
@@ -221,10 +224,11 @@ void print_agents(const std::vector<agent_record>& agents, const std::filesystem
   auto local = find_server(home);
   auto local_server = local ? local->address.zmq + " (this home's server)"
                             : std::string{"this home's server (none runs now)"};
-  std::printf("%-16s  %-8s  %-12s  %s\n", "NAME", "PID", "SINCE", "SERVER");
+  std::vector<std::vector<std::string>> rows{{"NAME", "PID", "SINCE", "SERVER"}};
   for (const auto& a : agents)
-    std::printf("%-16s  %-8d  %-12s  %s\n", a.name.c_str(), a.pid, running_for(a.started_ms).c_str(),
-                a.server.empty() ? local_server.c_str() : a.server.c_str());
+    rows.push_back({a.name, std::to_string(a.pid), running_for(a.started_ms),
+                    a.server.empty() ? local_server : a.server});
+  std::fputs(format_table(rows).c_str(), stdout);
 }
 
 } // namespace
@@ -295,9 +299,8 @@ int workers_command() {
   if (j["workers"].empty())
     std::printf("no workers have joined the server on %s (start one with `cdui agent start`)\n",
                 home.c_str());
-  else
-    std::printf("%-16s  %-12s  %-8s  %-9s  %s\n", "NAME", "STATUS", "VERSION", "HEARTBEAT",
-                "DEVICES");
+  std::vector<std::vector<std::string>> rows{{"NAME", "STATUS", "VERSION", "HEARTBEAT", "DEVICES"}};
+  std::vector<std::string> reasons;
   for (const auto& w : j["workers"]) {
     std::string devices;
     for (const auto& d : w["devices"]) {
@@ -321,11 +324,20 @@ int workers_command() {
     }
     char age[32];
     std::snprintf(age, sizeof age, "%.1f s", w["heartbeat_age_s"].get<double>());
-    std::printf("%-16s  %-12s  %-8s  %-9s  %s\n", w["name"].get<std::string>().c_str(),
-                w["status"].get<std::string>().c_str(), w["version"].get<std::string>().c_str(),
-                age, devices.c_str());
-    if (w["reason"].is_string())
-      std::printf("%-16s  %s\n", "", w["reason"].get<std::string>().c_str());
+    rows.push_back({w["name"].get<std::string>(), w["status"].get<std::string>(),
+                    w["version"].get<std::string>(), age, devices});
+    reasons.push_back(w["reason"].is_string() ? printable(w["reason"].get<std::string>()) : "");
+  }
+  // Each worker's reason on a line of its own under it, from the STATUS column on.
+  std::size_t name_width = 0;
+  for (const auto& row : rows)
+    name_width = std::max(name_width, text::characters(row[0]));
+  std::istringstream table{rows.size() > 1 ? format_table(rows) : ""};
+  std::string line;
+  for (std::size_t i = 0; std::getline(table, line); ++i) {
+    std::printf("%s\n", line.c_str());
+    if (i > 0 && !reasons[i - 1].empty())
+      std::printf("%s%s\n", std::string(name_width + 2, ' ').c_str(), reasons[i - 1].c_str());
   }
   std::string away;
   for (const auto& e : j.value("enrolled", nlohmann::json::array()))

@@ -8,6 +8,7 @@
 #include "actors/policy/run_options.hpp"
 #include "apps/run_json.hpp"
 #include "apps/run_report.hpp"
+#include "apps/text_table.hpp"
 #include "devices/memory.hpp"
 #include "messages/slot_key.hpp"
 #include "messages/text.hpp"
@@ -19,16 +20,6 @@ namespace {
 /// How much of a name and a reason `cdui runs` shows without --wide.
 constexpr std::size_t name_shown = 20;
 constexpr std::size_t reason_shown = 100;
-
-/// `s` safe to print in a column: UTF-8, and no control character that moves the cursor (a name
-/// or an error may hold any bytes).
-std::string printable(const std::string& s) {
-  auto text = text::to_utf8(s);
-  for (auto& c : text)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
-      c = '?';
-  return text;
-}
 
 /// The first `n` characters of printable `s`, "~" marking a cut.
 std::string cut(const std::string& s, std::size_t n) {
@@ -64,29 +55,6 @@ std::string seconds_text(const run_info& r, std::int64_t now_ms) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f", static_cast<double>(end - r.started_ms) / 1000.0);
   return buf;
-}
-
-/// Rows of cells under a header, each column padded to its widest cell (the last one is not).
-std::string format_table(const std::vector<std::vector<std::string>>& rows) {
-  std::vector<std::size_t> widths;
-  for (const auto& row : rows)
-    for (std::size_t c = 0; c < row.size(); ++c) {
-      widths.resize(std::max(widths.size(), row.size()));
-      widths[c] = std::max(widths[c], text::characters(row[c]));
-    }
-  std::string out;
-  for (const auto& row : rows) {
-    std::string line;
-    for (std::size_t c = 0; c < row.size(); ++c) {
-      line += row[c];
-      if (c + 1 < row.size())
-        line += std::string(widths[c] - text::characters(row[c]) + 2, ' ');
-    }
-    while (!line.empty() && line.back() == ' ')
-      line.pop_back();
-    out += line + "\n";
-  }
-  return out;
 }
 
 run_request options_of(const run_info& r) {

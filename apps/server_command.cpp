@@ -30,6 +30,7 @@
 #include "apps/http_settings.hpp"
 #include "apps/interrupt.hpp"
 #include "apps/run_command.hpp"
+#include "apps/text_table.hpp"
 #include "storage/home.hpp"
 #include "storage/server_files.hpp"
 
@@ -357,10 +358,11 @@ int status_command() {
   if (!status.is_object())
     return exit_ok;
   const auto& queue = status["children"][0]["state"];
-  std::printf("%-10s %-8s %-8s %s\n", "DEVICE", "RUNNING", "LIMIT", "WAITING");
+  std::vector<std::vector<std::string>> rows{{"DEVICE", "RUNNING", "LIMIT", "WAITING"}};
   for (const auto& q : queue["queues"])
-    std::printf("%-10s %-8zu %-8d %zu\n", q["device"].get<std::string>().c_str(),
-                q["running"].size(), q["limit"].get<int>(), q["waiting"].size());
+    rows.push_back({q["device"].get<std::string>(), std::to_string(q["running"].size()),
+                    std::to_string(q["limit"].get<int>()), std::to_string(q["waiting"].size())});
+  std::fputs(format_table(rows).c_str(), stdout);
   std::printf("interactive: %zu of %d\n", queue["interactive"]["running"].size(),
               queue["interactive"]["limit"].get<int>());
   return exit_ok;
