@@ -46,7 +46,25 @@ struct agent_record {
   int pid = 0;
   std::string server;
   std::int64_t started_ms = 0;
+  /// When a server last welcomed it; 0: not yet.
+  std::int64_t joined_ms = 0;
 };
+
+void write_agent_json(const std::filesystem::path& dir, const agent_record& r) {
+  storage::write_file_atomic(dir / "agent.json",
+                             json_text(nlohmann::json{{"name", r.name},
+                                                      {"pid", r.pid},
+                                                      {"server", r.server},
+                                                      {"started_ms", r.started_ms},
+                                                      {"joined_ms", r.joined_ms}})
+                               + "\n");
+}
+
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+           std::chrono::system_clock::now().time_since_epoch())
+    .count();
+}
 
 std::optional<agent_record> read_agent(const std::filesystem::path& dir) {
   std::ifstream in{dir / "agent.json"};
@@ -54,7 +72,8 @@ std::optional<agent_record> read_agent(const std::filesystem::path& dir) {
   if (!j.is_object() || !j["pid"].is_number_integer())
     return std::nullopt;
   return agent_record{j.value("name", dir.filename().string()), j["pid"].get<int>(),
-                      j.value("server", std::string{}), j.value("started_ms", std::int64_t{0})};
+                      j.value("server", std::string{}), j.value("started_ms", std::int64_t{0}),
+                      j.value("joined_ms", std::int64_t{0})};
 }
 
 std::optional<int> agent_pid(const std::filesystem::path& dir) {
@@ -81,6 +100,16 @@ std::vector<agent_record> running_agents(const std::filesystem::path& home) {
 }
 
 cdui::agent* running_agent = nullptr;
+/// This process's agent.json while its agent runs (the welcome callback rewrites it).
+std::optional<std::pair<std::filesystem::path, agent_record>> own_record;
+
+/// A server welcomed this process's agent: agent.json says since when.
+void mark_joined() {
+  if (!own_record)
+    return;
+  own_record->second.joined_ms = now_ms();
+  write_agent_json(own_record->first, own_record->second);
+}
 
 extern "C" void on_stop_signal(int) {
   if (running_agent != nullptr)
@@ -107,15 +136,8 @@ int run_agent(cdui::agent& a, const std::filesystem::path& home) {
     return exit_run_failed;
   }
   log_to(dir / "agent.log");
-  auto started_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      std::chrono::system_clock::now().time_since_epoch())
-                      .count();
-  storage::write_file_atomic(dir / "agent.json",
-                             json_text(nlohmann::json{{"name", a.name()},
-                                                      {"pid", ::getpid()},
-                                                      {"server", a.server()},
-                                                      {"started_ms", started_ms}})
-                               + "\n");
+  own_record.emplace(dir, agent_record{a.name(), ::getpid(), a.server(), now_ms(), 0});
+  write_agent_json(dir, own_record->second);
   running_agent = &a;
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
@@ -123,6 +145,7 @@ int run_agent(cdui::agent& a, const std::filesystem::path& home) {
                a.server().empty() ? "on " + home.string() : "at " + a.server());
   auto refused = a.run();
   running_agent = nullptr;
+  own_record.reset();
   std::error_code ec;
   std::filesystem::remove(dir / "agent.json", ec);
   if (refused) {
@@ -150,7 +173,7 @@ int agent_start_command(const agent_options& options) {
   try {
     a = std::make_unique<cdui::agent>(
       cdui::agent::config{home, options.name, options.devices, "", options.one_shot, options.server,
-                          options.credential_file, options.server_key});
+                          options.credential_file, options.server_key, mark_joined});
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "cdui: %s\n", e.what());
     return exit_usage;
@@ -179,19 +202,37 @@ int agent_start_command(const agent_options& options) {
       args.push_back(flag);
       args.push_back(value);
     }
+  // With a server to join, it returns once the server has welcomed the agent, so that a
+  // `cdui run --target NAME` right after finds the worker; with none yet, once the agent runs.
+  bool server_known = !options.server.empty() || find_server(home).has_value();
   auto started = start_daemon(
-    args, [&](pid_t child) { return agent_pid(dir) == child; }, agent_start_timeout);
-  if (started.result != daemon_start::outcome::ready) {
-    std::fprintf(stderr, "cdui: the agent did not start; see %s\n", (dir / "agent.log").c_str());
+    args,
+    [&](pid_t child) {
+      auto record = read_agent(dir);
+      return record && record->pid == child && (!server_known || record->joined_ms > 0);
+    },
+    agent_start_timeout);
+  auto log = (dir / "agent.log").string();
+  if (started.result == daemon_start::outcome::exited) {
+    // A refusal (another version, a bad credential) ends it before any welcome.
+    std::fprintf(stderr, "cdui: agent '%s' %s; see %s\n", a->name().c_str(),
+                 server_known ? "ended before the server welcomed it" : "did not start", log.c_str());
     return exit_run_failed;
   }
-  if (!options.server.empty())
-    std::printf("cdui agent '%s' started (pid %d); it joins the server at %s\n", a->name().c_str(),
-                started.pid, options.server.c_str());
+  if (started.result == daemon_start::outcome::timed_out && agent_pid(dir) != started.pid) {
+    std::fprintf(stderr, "cdui: the agent did not start; see %s\n", log.c_str());
+    return exit_run_failed;
+  }
+  auto where = options.server.empty() ? "on " + home.string() : "at " + options.server;
+  if (!server_known)
+    std::printf("cdui agent '%s' started (pid %d); it joins the server on %s once one runs there "
+                "(cdui start)\n", a->name().c_str(), started.pid, home.c_str());
+  else if (started.result == daemon_start::outcome::ready)
+    std::printf("cdui agent '%s' started (pid %d) and joined the server %s\n", a->name().c_str(),
+                started.pid, where.c_str());
   else
-    std::printf("cdui agent '%s' started (pid %d); it joins the server on %s%s\n", a->name().c_str(),
-                started.pid, home.c_str(),
-                find_server(home) ? "" : " once one runs there (cdui start)");
+    std::printf("cdui agent '%s' started (pid %d); it has not joined the server %s yet (see %s)\n",
+                a->name().c_str(), started.pid, where.c_str(), log.c_str());
   return exit_ok;
 }
 

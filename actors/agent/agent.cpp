@@ -108,6 +108,7 @@ std::optional<std::string> agent::run() {
     setup.server = cfg_.server;
     setup.server_key = cfg_.server_key;
     setup.credential_file = cfg_.credential_file;
+    setup.on_joined = cfg_.on_joined;
     setup.owner = self;
     auto a = system.spawn(actors::agent_actor, std::move(setup));
     self->monitor(a);

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,6 +38,9 @@ public:
     std::filesystem::path credential_file;
     /// The server's CURVE public key (Z85) for an encrypted wire; empty: server.json's, if any.
     std::string server_key;
+    /// Called on the agent's own thread each time a server welcomes it (`cdui agent start`
+    /// marks agent.json, so that it returns once the worker can take runs).
+    std::function<void()> on_joined;
   };
 
   /// Probes the devices; throws std::invalid_argument naming a bad --devices entry, sim spec,

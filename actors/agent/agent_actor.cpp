@@ -417,6 +417,8 @@ caf::behavior agent_actor(self_ptr self, agent_setup setup) {
       spdlog::info("agent '{}': joined the server at {} (cdui {}), heartbeat every {} ms",
                    st.setup.name, st.contact.endpoint, w.server_version, st.heartbeat_every.count());
       relink(self);
+      if (st.setup.on_joined)
+        st.setup.on_joined();
       for (const auto& rc : w.resume)
         if (auto sup = supervisor_of(st, rc.run_id))
           self->send(sup, agent_atoms::resend::value, rc.cursor);

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -37,6 +38,8 @@ struct agent_setup {
   std::filesystem::path credential_file;
   /// What runs `exec RUNDIR` for each run.
   std::filesystem::path exec_binary = "/proc/self/exe";
+  /// Called on each welcome (agent::config::on_joined); may be empty.
+  std::function<void()> on_joined;
   /// Told (ended, reason, refused) just before the agent quits: refused with the server's reason,
   /// or not (stopped, or a one-shot agent whose run has ended).
   caf::actor owner;
