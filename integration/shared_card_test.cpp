@@ -111,6 +111,20 @@ BOOST_AUTO_TEST_CASE(a_workers_shared_card_runs_two_budgets_and_the_third_waits_
   BOOST_TEST(srv.wait_final(plain)["status"] == "succeeded");
 }
 
+BOOST_AUTO_TEST_CASE(a_card_shared_between_heartbeats_refuses_a_budget_larger_than_it_at_once) {
+  // Heartbeats an hour apart: the card's figures come from the agent's hello, not a later beat.
+  temp_home home;
+  run_process_guard guard{home};
+  server_process srv{home, {{"CODEFYUI_WORKER_HEARTBEAT_S", "3600"}}};
+  auto agent = start_agent(home, "w1", "1x1GiB");
+  await_worker(srv, "w1", "online");
+  BOOST_REQUIRE(run_cdui(home, {"workers", "share", "w1", "sim:0"}).code == 0);
+  auto big = srv.submit_ok(endless_on("w1", 2.0));
+  auto run = srv.wait_final(big, 60s);
+  BOOST_TEST(run["status"] == "failed");
+  BOOST_TEST(run["error"] == "needs 2.0 GiB, more than sim:0 on w1 has in all (1.0 GiB)");
+}
+
 BOOST_AUTO_TEST_CASE(after_kill_9_the_adopted_runs_budget_counts_on_the_shared_card_again) {
   temp_home home;
   run_process_guard guard{home};

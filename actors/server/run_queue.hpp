@@ -122,6 +122,9 @@ struct run_queue_state {
   std::map<std::string, int> exclusive_limits;
   /// The keys set Shared (cdui.db): this server's, and each worker's whether it is here or not.
   std::set<std::string> shared_keys;
+  /// A worker card's memory (total, free) from the worker's latest hello or heartbeat, by key: a
+  /// card shared since is judged with it at once instead of at the next heartbeat.
+  std::map<std::string, std::pair<std::int64_t, std::int64_t>> offered_memory;
   bool shutting_down = false;
   std::vector<caf::response_promise> drained;     // shutdown callers, answered when none runs
   /// When each queued run was submitted, until it starts; and how long the started ones waited.

@@ -122,6 +122,7 @@ void start_ledger(self_ptr self) {
 
 void share_offered(self_ptr self, const std::string& key, std::int64_t total, std::int64_t free) {
   auto& st = self->state;
+  st.offered_memory[key] = {total, free};
   if (!st.shared_keys.count(key))
     return;
   apply_share(self, key, true);
@@ -152,6 +153,11 @@ std::string share_card(self_ptr self, const std::string& offerer, const std::str
   spdlog::info("{} is {}", card_name(key), shared ? "shared by memory: runs there declare a budget"
                                                   : "exclusive: one run at a time by count");
   apply_share(self, key, shared);
+  // A worker's card: its figures from the latest heartbeat, so a budget larger than the card is
+  // refused now rather than after the next one (this server's cards the ledger probes itself).
+  auto figures = st.offered_memory.find(key);
+  if (shared && !offerer.empty() && figures != st.offered_memory.end())
+    caf::anon_send(st.ledger, atoms::report::value, key, figures->second.first, figures->second.second);
   pump(self);
   return "";
 }
