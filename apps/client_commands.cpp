@@ -83,7 +83,8 @@ int remote_run(const server_connection& server, const run_request& request,
                 "`cdui cancel %s` stops it\n", id.c_str(), id.c_str(), id.c_str());
     return exit_ok;
   }
-  if (submitted.value("status", std::string{}) == "queued")
+  // Position 0: not in a queue any more (placed, or refused by a card's ledger as it was queued).
+  if (submitted.value("status", std::string{}) == "queued" && submitted.value("queue_position", 0u) > 0)
     std::printf("queued, position %u on %s\n", submitted.value("queue_position", 0u),
                 submitted.value("queue_key", std::string{}).c_str());
   std::fflush(stdout);
@@ -216,7 +217,7 @@ int worker_action_command(worker_action action, const std::string& name,
     break;
   case worker_action::share:
     std::printf("%s on worker '%s' is shared by memory: runs there declare a budget "
-                "(--memory-gib) or get their graph's measured peak + 20%%\n", device.c_str(), name.c_str());
+                "(--memory) or get their graph's measured peak + 20%%\n", device.c_str(), name.c_str());
     break;
   case worker_action::exclusive:
     std::printf("%s on worker '%s' is exclusive: one run at a time\n", device.c_str(), name.c_str());
