@@ -1,5 +1,6 @@
 #include "runtime/engine.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <mutex>
@@ -125,6 +126,25 @@ void restore_persisted_model(const graph_node& node, port_values& outputs, const
 
 /// weights_persistent, at the end of a run: each Model node's model (trained in place by the
 /// loops it fed) goes to the node state store.
+/// After node `index` ran out of memory in an editor session: its cache entry and those of the
+/// nodes whose model it was given are dropped (seed 000: "whatever that node had cached is
+/// dropped"). A loop trains its model in place, so the cached model holds that failed run's
+/// gradients and half-made step; the session's next run builds it afresh.
+void forget_after_oom(const validated_graph& graph, std::size_t index, const std::vector<std::string>& keys,
+                      const std::map<std::string, port_values>& outputs, const run_context& ctx) {
+  ctx.stores->forget(keys[index]);
+  const auto& id = graph.g.nodes[index].id;
+  for (std::size_t from = 0; from < graph.g.nodes.size(); ++from) {
+    const auto& producer = graph.g.nodes[from].id;
+    bool feeds = std::any_of(graph.g.edges.begin(), graph.g.edges.end(), [&](const auto& e) {
+      return e.from.node == producer && e.to.node == id;
+    });
+    auto out = outputs.find(producer);
+    if (feeds && out != outputs.end() && model_output(out->second) != nullptr)
+      ctx.stores->forget(keys[from]);
+  }
+}
+
 void persist_models(const validated_graph& graph, const std::map<std::string, port_values>& outputs,
                     const run_context& ctx) {
   for (const auto& node : graph.g.nodes) {
@@ -273,6 +293,8 @@ run_outcome execute(const validated_graph& graph, const run_context& ctx) {
       ctx.emit("execution_error", {{"node", node.id},
                                    {"kind", oom ? "out_of_memory" : "error"},
                                    {"error", outcome.error}});
+      if (oom && caching)
+        forget_after_oom(graph, index, keys, outputs, ctx);
       record();
       return outcome;
     }

@@ -27,6 +27,9 @@ public:
   /// Execution cache of the run's editor session: a node's outputs from an earlier run.
   [[nodiscard]] virtual std::optional<cached_node> cached(const std::string& node_key) = 0;
   virtual void cache(const std::string& node_key, cached_node node, std::int64_t bytes) = 0;
+  /// Drops a node's entry from the execution cache (after an out-of-memory error: seed 000, "so
+  /// the next run starts from a clean card").
+  virtual void forget(const std::string& node_key) = 0;
 
   /// Node state store: the model a node left behind in an earlier weights_persistent run.
   [[nodiscard]] virtual std::optional<value> persisted_model(const std::string& state_key) = 0;

@@ -122,6 +122,7 @@ public:
   explicit outputs_file_store(std::filesystem::path file) : file_(std::move(file)) {}
   std::optional<cached_node> cached(const std::string&) override { return std::nullopt; }
   void cache(const std::string&, cached_node, std::int64_t) override {}
+  void forget(const std::string&) override {}
   std::optional<value> persisted_model(const std::string&) override { return std::nullopt; }
   void persist_model(const std::string&, value, std::int64_t) override {}
   void record(std::map<std::string, port_values> outputs, std::int64_t) override {

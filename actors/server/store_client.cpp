@@ -55,6 +55,15 @@ void store_client::cache(const std::string& node_key, runtime::cached_node node,
   put(stores_.execution_cache, session_, node_key, std::move(node), bytes);
 }
 
+void store_client::forget(const std::string& node_key) {
+  // Answered before the run reports its end, so the session's next run finds the entry gone.
+  if (!stores_.execution_cache)
+    return;
+  caf::scoped_actor self{system_};
+  self->request(stores_.execution_cache, store_timeout, atoms::erase::value, session_, node_key)
+    .receive([](bool) {}, [](const caf::error&) {});
+}
+
 std::optional<runtime::value> store_client::persisted_model(const std::string& state_key) {
   return get<runtime::value>(system_, stores_.node_state, "", state_key);
 }

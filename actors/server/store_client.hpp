@@ -28,6 +28,7 @@ public:
 
   std::optional<runtime::cached_node> cached(const std::string& node_key) override;
   void cache(const std::string& node_key, runtime::cached_node node, std::int64_t bytes) override;
+  void forget(const std::string& node_key) override;
   std::optional<runtime::value> persisted_model(const std::string& state_key) override;
   void persist_model(const std::string& state_key, runtime::value model, std::int64_t bytes) override;
   void record(std::map<std::string, runtime::port_values> outputs, std::int64_t bytes) override;

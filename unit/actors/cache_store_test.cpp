@@ -9,6 +9,7 @@
 
 #include "actors/server/server.hpp"
 #include "testkit/embedded.hpp"
+#include "testkit/env.hpp"
 #include "testkit/graphs.hpp"
 #include "testkit/home.hpp"
 
@@ -16,6 +17,7 @@ using nlohmann::json;
 
 namespace {
 
+using cdui::test::scoped_env;
 using cdui::test::server_config;
 
 /// A seeded run of the moons graph, with `n_samples` points (16 bytes each: two float32 inputs
@@ -72,13 +74,6 @@ double first_epoch_loss(cdui::server& srv, const std::string& id) {
 json final_metrics(cdui::server& srv, const std::string& id) {
   return json::parse(srv.info(id)->final_metrics);
 }
-
-/// Sets an environment variable for one scope.
-struct scoped_env {
-  scoped_env(const char* name, const char* value) : name_(name) { ::setenv(name, value, 1); }
-  ~scoped_env() { ::unsetenv(name_); }
-  const char* name_;
-};
 
 } // namespace
 
@@ -219,6 +214,47 @@ BOOST_AUTO_TEST_CASE(an_editor_sessions_execution_cache_reruns_only_what_changed
   BOOST_TEST(caches(srv)["execution_cache"].instances == 1u);
   auto reopened = run_to_end(srv, interactive(moons_run(1, 3), "tab-1"));
   BOOST_TEST(node_statuses(srv, reopened)["data"].front() == "running");
+}
+
+BOOST_AUTO_TEST_CASE(an_out_of_memory_error_drops_the_cached_model_so_the_next_run_starts_clean) {
+  cdui::test::temp_home home;
+  cdui::server srv{server_config(home.path(), "1x256KiB")};
+  // A 2-16-2 MLP trains on the 256 KiB card; a 2-4096-2 one (80 KiB of weights, as much again
+  // in gradients and twice that in Adam's state) runs out of memory in its first step.
+  auto on_card = [](int hidden, int max_steps) {
+    cdui::test::moons_options o;
+    o.max_steps = max_steps;
+    o.hidden = hidden;
+    o.device = "sim:0";
+    auto r = moons_run(1);
+    r.graph_json = cdui::test::moons_graph_json(o).dump();
+    r.lane = "interactive";
+    r.session = "tab-1";
+    return r;
+  };
+  run_to_end(srv, on_card(16, 2));
+  auto before = caches(srv)["execution_cache"];
+  BOOST_TEST(before.entries == 6u);
+
+  auto big = srv.submit(on_card(4096, 2));
+  BOOST_REQUIRE_MESSAGE(big.ok(), big.error);
+  auto failed = srv.wait(big.run_id);
+  BOOST_REQUIRE(failed.status == cdui::run_status::failed);
+  BOOST_TEST(failed.error.find("ran out of memory") != std::string::npos, failed.error);
+  auto statuses = node_statuses(srv, big.run_id);
+  BOOST_TEST(statuses["model"] == (std::vector<std::string>{"running", "completed"}));
+  // The 4096-wide model was cached when its node completed, and dropped when the loop it fed ran
+  // out of memory: the session holds what it held before, not those 80 KiB and their gradients.
+  auto after = caches(srv)["execution_cache"];
+  BOOST_TEST(after.entries == before.entries);
+  BOOST_TEST(after.bytes == before.bytes);
+
+  // The same graph again builds its model afresh instead of taking the one the failed run left.
+  auto retried = srv.submit(on_card(4096, 2));
+  BOOST_REQUIRE(retried.ok());
+  BOOST_REQUIRE(srv.wait(retried.run_id).status == cdui::run_status::failed);
+  BOOST_TEST(node_statuses(srv, retried.run_id)["model"].front() == "running");
+  BOOST_TEST(node_statuses(srv, retried.run_id)["data"] == std::vector<std::string>{"cached"});
 }
 
 BOOST_AUTO_TEST_CASE(a_session_keeps_its_seed_and_another_seed_misses_the_cache) {
