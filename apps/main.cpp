@@ -14,6 +14,7 @@
 #include "apps/agent_command.hpp"
 #include "apps/client_commands.hpp"
 #include "apps/estimate_command.hpp"
+#include "apps/fit_command.hpp"
 #include "apps/exec_command.hpp"
 #include "apps/inspect_commands.hpp"
 #include "apps/http_settings.hpp"
@@ -120,12 +121,15 @@ int main(int argc, char** argv) {
   auto* validate = app.add_subcommand("validate", "check a graph without running it");
   validate->add_option("graph", validate_file, "the graph JSON file")->required();
 
-  std::filesystem::path fit_file;
-  std::string fit_memory;
+  fit_options fit_opts;
   auto* fit = app.add_subcommand(
     "fit", "find the largest batch_size whose training step fits under a memory budget");
-  fit->add_option("graph", fit_file, "the graph JSON file")->required();
-  fit->add_option("--memory", fit_memory, "the memory budget, e.g. 2GiB")->required();
+  fit->add_option("graph", fit_opts.graph_file, "the graph JSON file")->required();
+  fit->add_option("--memory", fit_opts.memory, "the memory budget, e.g. 2GiB (the card the probes run on)");
+  fit->add_flag("--throughput", fit_opts.throughput,
+                "also measure samples/s at each batch size that fits (without --memory: at 1, 2, 4, ... up to the graph's batch)");
+  fit->add_flag("--ladder", fit_opts.ladder,
+                "seed 004's recovery ladder: the graph's batch size, halved on each out-of-memory error");
 
   estimate_command_options estimate_opts;
   auto* estimate = app.add_subcommand(
@@ -317,7 +321,7 @@ int main(int argc, char** argv) {
   if (*devices)
     return devices_command();
   if (*fit)
-    return fit_command(fit_file, fit_memory);
+    return fit_command(fit_opts);
   if (*estimate) {
     for (const auto& [option, field] : parameter_flags)
       if (*option)

@@ -24,7 +24,6 @@
 #include "devices/memory.hpp"
 #include "devices/sim_devices.hpp"
 #include "messages/json_text.hpp"
-#include "runtime/fit.hpp"
 #include "runtime/validate.hpp"
 #include "storage/home.hpp"
 #include "storage/server_files.hpp"
@@ -35,12 +34,6 @@ namespace {
 
 /// How often the event loop wakes up to look at Ctrl+C when no event arrives.
 constexpr std::chrono::milliseconds poll_interval{200};
-
-/// A graph file's text and its validated form.
-struct loaded_graph {
-  std::string text;
-  runtime::validated_graph graph;
-};
 
 /// Validates a graph's text; prints why it is not valid (naming the file) and returns nullopt.
 std::optional<loaded_graph> check_graph(const std::filesystem::path& file, std::string text) {
@@ -53,14 +46,14 @@ std::optional<loaded_graph> check_graph(const std::filesystem::path& file, std::
   return loaded_graph{std::move(text), std::get<runtime::validated_graph>(std::move(result))};
 }
 
+} // namespace
+
 std::optional<loaded_graph> load_graph(const std::filesystem::path& file) {
   auto text = read_graph_file(file);
   if (!text)
     return std::nullopt;
   return check_graph(file, std::move(*text));
 }
-
-} // namespace
 
 std::optional<std::string> read_graph_file(const std::filesystem::path& file) {
   std::error_code ec;
@@ -241,54 +234,6 @@ int run_command(const run_command_options& options) {
   }
   std::printf("no cdui server is running on %s: training on the embedded runtime\n", home.c_str());
   return embedded_run(std::move(request), options);
-}
-
-int fit_command(const std::filesystem::path& graph_file, const std::string& memory) {
-  auto bytes = devices::parse_bytes(memory);
-  if (auto* err = std::get_if<std::string>(&bytes)) {
-    std::fprintf(stderr, "cdui: --memory: %s\n", err->c_str());
-    return exit_usage;
-  }
-  auto loaded = load_graph(graph_file);
-  if (!loaded)
-    return exit_usage;
-  std::printf("fitting under %s: each probe trains past its first optimizer step, on a simulated "
-              "card of that size\n", devices::format_bytes(std::get<std::int64_t>(bytes)).c_str());
-  std::printf("%12s  %s\n", "batch_size", "peak");
-  runtime::fit_report report;
-  try {
-    report = runtime::fit_batch_size(loaded->graph, std::get<std::int64_t>(bytes), [](const auto& p) {
-      std::printf("%12lld  %s", static_cast<long long>(p.batch_size),
-                  p.fits ? devices::format_bytes(p.peak_bytes).c_str() : "out of memory");
-      if (p.accumulate_steps > 1)
-        std::printf("  with accumulate_steps %lld", static_cast<long long>(p.accumulate_steps));
-      std::printf("\n");
-      std::fflush(stdout);
-    });
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "cdui: %s\n", e.what());
-    return exit_usage;
-  }
-  if (report.largest_batch == 0) {
-    std::printf("not even batch_size 1 fits under %s: make the model smaller or give it more "
-                "memory\n", memory.c_str());
-    return exit_run_failed;
-  }
-  std::printf("largest batch_size that fits: %lld\n", static_cast<long long>(report.largest_batch));
-  if (report.suggested_batch == 0) {
-    std::printf("no batch_size trains under %s with the accumulate_steps that the effective batch "
-                "of %lld needs\n", memory.c_str(),
-                static_cast<long long>(report.intended_effective_batch));
-    return exit_run_failed;
-  }
-  std::printf("suggestion: %s.batch_size %lld with %s.accumulate_steps %lld %s the effective batch "
-              "of %lld (it trained with a peak of %s)\n",
-              report.loader_node.c_str(), static_cast<long long>(report.suggested_batch),
-              report.loop_node.c_str(), static_cast<long long>(report.suggested_accumulate),
-              report.exact ? "keeps" : "comes closest to",
-              static_cast<long long>(report.intended_effective_batch),
-              devices::format_bytes(report.suggested_peak_bytes).c_str());
-  return exit_ok;
 }
 
 int devices_command() {

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/validate.hpp"
+
 namespace cdui::apps {
 
 /// Exit codes of the CLI.
@@ -44,6 +46,16 @@ struct run_command_options {
 /// file").
 [[nodiscard]] std::optional<std::string> read_graph_file(const std::filesystem::path& file);
 
+/// A graph file's text and its validated form.
+struct loaded_graph {
+  std::string text;
+  runtime::validated_graph graph;
+};
+
+/// A graph file, read and validated; nullopt after printing why it cannot be read or is not valid
+/// (naming the file and each node and param at fault).
+[[nodiscard]] std::optional<loaded_graph> load_graph(const std::filesystem::path& file);
+
 /// `cdui validate GRAPH.json`.
 [[nodiscard]] int validate_command(const std::filesystem::path& graph_file);
 
@@ -51,9 +63,6 @@ struct run_command_options {
 /// runtime (it says which). Prints the run's progress and final metrics. Ctrl+C stops following a
 /// server's run (it continues there) and cancels an embedded one.
 [[nodiscard]] int run_command(const run_command_options& options);
-
-/// `cdui fit GRAPH.json --memory SIZE`: the largest batch_size whose training step fits, measured.
-[[nodiscard]] int fit_command(const std::filesystem::path& graph_file, const std::string& memory);
 
 /// `cdui devices`: what this host offers.
 [[nodiscard]] int devices_command();

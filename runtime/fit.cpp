@@ -1,6 +1,8 @@
 #include "runtime/fit.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <random>
 #include <set>
@@ -32,9 +34,98 @@ std::int64_t steps_into_steady_state(std::int64_t samples, bool drop_last, std::
   return (batches + accumulate - 1) / accumulate + 1;
 }
 
+/// What a fit works on: the first TrainingLoop, the DataLoader feeding it, and the batch the graph
+/// asks for.
+struct fit_target {
+  std::string loop_node;
+  std::string loader_node;
+  std::int64_t memory_bytes = 0;
+  std::int64_t batch = 0;
+  std::int64_t accumulate = 1;
+  bool drop_last = false;
+  [[nodiscard]] std::int64_t effective_batch() const { return batch * accumulate; }
+};
+
+fit_target find_target(const validated_graph& g, std::int64_t memory_bytes) {
+  fit_target t;
+  t.memory_bytes = memory_bytes;
+  for (const auto& n : g.g.nodes)
+    if (n.type == "TrainingLoop" && t.loop_node.empty()) {
+      t.loop_node = n.id;
+      t.accumulate = n.params["accumulate_steps"].get<std::int64_t>();
+    }
+  if (t.loop_node.empty())
+    throw std::invalid_argument("the graph has no TrainingLoop to fit");
+  for (const auto& e : g.g.edges)
+    if (e.to.node == t.loop_node && e.to.port == "dataloader")
+      t.loader_node = e.from.node;
+  for (const auto& n : g.g.nodes)
+    if (n.id == t.loader_node) {
+      t.batch = n.params["batch_size"].get<std::int64_t>();
+      t.drop_last = n.params.value("drop_last", false);
+    }
+  if (t.loader_node.empty() || t.batch == 0)
+    throw std::invalid_argument("TrainingLoop " + t.loop_node + " is not fed by a DataLoader");
+  return t;
+}
+
+/// A temporary folder for the probes' run folders, removed with everything in it.
+struct probe_dir {
+  std::filesystem::path path = std::filesystem::temp_directory_path()
+                               / ("cdui-fit-" + std::to_string(std::random_device{}()));
+  probe_dir() { std::filesystem::create_directories(path); }
+  ~probe_dir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  probe_dir(const probe_dir&) = delete;
+  probe_dir& operator=(const probe_dir&) = delete;
+};
+
+/// Counts the training samples a timed probe ran and the time they took, from its progress events
+/// (one after every batch), leaving out the warm-up and any gap across an epoch's end (the
+/// validation pass); asks the run to stop once `seconds` of training were timed.
+class throughput_clock {
+public:
+  throughput_clock(std::int64_t batch, std::int64_t warmup_steps, double seconds)
+    : batch_(batch), warmup_(warmup_steps), seconds_(seconds) {}
+
+  void on_progress(const nlohmann::json& data) {
+    auto now = std::chrono::steady_clock::now();
+    auto epoch = data.value("epoch", 0L);
+    auto b = data.value("batch", 0L);
+    bool next_in_epoch = started_ && epoch == last_epoch_ && b == last_batch_ + 1;
+    // A short last batch is not counted: its size is not the batch size.
+    if (next_in_epoch && b < data.value("batches", 0L)) {
+      timed_ += std::chrono::duration<double>(now - last_).count();
+      samples_ += batch_;
+    }
+    if (!started_ && data.value("step", 0L) >= warmup_)
+      started_ = true;
+    last_ = now;
+    last_epoch_ = epoch;
+    last_batch_ = b;
+    if (timed_ >= seconds_)
+      stop->store(true);
+  }
+
+  [[nodiscard]] double samples_per_s() const { return timed_ > 0 ? static_cast<double>(samples_) / timed_ : 0.0; }
+
+  std::shared_ptr<std::atomic<bool>> stop = std::make_shared<std::atomic<bool>>(false);
+
+private:
+  std::int64_t batch_, warmup_;
+  double seconds_;
+  bool started_ = false;
+  std::chrono::steady_clock::time_point last_;
+  long last_epoch_ = 0, last_batch_ = 0;
+  double timed_ = 0;
+  std::int64_t samples_ = 0;
+};
+
 /// The graph cut down to one probe: the loop and what feeds it, the loader at `batch`, the loop on
 /// sim:0 for `steps` optimizer steps of `accumulate` micro-batches each.
-nlohmann::json probe_graph(const validated_graph& g, const fit_report& r, std::int64_t batch,
+nlohmann::json probe_graph(const validated_graph& g, const fit_target& r, std::int64_t batch,
                            std::int64_t accumulate, std::int64_t steps) {
   std::set<std::string> keep{r.loop_node};
   for (bool grew = true; grew;) {
@@ -51,10 +142,13 @@ nlohmann::json probe_graph(const validated_graph& g, const fit_report& r, std::i
     if (n.id == r.loader_node)
       params["batch_size"] = batch;
     if (n.id == r.loop_node) {
+      // steps 0: a timed probe, stopped by its clock, with a progress event after every batch.
       params["max_steps"] = steps;
-      params["epochs"] = probe_epochs;
+      params["epochs"] = steps > 0 ? probe_epochs : 1'000'000;
       params["accumulate_steps"] = accumulate;
       params["device"] = "sim:0";
+      if (steps == 0)
+        params["progress_interval_ms"] = 0;
     }
     doc["nodes"].push_back({{"id", n.id}, {"type", n.type}, {"params", params}});
   }
@@ -68,12 +162,24 @@ nlohmann::json probe_graph(const validated_graph& g, const fit_report& r, std::i
 /// Runs probes of one fit: each a real run of the cut-down graph on a sim card of the budget.
 class prober {
 public:
-  prober(const validated_graph& g, const fit_report& r, bool drop_last,
-         std::filesystem::path dir)
-    : g_(g), r_(r), drop_last_(drop_last), dir_(std::move(dir)) {}
+  prober(const validated_graph& g, const fit_target& r, std::filesystem::path dir)
+    : g_(g), r_(r), dir_(std::move(dir)) {}
 
+  /// Into the steady state (fit_steady_state_steps), for its peak.
   fit_probe operator()(std::int64_t batch, std::int64_t accumulate) {
-    auto steps = steps_into_steady_state(samples_, drop_last_, batch, accumulate);
+    return run(batch, accumulate, steps_into_steady_state(samples_, r_.drop_last, batch, accumulate), nullptr);
+  }
+
+  /// Past the warm-up and then for `seconds` of training, for its samples per second too.
+  fit_probe timed(std::int64_t batch, double seconds) {
+    throughput_clock clock{batch, throughput_warmup_steps, seconds};
+    auto p = run(batch, 1, 0, &clock);
+    p.samples_per_s = p.fits ? clock.samples_per_s() : 0.0;
+    return p;
+  }
+
+private:
+  fit_probe run(std::int64_t batch, std::int64_t accumulate, std::int64_t steps, throughput_clock* clock) {
     auto checked = validate_graph(probe_graph(g_, r_, batch, accumulate, steps));
     if (auto* errors = std::get_if<std::vector<graph_error>>(&checked))
       throw std::invalid_argument(to_string(*errors));
@@ -86,8 +192,18 @@ public:
     ctx.host.sim_count = 1;
     ctx.host.sim_total_bytes = {r_.memory_bytes};
     ctx.emit = [](const std::string&, const nlohmann::json&) {};
+    if (clock != nullptr) {
+      ctx.stop = clock->stop;
+      ctx.emit = [clock](const std::string& type, const nlohmann::json& data) {
+        if (type == "progress")
+          clock->on_progress(data);
+      };
+    }
     auto outcome = execute(std::get<validated_graph>(checked), ctx);
-    fit_probe probe{batch, accumulate, outcome.status == run_status::succeeded, 0};
+    // A timed probe ends cancelled, by its clock: it trained.
+    bool trained = outcome.status == run_status::succeeded
+                   || (clock != nullptr && outcome.status == run_status::cancelled);
+    fit_probe probe{batch, accumulate, trained, 0};
     auto metrics = outcome.final_metrics.empty() ? nlohmann::json::object()
                                                  : nlohmann::json::parse(outcome.final_metrics);
     // At batch 1, the loader's batches are the dataset's samples, drop_last or not.
@@ -102,10 +218,8 @@ public:
     return probe;
   }
 
-private:
   const validated_graph& g_;
-  const fit_report& r_;
-  bool drop_last_;
+  const fit_target& r_;
   std::filesystem::path dir_;
   std::int64_t samples_ = 0;
 };
@@ -151,33 +265,14 @@ void suggest_what_trains(fit_report& r,
 
 fit_report fit_batch_size(const validated_graph& g, std::int64_t memory_bytes,
                           const std::function<void(const fit_probe&)>& on_probe) {
+  auto target = find_target(g, memory_bytes);
   fit_report r;
   r.memory_bytes = memory_bytes;
-  std::int64_t accumulate = 1, batch = 0;
-  for (const auto& n : g.g.nodes)
-    if (n.type == "TrainingLoop" && r.loop_node.empty()) {
-      r.loop_node = n.id;
-      accumulate = n.params["accumulate_steps"].get<std::int64_t>();
-    }
-  if (r.loop_node.empty())
-    throw std::invalid_argument("the graph has no TrainingLoop to fit");
-  for (const auto& e : g.g.edges)
-    if (e.to.node == r.loop_node && e.to.port == "dataloader")
-      r.loader_node = e.from.node;
-  bool drop_last = false;
-  for (const auto& n : g.g.nodes)
-    if (n.id == r.loader_node) {
-      batch = n.params["batch_size"].get<std::int64_t>();
-      drop_last = n.params.value("drop_last", false);
-    }
-  if (r.loader_node.empty() || batch == 0)
-    throw std::invalid_argument("TrainingLoop " + r.loop_node + " is not fed by a DataLoader");
-  r.intended_effective_batch = batch * accumulate;
-
-  auto dir = std::filesystem::temp_directory_path()
-             / ("cdui-fit-" + std::to_string(std::random_device{}()));
-  std::filesystem::create_directories(dir);
-  prober run_probe{g, r, drop_last, dir};
+  r.loop_node = target.loop_node;
+  r.loader_node = target.loader_node;
+  r.intended_effective_batch = target.effective_batch();
+  probe_dir dir;
+  prober run_probe{g, target, dir.path};
   auto probe = [&](std::int64_t b, std::int64_t n) {
     auto p = run_probe(b, n);
     r.probes.push_back(p);
@@ -185,33 +280,70 @@ fit_report fit_batch_size(const validated_graph& g, std::int64_t memory_bytes,
       on_probe(p);
     return p;
   };
-  try {
-    // Doubling finds a bracket [fits, fails); no need to go past the effective batch the graph
-    // wants, since a larger micro-batch than that is never what the user asked for.
-    std::int64_t good = 0, bad = 0;
-    for (std::int64_t b = 1;; b *= 2) {
-      auto capped = std::min(b, r.intended_effective_batch);
-      if (probe(capped, 1).fits) {
-        good = capped;
-        if (capped == r.intended_effective_batch)
-          break;
-      } else {
-        bad = capped;
+  // Doubling finds a bracket [fits, fails); no need to go past the effective batch the graph
+  // wants, since a larger micro-batch than that is never what the user asked for.
+  std::int64_t good = 0, bad = 0;
+  for (std::int64_t b = 1;; b *= 2) {
+    auto capped = std::min(b, r.intended_effective_batch);
+    if (probe(capped, 1).fits) {
+      good = capped;
+      if (capped == r.intended_effective_batch)
         break;
-      }
+    } else {
+      bad = capped;
+      break;
     }
-    while (bad > 0 && bad - good > 1) {
-      auto mid = good + (bad - good) / 2;
-      (probe(mid, 1).fits ? good : bad) = mid;
-    }
-    r.largest_batch = good;
-    suggest_what_trains(r, probe);
-  } catch (...) {
-    std::filesystem::remove_all(dir);
-    throw;
   }
-  std::filesystem::remove_all(dir);
+  while (bad > 0 && bad - good > 1) {
+    auto mid = good + (bad - good) / 2;
+    (probe(mid, 1).fits ? good : bad) = mid;
+  }
+  r.largest_batch = good;
+  suggest_what_trains(r, probe);
   return r;
+}
+
+std::int64_t fit_effective_batch(const validated_graph& g) {
+  return find_target(g, 0).effective_batch();
+}
+
+std::vector<fit_probe> fit_throughput(const validated_graph& g, std::int64_t memory_bytes,
+                                      const std::vector<std::int64_t>& batch_sizes, double seconds,
+                                      const std::function<void(const fit_probe&)>& on_probe) {
+  auto target = find_target(g, memory_bytes);
+  probe_dir dir;
+  prober run_probe{g, target, dir.path};
+  std::vector<fit_probe> out;
+  for (auto b : batch_sizes) {
+    out.push_back(run_probe.timed(b, seconds));
+    if (on_probe)
+      on_probe(out.back());
+  }
+  return out;
+}
+
+fit_ladder_report fit_ladder(const validated_graph& g, std::int64_t memory_bytes,
+                             const std::function<void(const fit_probe&)>& on_rung) {
+  auto target = find_target(g, memory_bytes);
+  fit_ladder_report r;
+  r.loop_node = target.loop_node;
+  r.loader_node = target.loader_node;
+  r.intended_effective_batch = target.effective_batch();
+  probe_dir dir;
+  prober run_probe{g, target, dir.path};
+  auto batch = target.batch;
+  auto accumulate = target.accumulate;
+  for (;;) {
+    r.rungs.push_back(run_probe(batch, accumulate));
+    if (on_rung)
+      on_rung(r.rungs.back());
+    if (r.rungs.back().fits || batch == 1) {
+      r.trained = r.rungs.back().fits;
+      return r;
+    }
+    batch = (batch + 1) / 2;
+    accumulate = (r.intended_effective_batch + batch - 1) / batch;
+  }
 }
 
 } // namespace cdui::runtime

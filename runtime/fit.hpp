@@ -25,6 +25,8 @@ struct fit_probe {
   std::int64_t accumulate_steps = 1;
   bool fits = false;
   std::int64_t peak_bytes = 0;  // 0 when it did not fit
+  /// Training samples per second after the warm-up (fit_throughput only; 0 otherwise).
+  double samples_per_s = 0;
 };
 
 /// What `cdui fit` found: every probe in the order run, the largest batch that fits, and the
@@ -53,5 +55,41 @@ struct fit_report {
 /// called after each probe (for progress output).
 [[nodiscard]] fit_report fit_batch_size(const validated_graph& graph, std::int64_t memory_bytes,
                                         const std::function<void(const fit_probe&)>& on_probe = {});
+
+/// The effective batch (batch_size x accumulate_steps) of the DataLoader and TrainingLoop a fit
+/// works on; throws std::invalid_argument as fit_batch_size does.
+[[nodiscard]] std::int64_t fit_effective_batch(const validated_graph& graph);
+
+/// Warm-up optimizer steps before `fit --throughput` starts its clock: the first steps of any
+/// timing include one-off costs (seed 004).
+inline constexpr std::int64_t throughput_warmup_steps = 3;
+
+/// `cdui fit --throughput`: at each batch size given (with one batch per step), trains
+/// throughput_warmup_steps steps, then as many as fit in `seconds`, on the same simulated card of
+/// `memory_bytes`, and measures training samples per second (validation passes excluded) and the
+/// peak. A batch size that runs out of memory is reported so, not measured.
+[[nodiscard]] std::vector<fit_probe> fit_throughput(const validated_graph& graph, std::int64_t memory_bytes,
+                                                    const std::vector<std::int64_t>& batch_sizes,
+                                                    double seconds = 1.0,
+                                                    const std::function<void(const fit_probe&)>& on_probe = {});
+
+/// What `cdui fit --ladder` went down: seed 004's recovery ladder.
+struct fit_ladder_report {
+  std::string loop_node;
+  std::string loader_node;
+  std::int64_t intended_effective_batch = 0;
+  /// Each rung in order: the graph's batch size first, then halved on each out-of-memory error,
+  /// with the accumulate_steps that keeps the effective batch (or, for a batch that does not divide
+  /// it, the fewest that reach it).
+  std::vector<fit_probe> rungs;
+  /// Whether the last rung trained (false: not even batch 1 did).
+  bool trained = false;
+};
+
+/// Seed 004's recovery ladder: tries the graph's batch size on a simulated card of `memory_bytes`;
+/// on an out-of-memory error halves it (raising accumulate_steps to keep the effective batch) and
+/// tries again, until a rung trains or batch 1 did not.
+[[nodiscard]] fit_ladder_report fit_ladder(const validated_graph& graph, std::int64_t memory_bytes,
+                                           const std::function<void(const fit_probe&)>& on_rung = {});
 
 } // namespace cdui::runtime

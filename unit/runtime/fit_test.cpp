@@ -103,6 +103,49 @@ BOOST_AUTO_TEST_CASE(bf16_holds_fewer_activation_bytes_than_fp32) {
              "bf16 " << growth(bf16) << " vs fp32 " << growth(fp32));
 }
 
+BOOST_AUTO_TEST_CASE(the_ladder_halves_on_out_of_memory_keeping_the_effective_batch_until_a_rung_trains) {
+  auto roomy = fit_batch_size(wide_moons(256, 1), 1LL << 40);
+  auto at_1 = roomy.probes.front().peak_bytes;
+  auto at_256 = roomy.probes.back().peak_bytes;
+  auto r = fit_ladder(wide_moons(256, 1), (at_1 + at_256) / 2);
+  BOOST_REQUIRE(r.trained);
+  BOOST_REQUIRE(r.rungs.size() >= 2u);
+  BOOST_TEST(r.rungs.front().batch_size == 256);  // the graph's batch size first
+  BOOST_TEST(r.rungs.front().accumulate_steps == 1);
+  for (std::size_t i = 0; i + 1 < r.rungs.size(); ++i) {
+    BOOST_TEST(!r.rungs[i].fits);
+    BOOST_TEST(r.rungs[i + 1].batch_size == r.rungs[i].batch_size / 2);
+  }
+  for (const auto& rung : r.rungs)
+    BOOST_TEST(rung.batch_size * rung.accumulate_steps == 256);  // the effective batch kept
+  // The rung that trained is what a real run of that batch on such a card does.
+  auto last = r.rungs.back();
+  BOOST_TEST(last.peak_bytes <= (at_1 + at_256) / 2);
+  BOOST_TEST(last.peak_bytes > 0);
+
+  auto none = fit_ladder(wide_moons(4, 1), 1024);  // not even batch 1
+  BOOST_TEST(!none.trained);
+  BOOST_TEST(none.rungs.back().batch_size == 1);
+  BOOST_TEST(none.rungs.size() == 3u);  // 4, 2, 1
+  BOOST_TEST(none.rungs.back().accumulate_steps == 4);
+}
+
+BOOST_AUTO_TEST_CASE(throughput_is_measured_after_the_warm_up_at_each_batch_that_fits) {
+  auto roomy = fit_batch_size(wide_moons(256, 1), 1LL << 40);
+  auto at_16 = roomy.probes[4].peak_bytes;
+  auto points = fit_throughput(wide_moons(256, 1), at_16, {1, 16, 256}, 0.2);
+  BOOST_REQUIRE_EQUAL(points.size(), 3u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    BOOST_TEST(points[i].fits);
+    BOOST_TEST(points[i].samples_per_s > 0.0);
+    BOOST_TEST(points[i].peak_bytes > 0);
+    BOOST_TEST(points[i].peak_bytes <= at_16);
+  }
+  BOOST_TEST(points[1].peak_bytes > points[0].peak_bytes);
+  BOOST_TEST(!points[2].fits);  // out of memory: reported, not measured
+  BOOST_TEST(points[2].samples_per_s == 0.0);
+}
+
 BOOST_AUTO_TEST_CASE(a_graph_without_a_training_loop_is_refused) {
   auto g = std::get<validated_graph>(validate_graph(
     json{{"nodes", {{{"id", "data"}, {"type", "Dataset"}, {"params", {{"name", "moons"}}}}}}}));
