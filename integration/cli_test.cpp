@@ -311,12 +311,21 @@ BOOST_AUTO_TEST_CASE(fit_suggests_a_batch_that_trains_on_a_card_of_that_size) {
     "suggestion: loader\\.batch_size ([0-9]+) with loop\\.accumulate_steps ([0-9]+) keeps the "
     "effective batch of 1024 \\(it trained with a peak of [0-9.]+ MiB\\)"}));
   BOOST_TEST(std::stoi(suggested[2]) > 1);
+  // Seed 004's recovery ladder on the same card: 1024 runs out of memory, then halves.
+  auto ladder = run_cdui(home, {"fit", graph, "--memory", card, "--ladder"});
+  BOOST_REQUIRE_MESSAGE(ladder.code == 0, ladder.out << ladder.err);
+  BOOST_TEST(ladder.out.find("        1024                 1  out of memory\n") != std::string::npos, ladder.out);
+  std::smatch rung;
+  BOOST_REQUIRE(std::regex_search(ladder.out, rung, std::regex{
+    "loader\\.batch_size ([0-9]+) with loop\\.accumulate_steps ([0-9]+) trains and keeps the effective "
+    "batch of 1024"}));
 
-  // The suggestion, and the largest batch with one batch per step, each trained for three epochs
-  // on a card of that size, as a user runs them.
+  // The suggestion, the ladder's rung, and the largest batch with one batch per step, each trained
+  // for three epochs on a card of that size, as a user runs them.
   o.epochs = 3;
   o.device = "sim:0";
   for (auto [batch, accumulate] : {std::pair{std::stoi(suggested[1]), std::stoi(suggested[2])},
+                                   std::pair{std::stoi(rung[1]), std::stoi(rung[2])},
                                    std::pair{std::stoi(largest[1]), 1}}) {
     o.batch = batch;
     o.accumulate = accumulate;
