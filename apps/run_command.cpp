@@ -16,6 +16,7 @@
 
 #include "actors/server/server.hpp"
 #include "apps/client_commands.hpp"
+#include "apps/devices_table.hpp"
 #include "apps/interrupt.hpp"
 #include "apps/param_overrides.hpp"
 #include "apps/progress_printer.hpp"
@@ -239,10 +240,7 @@ int run_command(const run_command_options& options) {
 int devices_command() {
   try {
     auto inventory = devices::host_inventory::probe();
-    std::printf("%-8s %-6s %s\n", "DEVICE", "SLOTS", "DESCRIPTION");
-    for (const auto& d : inventory.devices())
-      std::printf("%-8s %-6d %s%s\n", d.name.c_str(), d.slot_limit, d.label.c_str(),
-                  d.simulated ? " [simulated]" : "");
+    std::fputs(devices_table(inventory.devices(), devices::cpu_bf16_support()).c_str(), stdout);
     return exit_ok;
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "cdui: %s\n", e.what());

@@ -1,5 +1,7 @@
 #include "runtime/precision.hpp"
 
+#include <cstdio>
+
 namespace cdui::runtime {
 
 const char* to_string(precision p) {
@@ -36,6 +38,28 @@ precision_choice resolve_precision(const std::string& requested, const std::stri
     return fallback("this libtorch (1.13) has no fp16 autocast on the CPU (its CPU autocast "
                     "supports only bfloat16, and there is no fp16 matmul kernel for the CPU)");
   return {wanted, std::nullopt};
+}
+
+std::optional<std::string> precision_slow_warning(const std::string& node, const std::string& device,
+                                                  double ratio, const devices::bf16_support& cpu) {
+  if (!(ratio >= slow_bf16_ratio))
+    return std::nullopt;
+  auto list = [](const std::vector<std::string>& items, const char* last) {
+    std::string out;
+    for (std::size_t i = 0; i < items.size(); ++i)
+      out += (i == 0 ? "" : i + 1 == items.size() ? last : ", ") + items[i];
+    return out;
+  };
+  char times[32];
+  std::snprintf(times, sizeof times, "%.1f", ratio);
+  auto why = cpu.native() ? "although this CPU has " + list(cpu.has, " and ")
+                              + ", which this libtorch does not use for every operation"
+                          : "since this CPU has no " + list(cpu.lacks, " or ")
+                              + " to run bf16 in hardware";
+  return "Node " + node + " (TrainingLoop) trains in bf16 on " + device + ", and a bf16 probe step took "
+         + times + "x as long as in fp32, " + why
+         + ": expect the run to be about that much slower. It keeps bf16 as asked; set precision "
+           "fp32 for speed (bf16 halves the activation memory).";
 }
 
 } // namespace cdui::runtime

@@ -3,6 +3,8 @@
 #include <optional>
 #include <string>
 
+#include "devices/cpu_features.hpp"
+
 namespace cdui::runtime {
 
 /// The number format a TrainingLoop's forward pass and loss run in (parameters stay fp32).
@@ -25,5 +27,15 @@ struct precision_choice {
 [[nodiscard]] precision_choice resolve_precision(const std::string& requested,
                                                  const std::string& device,
                                                  bool cuda_has_bf16);
+
+/// A bf16 probe step that takes this many times as long as in fp32 makes a run say so.
+inline constexpr double slow_bf16_ratio = 2.0;
+
+/// The run_warning (kind precision_slow) of a TrainingLoop `node` that trains in bf16 on the CPU
+/// (or a sim card, which executes on it), whose probe step in bf16 took `ratio` times as long as in
+/// fp32 (training-memory seed: the CPU honours bf16, so the run keeps it; it warns, it does not
+/// change the precision). None when the ratio is below slow_bf16_ratio.
+[[nodiscard]] std::optional<std::string> precision_slow_warning(const std::string& node, const std::string& device,
+                                                                double ratio, const devices::bf16_support& cpu);
 
 } // namespace cdui::runtime

@@ -1,6 +1,8 @@
 #include "runtime/nodes/amp.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
@@ -68,6 +70,38 @@ oom_figures release_accelerator_cache(const std::string& device) {
   }
 #endif
   return f;
+}
+
+double cpu_bf16_slowdown() {
+  static const double ratio = [] {
+    double result = 1.0;
+    std::thread probe([&] {
+      c10::InferenceMode off{false};
+      auto a = torch::linspace(-1.0, 1.0, 64 * 512).reshape({64, 512});
+      auto w = torch::linspace(-0.5, 0.5, 512 * 512).reshape({512, 512}).requires_grad_(true);
+      auto step_seconds = [&](precision p) {
+        autocast_guard autocast{p, c10::DeviceType::CPU};
+        double best = 1e9;
+        for (int round = 0; round < 4; ++round) {  // the first round warms up
+          auto started = std::chrono::steady_clock::now();
+          for (int i = 0; i < 4; ++i) {
+            a.mm(w).sum().backward();
+            w.mutable_grad().reset();
+          }
+          double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+          if (round > 0)
+            best = std::min(best, took);
+        }
+        return best;
+      };
+      auto fp32 = step_seconds(precision::fp32);
+      auto bf16 = step_seconds(precision::bf16);
+      result = fp32 > 0 ? bf16 / fp32 : 1.0;
+    });
+    probe.join();
+    return result;
+  }();
+  return ratio;
 }
 
 autocast_guard::autocast_guard(precision p, c10::DeviceType device) : device_(device) {

@@ -203,6 +203,11 @@ loop_setup set_up(node_call& call, loop_inputs& in, const std::string& device_na
   s.choice = resolve_precision(s.requested_precision, device_name, cuda_has_bf16(s.device));
   if (s.choice.warning)
     call.warn("precision_fallback", "Node " + call.node().id + " (TrainingLoop): " + *s.choice.warning);
+  // bf16 on the CPU (a sim card executes there too): said before it trains when it is slow here.
+  if (s.choice.ran == precision::bf16 && s.device.is_cpu())
+    if (auto slow = precision_slow_warning(call.node().id, device_name, cpu_bf16_slowdown(),
+                                           devices::cpu_bf16_support()))
+      call.warn("precision_slow", *slow);
   s.scaler = make_scaler(call.param("loss_scale"), s.choice.ran);
   if (s.scaler && call.has_input("grad_scaler_state")) {
     auto state = call.input<grad_scaler_state_value>("grad_scaler_state");

@@ -8,6 +8,7 @@
 #include <boost/test/unit_test.hpp>
 #include <nlohmann/json.hpp>
 
+#include "runtime/nodes/amp.hpp"
 #include "runtime/precision.hpp"
 #include "unit/runtime/linear_regression.hpp"
 #include "unit/runtime/run_helpers.hpp"
@@ -15,6 +16,7 @@
 #include "testkit/home.hpp"
 
 using cdui::runtime::precision;
+using cdui::runtime::precision_slow_warning;
 using cdui::runtime::resolve_precision;
 using cdui::test::add_edge;
 using cdui::test::add_node;
@@ -167,6 +169,34 @@ BOOST_AUTO_TEST_CASE(an_unknown_precision_gets_fp32_with_a_warning) {
       BOOST_TEST(mentions(*choice.warning, "fp8"), *choice.warning);
     }
   }
+}
+
+BOOST_AUTO_TEST_CASE(a_slow_bf16_probe_says_so_and_names_what_the_cpu_lacks) {
+  auto lacking = cdui::devices::bf16_support_of("flags : avx2 avx512f\n");
+  auto w = precision_slow_warning("loop", "cpu", 14.25, lacking);
+  BOOST_REQUIRE(w.has_value());
+  BOOST_TEST(*w == "Node loop (TrainingLoop) trains in bf16 on cpu, and a bf16 probe step took 14.2x as long "
+                   "as in fp32, since this CPU has no avx512_bf16 or amx_bf16 to run bf16 in hardware: "
+                   "expect the run to be about that much slower. It keeps bf16 as asked; set precision "
+                   "fp32 for speed (bf16 halves the activation memory).");
+  auto having = cdui::devices::bf16_support_of("flags : avx512_bf16 amx_bf16\n");
+  auto odd = precision_slow_warning("loop", "sim:0", 3.0, having);
+  BOOST_REQUIRE(odd.has_value());
+  BOOST_TEST(odd->find("although this CPU has avx512_bf16 and amx_bf16, which this libtorch does not use")
+             != std::string::npos, *odd);
+  BOOST_TEST(!precision_slow_warning("loop", "cpu", 1.9, lacking).has_value());
+  BOOST_TEST(!precision_slow_warning("loop", "cpu", 0.3, lacking).has_value());
+}
+
+BOOST_AUTO_TEST_CASE(the_bf16_probe_measures_a_ratio_and_leaves_the_run_alone) {
+  // Its value belongs to the machine (0.3 on a CPU with AMX, 12-20 on one without bf16
+  // instructions); what a test can hold is that it measured something and drew no random numbers.
+  torch::manual_seed(5);
+  auto expected = torch::randn({4});
+  torch::manual_seed(5);
+  auto ratio = cdui::runtime::nodes::cpu_bf16_slowdown();
+  BOOST_TEST(ratio > 0.0);
+  BOOST_TEST(torch::equal(torch::randn({4}), expected));
 }
 
 BOOST_AUTO_TEST_CASE(precision_names) {

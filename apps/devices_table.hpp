@@ -1,0 +1,19 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "devices/cpu_features.hpp"
+#include "devices/device.hpp"
+
+namespace cdui::apps {
+
+/// `cdui devices`: one row per device with its slots, its description and whether it computes in
+/// bf16 natively (the CPU and sim cards, which execute on it: by the CPU's instructions; CUDA
+/// cards: not probed here, "-"). CUDA cards as seed 000's device lists show them: a machine with one
+/// card lists it once, as `cuda` ("NVIDIA CUDA": cuda and cuda:0 are the same hardware); with
+/// several, `cuda` (whichever card torch is currently pointed at) comes first, then each card.
+[[nodiscard]] std::string devices_table(const std::vector<devices::offered_device>& offered,
+                                        const devices::bf16_support& cpu);
+
+} // namespace cdui::apps

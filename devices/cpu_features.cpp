@@ -1,0 +1,52 @@
+#include "devices/cpu_features.hpp"
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace cdui::devices {
+
+namespace {
+
+constexpr std::string_view bf16_instructions[] = {"avx512_bf16", "amx_bf16"};
+
+std::string joined(const std::vector<std::string>& items, const char* last) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == items.size() ? last : ", ") + items[i];
+  return out;
+}
+
+} // namespace
+
+std::string bf16_support::text() const {
+  return native() ? "native (" + joined(has, " and ") + ")" : "not native (no " + joined(lacks, " or ") + ")";
+}
+
+bf16_support bf16_support_of(std::string_view cpuinfo) {
+  std::set<std::string> flags;
+  std::istringstream lines{std::string{cpuinfo}};
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("flags", 0) != 0)
+      continue;
+    std::istringstream words{line.substr(line.find(':') == std::string::npos ? line.size() : line.find(':') + 1)};
+    for (std::string w; words >> w;)
+      flags.insert(w);
+  }
+  bf16_support s;
+  for (auto i : bf16_instructions)
+    (flags.count(std::string{i}) ? s.has : s.lacks).emplace_back(i);
+  return s;
+}
+
+const bf16_support& cpu_bf16_support() {
+  static const bf16_support support = [] {
+    std::ifstream in{"/proc/cpuinfo"};
+    std::ostringstream text;
+    text << in.rdbuf();
+    return bf16_support_of(text.str());
+  }();
+  return support;
+}
+
+} // namespace cdui::devices
