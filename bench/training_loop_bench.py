@@ -46,11 +46,17 @@ def read_idx(path):
     return torch.from_numpy(np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * rank).reshape(dims).copy())
 
 
-def load_train_split():
-    images = read_idx(f"{DATA_ROOT}/train-images-idx3-ubyte.gz")
-    labels = read_idx(f"{DATA_ROOT}/train-labels-idx1-ubyte.gz")
+def load_split(prefix):
+    """A Fashion-MNIST split ("train" or "t10k") as cdui's Dataset node holds it: N x 1 x 28 x 28
+    float32 images normalised with the train split's mean and deviation, int64 labels."""
+    images = read_idx(f"{DATA_ROOT}/{prefix}-images-idx3-ubyte.gz")
+    labels = read_idx(f"{DATA_ROOT}/{prefix}-labels-idx1-ubyte.gz")
     inputs = ((images.to(torch.float32) / 255.0 - MEAN) / STD).unsqueeze(1).contiguous()
     return inputs, labels.to(torch.int64)
+
+
+def load_train_split():
+    return load_split("train")
 
 
 def make_model(gen):
