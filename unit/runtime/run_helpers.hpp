@@ -97,6 +97,8 @@ struct run_options {
   std::function<void(const recorded_event&, std::atomic<bool>& stop)> on_event;
   /// run_context::resume_from: the checkpoint (or run folder) the run continues from.
   std::filesystem::path resume_from;
+  /// Where every node's outputs go once the run ends (run_context::record_outputs); null: nowhere.
+  std::shared_ptr<runtime::run_stores> recorder;
 };
 
 /// The default options with other data roots ("": none at all).
@@ -123,6 +125,8 @@ inline recorded_run run_graph(const nlohmann::json& doc, const std::filesystem::
   ctx.device_aliases = options.device_aliases;
   ctx.stop = stop;
   ctx.resume_from = options.resume_from;
+  ctx.stores = options.recorder;
+  ctx.record_outputs = options.recorder != nullptr;
   ctx.emit = [&](const std::string& type, const nlohmann::json& data) {
     run.events.push_back({type, data});
     if (options.on_event)
