@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/server/run_actor.hpp"
+#include "apps/process_exit.hpp"
 
 namespace cdui::apps {
 
@@ -38,10 +39,7 @@ int exit_code_unless_runs_abandoned(int code) {
     return code;
   spdlog::warn("{} run thread(s) missed their stop deadline and still execute; exiting without "
                "waiting for them", actors::abandoned_executors());
-  spdlog::shutdown();
-  std::fflush(stdout);
-  std::fflush(stderr);
-  std::_Exit(code);
+  exit_now(code);
 }
 
 } // namespace cdui::apps

@@ -17,6 +17,7 @@
 #include "apps/fit_command.hpp"
 #include "apps/exec_command.hpp"
 #include "apps/inspect_commands.hpp"
+#include "apps/process_exit.hpp"
 #include "apps/http_settings.hpp"
 #include "apps/run_command.hpp"
 #include "apps/server_command.hpp"
@@ -55,9 +56,8 @@ std::string usage_error(const CLI::App& app, const CLI::ParseError& e) {
   return command_path(at) + ": " + what + help;
 }
 
-} // namespace
-
-int main(int argc, char** argv) {
+/// The command line's command, run: its exit code.
+int run_cli(int argc, char** argv) {
   using namespace cdui::apps;
   CLI::App app{"cdui: queue, admit and train deep-learning runs on per-device slots"};
   app.require_subcommand(0, 1);
@@ -364,4 +364,10 @@ int main(int argc, char** argv) {
     return sim_hold_command(hold_uuid, hold_size);
   std::fputs(app.help().c_str(), stdout);
   return exit_usage;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  cdui::apps::exit_after_command(run_cli(argc, argv));
 }

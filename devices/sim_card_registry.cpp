@@ -8,6 +8,7 @@
 #include <mutex>
 #include <set>
 #include <system_error>
+#include <utility>
 
 namespace cdui::devices {
 
@@ -20,16 +21,23 @@ struct registry {
   std::map<std::string, std::shared_ptr<sim_card_memory>> charged;  // by UUID
   std::set<std::string> own;                                        // UUIDs of own cards
 
+  bool released = false;
+
   /// At exit: nobody can name this process's own cards any more; another card's segment goes
   /// when no other live process holds memory on it. Mappings stay valid (tensors freed after this
-  /// still credit them).
-  ~registry() {
+  /// still credit them). Once.
+  void release() {
+    std::lock_guard lock{mutex};
+    if (std::exchange(released, true))
+      return;
     for (const auto& uuid : own)
       sim_card_memory::remove(uuid);
     for (const auto& [uuid, card] : charged)
       if (!own.count(uuid))
         card->remove_if_last();
   }
+
+  ~registry() { release(); }
 };
 
 registry& the_registry() {
@@ -81,6 +89,10 @@ void use_sim_cards(const std::vector<sim_card>& cards) {
   }
   if (any_own)
     remove_dead_owners_segments();
+}
+
+void release_sim_cards() {
+  the_registry().release();
 }
 
 std::shared_ptr<sim_card_memory> sim_card_for(const std::string& device, std::int64_t total_bytes) {

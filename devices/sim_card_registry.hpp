@@ -17,6 +17,10 @@ namespace cdui::devices {
 /// ended without deleting theirs (a crash) are deleted now.
 void use_sim_cards(const std::vector<sim_card>& cards);
 
+/// What this process's exit does for its sim cards (above), done now, once: for a process that
+/// ends without running static destructors (std::_Exit).
+void release_sim_cards();
+
 /// The shared memory of the sim card `device` names ("sim:1"), when it is one of this process's
 /// cards and has `total_bytes`; nullptr otherwise (not a sim card, or a card of another size, such
 /// as one `cdui fit` imagines), and then a scope counts its bytes in this process alone.
