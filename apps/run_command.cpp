@@ -152,7 +152,9 @@ int embedded_run(run_request request, const run_command_options& options) {
   catch_interrupts();
   std::unique_ptr<server> owned;
   try {
-    owned = std::make_unique<server>();
+    server::config embedded;
+    embedded.idle_workers_wait = true;
+    owned = std::make_unique<server>(embedded);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "cdui: %s\n", e.what());
     return exit_usage;

@@ -33,11 +33,16 @@ namespace cdui {
 namespace {
 
 
-caf::actor_system_config make_config(int threads) {
+caf::actor_system_config make_config(const server::config& c) {
   caf::actor_system_config cfg;
-  auto n = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  auto n = c.scheduler_threads > 0 ? c.scheduler_threads
+                                   : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   cfg.set("scheduler.max-threads", static_cast<std::size_t>(n));
   cfg.set("logger.verbosity", caf::atom("quiet"));
+  // CAF's default: after its busy polls, a worker with an empty queue polls again every 50 µs for
+  // 500 rounds before it waits on its condition variable.
+  if (c.idle_workers_wait)
+    cfg.set("work-stealing.moderate-poll-attempts", std::size_t{0});
   return cfg;
 }
 
@@ -151,7 +156,7 @@ struct server::impl {
   explicit impl(const config& c)
     : started_ms(now_ms()),
       home(c.home.empty() ? storage::default_home() : c.home),
-      cfg(make_config(c.scheduler_threads)),
+      cfg(make_config(c)),
       system(cfg) {
     std::filesystem::create_directories(home / "runs");
     // Bound first: a server that cannot listen for agents throws before it picks up queued runs.
