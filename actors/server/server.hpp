@@ -41,11 +41,6 @@ public:
     std::filesystem::path home;
     /// CAF scheduler threads; 0: one per core of the host.
     int scheduler_threads = 0;
-    /// A scheduler thread with nothing to do waits for work at once, instead of polling every
-    /// 50 µs for 25 ms first (CAF's default, which answers messages sooner). For `cdui run` on
-    /// the embedded runtime: its run sends an event per batch, and the polling between them took
-    /// ~0.6 s of CPU from a 3 s one-epoch MLP run on 2 cores (docs/benchmarks.md).
-    bool idle_workers_wait = false;
     /// Simulated accelerators, e.g. "2x8GiB"; empty: $CODEFYUI_SIM_DEVICES. A bad spec throws
     /// std::invalid_argument from the constructor, naming the entry.
     std::string sim_devices;
@@ -71,6 +66,11 @@ public:
     /// recovers the runs from the store). The sentence is logged either way. Called on an actor
     /// thread: it must not call back into the server.
     std::function<void(const std::string& reason)> on_failure;
+    /// A scheduler thread with nothing to do waits for work at once, instead of polling every
+    /// 50 µs for 25 ms first (CAF's default, which answers messages sooner). For `cdui run` on
+    /// the embedded runtime: its run sends an event per batch, and the polling between them took
+    /// ~0.7 s of CPU from a 3.2 s one-epoch MLP run on 2 cores (docs/benchmarks.md).
+    bool idle_workers_wait = false;
   };
 
   server();
