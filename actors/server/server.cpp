@@ -289,7 +289,7 @@ server::~server() {
 
 submit_result server::submit(run_request request) {
   auto answer = impl_->ask<submit_result>(false, atoms::submit::value, std::move(request));
-  return answer ? *answer : submit_result{"", "the run queue did not answer", true};
+  return answer ? *answer : submit_result{"", "the run queue did not answer", true, {}};
 }
 
 std::optional<run_info> server::info(const std::string& run_id) {

@@ -30,6 +30,7 @@ class recording_stores : public cdui::runtime::run_stores {
 public:
   std::optional<cdui::runtime::cached_node> cached(const std::string&) override { return std::nullopt; }
   void cache(const std::string&, cdui::runtime::cached_node, std::int64_t) override {}
+  void forget(const std::string&) override {}
   std::optional<cdui::runtime::value> persisted_model(const std::string&) override { return std::nullopt; }
   void persist_model(const std::string&, cdui::runtime::value, std::int64_t) override {}
   void record(std::map<std::string, cdui::runtime::port_values> outputs, std::int64_t) override {
