@@ -6,6 +6,7 @@
 #include "devices/memory.hpp"
 #include "runtime/layer_shapes.hpp"
 #include "runtime/precision.hpp"
+#include "runtime/trainable.hpp"
 
 namespace cdui::runtime {
 
@@ -527,7 +528,14 @@ memory_estimate estimate_loop(const graph_index& index, const graph_node& loop,
   }
   if (params > max_elements)
     throw rough_reason{"Model '" + model.id + "' has more than 2^40 parameters: too large to count"};
+  // Frozen parameters and LoRA layers' own weights get no gradient and no optimizer state; the
+  // adapters add parameters that do.
+  auto counts = count_parameters(layers, model.params["freeze"], read_lora(model.params["lora"], model.params["layers"]));
+  params = counts.all;
+  auto trainable = counts.trainable;
+  largest = counts.largest_trainable;
   e.parameters = params;
+  e.trainable_parameters = trainable;
   const auto* opt_node = index.feeding(loop, "optimizer");
   if (opt_node == nullptr || opt_node->type != "Optimizer")
     throw rough_reason{"TrainingLoop '" + loop.id + "' has no Optimizer node, so its state is unknown"};
@@ -558,9 +566,9 @@ memory_estimate estimate_loop(const graph_index& index, const graph_node& loop,
     add("buffers", floats * float_bytes + int64s * index_bytes,
         "BatchNorm's running statistics: " + thousands(floats) + " x 4 bytes, "
           + thousands(int64s) + " x 8 bytes");
-  add("gradients", params * float_bytes, thousands(params) + " trainable parameters x 4 bytes");
-  add("optimizer_state", params * opt.state_bytes,
-      thousands(params) + " x " + std::to_string(opt.state_bytes) + " bytes (" + opt.name + ")");
+  add("gradients", trainable * float_bytes, thousands(trainable) + " trainable parameters x 4 bytes");
+  add("optimizer_state", trainable * opt.state_bytes,
+      thousands(trainable) + " x " + std::to_string(opt.state_bytes) + " bytes (" + opt.name + ")");
   if (half)
     add("autocast_copies", copies,
         thousands(cast) + " Linear and Conv2d weights x 2 bytes (" + e.precision + " autocast)");
@@ -704,6 +712,7 @@ nlohmann::json to_json(const memory_estimate& e) {
   j["rough"] = nullptr;
   j["precision"] = e.precision;
   j["parameters"] = e.parameters;
+  j["trainable_parameters"] = e.trainable_parameters;
   j["batch_size"] = e.batch_size;
   j["eval_batch_size"] = e.eval_batch_size;
   j["activations_from"] = e.activations_from;

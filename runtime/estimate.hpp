@@ -78,6 +78,8 @@ struct memory_estimate {
   std::int64_t eval_batch_size = 0;  // the validation batch counted (0: no validation)
   std::string activations_from;      // "training step" or "evaluation pass"
   std::int64_t parameters = 0;
+  /// The parameters that get a gradient and optimizer state (Model.freeze and lora leave some out).
+  std::int64_t trainable_parameters = 0;
   std::vector<estimate_term> terms;
   /// Empty: a figure (total is the sum of the terms). Otherwise why this is a rough estimate.
   std::string rough;

@@ -14,7 +14,7 @@ namespace {
 
 /// The first line of the text the key hashes: a change to what the key covers changes it, so an
 /// old key never matches a graph it would describe otherwise.
-constexpr const char* key_format = "cdui memory key 2";  // 2: TrainingLoop.strategy
+constexpr const char* key_format = "cdui memory key 3";  // 2: TrainingLoop.strategy; 3: Model.freeze, lora
 
 /// Params that neither shape memory nor pick data, on any node type, a plugin's included: the run's
 /// seed, how long it runs, its learning rate, the loader's worker processes, what the editor draws.
@@ -41,7 +41,7 @@ const std::map<std::string, std::set<std::string>>& builtin_exclusions() {
     {"TrainingLoop", {"grad_clip_norm", "num_threads", "loss_scale", "progress_interval_ms", "train_loss_batch_every",
                       "checkpoint_every", "checkpoint_every_steps", "keep_checkpoints"}},
     // Where a file is written or read: the architecture is the Model's.
-    {"ModelSaver", {"path"}},
+    {"ModelSaver", {"path", "merge_lora"}},
     {"CheckpointSaver", {"path"}},
     {"CheckpointLoader", {"path"}},
   };

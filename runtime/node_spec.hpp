@@ -15,8 +15,9 @@ namespace cdui::runtime {
 
 class node_call;
 
-/// `scalar` takes a string or a number (TrainingLoop.loss_scale: auto, dynamic, off or a number).
-enum class param_kind { integer, number, boolean, string, choice, list, scalar };
+/// `scalar` takes a string or a number (TrainingLoop.loss_scale: auto, dynamic, off or a number);
+/// `object` a JSON object, whose fields the node's check reads (Model.lora).
+enum class param_kind { integer, number, boolean, string, choice, list, scalar, object };
 
 /// A param a node type takes: its JSON kind, its default (null: required), its range or choices.
 struct param_spec {

@@ -66,6 +66,8 @@ std::string check_param(const param_spec& spec, const nlohmann::json& v) {
       return "";
     case param_kind::list:
       return v.is_array() ? "" : "must be a list, got " + v.dump();
+    case param_kind::object:
+      return v.is_object() ? "" : "must be an object, got " + v.dump();
     case param_kind::scalar:
       if (v.is_string())
         return "";

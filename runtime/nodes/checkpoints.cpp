@@ -10,6 +10,7 @@
 #include "runtime/node_call.hpp"
 #include "runtime/nodes/builtin.hpp"
 #include "runtime/nodes/checkpoint_archive.hpp"
+#include "runtime/nodes/lora.hpp"
 #include "runtime/nodes/values.hpp"
 
 namespace cdui::runtime::nodes {
@@ -29,8 +30,14 @@ std::string write_archive(node_call& call, torch::serialize::OutputArchive& arch
 port_values run_model_saver(node_call& call) {
   auto model = call.input<model_value>("model");
   torch::serialize::OutputArchive archive;
-  model->module->save(archive);
+  bool merged = call.bool_param("merge_lora");
+  if (merged)
+    save_merged(model->module, archive);
+  else
+    model->module->save(archive);
   call.final_metrics = {{"path", write_archive(call, archive)}};
+  if (merged)
+    call.final_metrics["merged_lora"] = true;
   return {};
 }
 
@@ -191,7 +198,10 @@ void register_checkpoint_nodes(node_registry& registry) {
   node_spec saver;
   saver.type = "ModelSaver";
   saver.help = "Saves the model's weights.";
-  saver.params = {path_param("model.pt")};
+  saver.params = {path_param("model.pt"),
+                  {"merge_lora", param_kind::boolean, false, -INFINITY, INFINITY, {},
+                   "write each LoRA layer as the plain Linear it equals (W + alpha/rank B A), a file a "
+                   "Model without lora loads; false: the base weights and the adapters"}};
   saver.inputs = {{"model", port_type::model, true, ""}};
   saver.check = path_check(file_use::output);
   saver.run = run_model_saver;

@@ -73,7 +73,8 @@ public:
       throw node_error("DDP rank " + std::to_string(settings.rank) + " of " + std::to_string(settings.world_size)
                        + " could not join the other ranks: " + first_line(e.what()));
     }
-    auto parameters = net->parameters();
+    // As PyTorch's DistributedDataParallel: the Reducer averages the gradients of what trains.
+    auto parameters = trainable_parameters(*net);
     std::vector<bool> sparse(parameters.size(), false);
     auto [buckets, limits] = c10d::compute_bucket_assignment_by_size(
       parameters, {static_cast<std::size_t>(first_bucket_bytes), static_cast<std::size_t>(bucket_bytes)}, sparse);

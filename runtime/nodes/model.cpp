@@ -7,7 +7,9 @@
 #include "runtime/layer_shapes.hpp"
 #include "runtime/node_call.hpp"
 #include "runtime/nodes/builtin.hpp"
+#include "runtime/nodes/lora.hpp"
 #include "runtime/nodes/values.hpp"
+#include "runtime/trainable.hpp"
 
 namespace cdui::runtime::nodes {
 
@@ -29,6 +31,10 @@ std::vector<graph_error> check_model(const graph_node& node) {
     errors.push_back({node.id, "input_shape", "node '" + node.id
                                                 + "' (Model): param 'input_shape' must list "
                                                   "positive integers, got " + shape.dump()});
+  if (!errors.empty())
+    return errors;
+  for (auto& message : check_trainable(node.id, node.params["layers"], node.params["freeze"], node.params["lora"]))
+    errors.push_back({node.id, message.find("'lora'") != std::string::npos ? "lora" : "freeze", std::move(message)});
   return errors;
 }
 
@@ -96,6 +102,26 @@ torch::nn::AnyModule make_layer(const layer_plan& plan, at::Generator& gen) {
   return nn::AnyModule(nn::LayerNorm(nn::LayerNormOptions({in.back()})));
 }
 
+/// Puts adapters on the layers `lora` names (after every layer is built, so the base weights are
+/// those of the same Model without `lora`) and freezes what `freeze` names and the adapted layers'
+/// own weights.
+void adapt_and_freeze(node_call& call, const nlohmann::json& layers, std::vector<torch::nn::AnyModule>& built) {
+  const auto& freeze = call.param("freeze");
+  auto lora = read_lora(call.param("lora"), layers);
+  for (std::size_t i = 0; i < built.size(); ++i) {
+    auto name = layer_name(layers[i]["type"].get<std::string>(), i);
+    if (lora.adapts(name)) {
+      auto linear = built[i].get<torch::nn::Linear>();
+      built[i] = torch::nn::AnyModule(std::make_shared<lora_linear_impl>(
+        linear->weight, linear->bias, lora.rank, lora.scale(), call.rng()));
+      continue;
+    }
+    for (auto& p : built[i].ptr()->named_parameters(false))
+      if (frozen_by(freeze, name + "." + p.key()))
+        p.value().requires_grad_(false);
+  }
+}
+
 port_values run_model(node_call& call) {
   std::vector<std::int64_t> shape;
   for (const auto& d : call.param("input_shape"))
@@ -114,6 +140,7 @@ port_values run_model(node_call& call) {
   model->input_shape = shape;
   const auto& layers = call.param("layers");
   torch::NoGradGuard no_grad;
+  std::vector<torch::nn::AnyModule> built;
   for (std::size_t i = 0; i < layers.size(); ++i) {
     auto type = layers[i]["type"].get<std::string>();
     auto where = "layer " + std::to_string(i + 1) + " (" + type + ")";
@@ -142,20 +169,35 @@ port_values run_model(node_call& call) {
       throw node_error(where + " gives " + shape_text(shape) + " but the shape rules "
                        "(runtime/layer_shapes.cpp) say " + shape_text(plan.out)
                        + "; this is a bug in cdui");
-    model->module->push_back(type + std::to_string(i + 1), std::move(layer));
+    built.push_back(std::move(layer));
   }
+  adapt_and_freeze(call, layers, built);
+  for (std::size_t i = 0; i < built.size(); ++i)
+    model->module->push_back(layer_name(layers[i]["type"].get<std::string>(), i), std::move(built[i]));
   model->module->train();
   model->output_shape = shape;
-  for (const auto& p : model->module->parameters())
+  for (const auto& p : model->module->parameters()) {
     model->parameter_count += p.numel();
-  call.final_metrics = {{"parameters", model->parameter_count}};
-  call.emit("node_config", {{"input_shape", model->input_shape},
-                            {"output_shape", model->output_shape},
-                            {"parameters", model->parameter_count}});
+    model->trainable_count += p.requires_grad() ? p.numel() : 0;
+  }
+  call.final_metrics = parameter_figures(*model);
+  auto config = parameter_figures(*model);
+  config["input_shape"] = model->input_shape;
+  config["output_shape"] = model->output_shape;
+  call.emit("node_config", config);
   return {{"model", make_value(std::move(model))}};
 }
 
 } // namespace
+
+nlohmann::json parameter_figures(const model_value& model) {
+  auto share = model.parameter_count > 0
+                 ? static_cast<double>(model.trainable_count) / static_cast<double>(model.parameter_count)
+                 : 0.0;
+  return {{"parameters", model.parameter_count},
+          {"trainable_parameters", model.trainable_count},
+          {"trainable_share", share}};
+}
 
 void register_model_node(node_registry& registry) {
   node_spec spec;
@@ -166,6 +208,11 @@ void register_model_node(node_registry& registry) {
      "layers in order, e.g. {\"type\": \"Linear\", \"out_features\": 10}"},
     {"input_shape", param_kind::list, nlohmann::json::array(), -INFINITY, INFINITY, {},
      "the shape of one sample, when no dataset is connected"},
+    {"freeze", param_kind::list, nlohmann::json::array(), -INFINITY, INFINITY, {},
+     "layers or parameters that do not train: \"Linear1\", \"Linear1.bias\", or a prefix ending in '*'"},
+    {"lora", param_kind::object, nlohmann::json::object(), -INFINITY, INFINITY, {},
+     "low-rank adapters on Linear layers, whose own weights freeze: {\"rank\": 8, \"alpha\": 8, "
+     "\"layers\": [\"Linear1\"]} (layers: every Linear when left out; {}: none)"},
   };
   spec.inputs = {{"dataset", port_type::dataset, false, "gives the input shape"}};
   spec.outputs = {{"model", port_type::model, true, ""}};

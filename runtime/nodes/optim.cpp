@@ -15,6 +15,14 @@ at::Tensor compute_loss(const loss_value& loss, const at::Tensor& output, const 
   return torch::nn::functional::mse_loss(output, target.to(output.scalar_type()));
 }
 
+std::vector<at::Tensor> trainable_parameters(torch::nn::Module& model) {
+  std::vector<at::Tensor> trainable;
+  for (auto& p : model.parameters())
+    if (p.requires_grad())
+      trainable.push_back(p);
+  return trainable;
+}
+
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const optimizer_value& spec,
                                                         std::vector<at::Tensor> parameters) {
   namespace optim = torch::optim;

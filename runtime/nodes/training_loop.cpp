@@ -225,7 +225,8 @@ loop_setup set_up(node_call& call, loop_inputs& in, const std::string& device_na
     for (auto& b : net->buffers())
       b.set_data(b.clone());
   }
-  s.parameters = net->parameters();
+  // Frozen parameters get no gradient and no optimizer state: the optimizer sees the others only.
+  s.parameters = trainable_parameters(*net);
   s.optimizer = make_optimizer(*in.opt_spec, s.parameters);
   if (call.has_input("optimizer_state")) {
     auto state = call.input<optimizer_state_value>("optimizer_state");
@@ -294,6 +295,7 @@ void announce(node_call& call, loop_inputs& in, loop_setup& s, const distributio
                         {"num_threads", at::get_num_threads()},
                         {"optimizer", in.opt_spec->name},
                         {"start_epoch", s.epoch_offset + 1}};
+  config.update(parameter_figures(*in.model));
   add_strategy(config, dist);
   if (s.requested_precision != to_string(s.choice.ran))
     config["precision_requested"] = s.requested_precision;
@@ -549,6 +551,7 @@ port_values report(node_call& call, loop_inputs& in, loop_setup& s, distribution
                         {"stopped_at_max_steps", totals.stopped_at_max_steps},
                         {"effective_batch_size", in.loader->batch_size * s.accumulate * dist.world_size()},
                         {"precision", to_string(s.choice.ran)}};
+  call.final_metrics.update(parameter_figures(*in.model));
   add_strategy(call.final_metrics, dist);
   if (s.requested_precision != to_string(s.choice.ran))
     call.final_metrics["precision_requested"] = s.requested_precision;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <ATen/core/Tensor.h>
+#include <nlohmann/json.hpp>
 #include <torch/nn/modules/container/sequential.h>
 
 #include "runtime/precision.hpp"
@@ -61,7 +62,13 @@ struct model_value {
   std::vector<std::int64_t> input_shape;
   std::vector<std::int64_t> output_shape;
   std::int64_t parameter_count = 0;
+  /// The parameters that train: neither frozen nor a LoRA layer's own weights.
+  std::int64_t trainable_count = 0;
 };
+
+/// {"parameters", "trainable_parameters", "trainable_share"} of a model, for node_config and the
+/// final metrics.
+[[nodiscard]] nlohmann::json parameter_figures(const model_value& model);
 
 struct loss_value {
   std::string kind;  // cross_entropy | mse
@@ -97,6 +104,9 @@ struct grad_scaler_state_value {
   double scale = 0.0;
   std::int64_t growth_tracker = 0;
 };
+
+/// The parameters of `model` that train (require a gradient), in the module's order.
+[[nodiscard]] std::vector<at::Tensor> trainable_parameters(torch::nn::Module& model);
 
 /// Builds the optimizer the spec describes over `parameters`.
 [[nodiscard]] std::unique_ptr<torch::optim::Optimizer>

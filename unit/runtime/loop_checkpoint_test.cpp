@@ -21,11 +21,7 @@ namespace {
 json graph(const json& loop_params = json::object()) {
   json loop{{"epochs", 3}, {"accumulate_steps", 2}, {"progress_interval_ms", 0}};
   loop.update(loop_params);
-  auto g = cdui::test::training_graph_json(
-    {{"name", "moons"}, {"n_samples", 256}, {"noise", 0.2}}, {{"batch_size", 32}, {"shuffle", true}},
-    {{{"type", "Linear"}, {"out_features", 32}}, {{"type", "ReLU"}}, {{"type", "Dropout"}, {"p", 0.3}},
-     {{"type", "Linear"}, {"out_features", 2}}},
-    {{"name", "adam"}, {"lr", 0.01}}, loop);
+  auto g = cdui::test::dropout_moons_graph(loop);
   g["nodes"].push_back({{"id", "save"}, {"type", "ModelSaver"}, {"params", {{"path", "model.pt"}}}});
   g["edges"].push_back({{"from", "loop.model"}, {"to", "save.model"}});
   return g;
@@ -61,13 +57,7 @@ BOOST_AUTO_TEST_CASE(a_stopped_run_resumed_from_its_folder_ends_with_the_uninter
 
   // Stopped at the 11th batch (epoch 2, inside its 2nd window): the window is dropped, and the
   // interrupt checkpoint is of the last step, the 5th.
-  int batches = 0;
-  cdui::test::run_options stop_early;
-  stop_early.on_event = [&](const cdui::test::recorded_event& e, std::atomic<bool>& stop) {
-    if (e.type == "progress" && ++batches == 11)
-      stop = true;
-  };
-  auto stopped = run_graph(graph(), home.path() / "stopped", stop_early);
+  auto stopped = run_graph(graph(), home.path() / "stopped", cdui::test::stop_at_batch(11));
   BOOST_TEST_REQUIRE((stopped.outcome.status == cdui::run_status::cancelled));
   auto written = stopped.of_type("checkpoint");
   BOOST_REQUIRE_EQUAL(written.size(), 1u);

@@ -171,4 +171,26 @@ inline nlohmann::json moons_graph() {
   return moons_graph_json(evaluated_moons());
 }
 
+/// Moons (256 samples, noise 0.2, batches of 32, shuffled) into an MLP with dropout, Linear1 (2 -> 32),
+/// ReLU2, Dropout3 (0.3), Linear4 (32 -> 2), Adam at 0.01, with the loop's params given: 8 batches an
+/// epoch, and randomness in every part of training, for the tests of resuming bit for bit.
+inline nlohmann::json dropout_moons_graph(const nlohmann::json& loop) {
+  return training_graph_json(
+    {{"name", "moons"}, {"n_samples", 256}, {"noise", 0.2}}, {{"batch_size", 32}, {"shuffle", true}},
+    {{{"type", "Linear"}, {"out_features", 32}}, {{"type", "ReLU"}}, {{"type", "Dropout"}, {"p", 0.3}},
+     {{"type", "Linear"}, {"out_features", 2}}},
+    {{"name", "adam"}, {"lr", 0.01}}, loop);
+}
+
+/// Options that stop the run when its `batch`-th progress event comes (a loop with
+/// progress_interval_ms 0 emits one per batch).
+inline run_options stop_at_batch(int batch) {
+  run_options options;
+  options.on_event = [seen = std::make_shared<int>(0), batch](const recorded_event& e, std::atomic<bool>& stop) {
+    if (e.type == "progress" && ++*seen == batch)
+      stop = true;
+  };
+  return options;
+}
+
 } // namespace cdui::test
