@@ -83,28 +83,22 @@ struct probe_dir {
 };
 
 /// Counts the training samples a timed probe ran and the time they took, from its progress events
-/// (one after every batch), leaving out the warm-up and any gap across an epoch's end (the
-/// validation pass); asks the run to stop once `seconds` of training were timed.
+/// (one after every batch, each with its batch's samples), leaving out the warm-up; asks the run to
+/// stop once `seconds` of training were timed. A timed probe has no validation pass, so the gaps
+/// between epochs are only the next epoch's shuffle.
 class throughput_clock {
 public:
-  throughput_clock(std::int64_t batch, std::int64_t warmup_steps, double seconds)
-    : batch_(batch), warmup_(warmup_steps), seconds_(seconds) {}
+  throughput_clock(std::int64_t warmup_steps, double seconds) : warmup_(warmup_steps), seconds_(seconds) {}
 
   void on_progress(const nlohmann::json& data) {
     auto now = std::chrono::steady_clock::now();
-    auto epoch = data.value("epoch", 0L);
-    auto b = data.value("batch", 0L);
-    bool next_in_epoch = started_ && epoch == last_epoch_ && b == last_batch_ + 1;
-    // A short last batch is not counted: its size is not the batch size.
-    if (next_in_epoch && b < data.value("batches", 0L)) {
+    if (started_) {
       timed_ += std::chrono::duration<double>(now - last_).count();
-      samples_ += batch_;
-    }
-    if (!started_ && data.value("step", 0L) >= warmup_)
+      samples_ += data.value("batch_samples", std::int64_t{0});
+    } else if (data.value("step", 0L) >= warmup_) {
       started_ = true;
+    }
     last_ = now;
-    last_epoch_ = epoch;
-    last_batch_ = b;
     if (timed_ >= seconds_)
       stop->store(true);
   }
@@ -114,11 +108,10 @@ public:
   std::shared_ptr<std::atomic<bool>> stop = std::make_shared<std::atomic<bool>>(false);
 
 private:
-  std::int64_t batch_, warmup_;
+  std::int64_t warmup_;
   double seconds_;
   bool started_ = false;
   std::chrono::steady_clock::time_point last_;
-  long last_epoch_ = 0, last_batch_ = 0;
   double timed_ = 0;
   std::int64_t samples_ = 0;
 };
@@ -127,11 +120,15 @@ private:
 /// sim:0 for `steps` optimizer steps of `accumulate` micro-batches each.
 nlohmann::json probe_graph(const validated_graph& g, const fit_target& r, std::int64_t batch,
                            std::int64_t accumulate, std::int64_t steps) {
+  // A timed probe (steps 0) leaves validation out: its samples per second are training's.
+  auto kept_edge = [&](const graph_edge& e) {
+    return steps > 0 || e.to.node != r.loop_node || e.to.port != "val_dataloader";
+  };
   std::set<std::string> keep{r.loop_node};
   for (bool grew = true; grew;) {
     grew = false;
     for (const auto& e : g.g.edges)
-      if (keep.count(e.to.node) && keep.insert(e.from.node).second)
+      if (kept_edge(e) && keep.count(e.to.node) && keep.insert(e.from.node).second)
         grew = true;
   }
   nlohmann::json doc{{"nodes", nlohmann::json::array()}, {"edges", nlohmann::json::array()}};
@@ -153,7 +150,7 @@ nlohmann::json probe_graph(const validated_graph& g, const fit_target& r, std::i
     doc["nodes"].push_back({{"id", n.id}, {"type", n.type}, {"params", params}});
   }
   for (const auto& e : g.g.edges)
-    if (keep.count(e.to.node))
+    if (kept_edge(e) && keep.count(e.to.node))
       doc["edges"].push_back({{"from", e.from.node + "." + e.from.port},
                               {"to", e.to.node + "." + e.to.port}});
   return doc;
@@ -172,7 +169,7 @@ public:
 
   /// Past the warm-up and then for `seconds` of training, for its samples per second too.
   fit_probe timed(std::int64_t batch, double seconds) {
-    throughput_clock clock{batch, throughput_warmup_steps, seconds};
+    throughput_clock clock{throughput_warmup_steps, seconds};
     auto p = run(batch, 1, 0, &clock);
     p.samples_per_s = p.fits ? clock.samples_per_s() : 0.0;
     return p;

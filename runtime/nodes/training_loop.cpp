@@ -501,6 +501,7 @@ bool run_epoch(node_call& call, loop_inputs& in, loop_setup& s, distribution& di
                              {"batch", b + 1},
                              {"batches", s.batches_per_epoch},
                              {"step", totals.steps},
+                             {"batch_samples", x.size(0)},
                              {"loss", value},
                              {"samples_per_s", rate},
                              {"eta_s", std::max(0.0, eta)}});

@@ -144,6 +144,12 @@ BOOST_AUTO_TEST_CASE(throughput_is_measured_after_the_warm_up_at_each_batch_that
   BOOST_TEST(points[1].peak_bytes > points[0].peak_bytes);
   BOOST_TEST(!points[2].fits);  // out of memory: reported, not measured
   BOOST_TEST(points[2].samples_per_s == 0.0);
+
+  // One batch an epoch (the whole set of 1024): measured across epochs all the same.
+  auto whole = fit_throughput(wide_moons(256, 1), 1LL << 40, {1024}, 0.2);
+  BOOST_REQUIRE_EQUAL(whole.size(), 1u);
+  BOOST_TEST(whole[0].fits);
+  BOOST_TEST(whole[0].samples_per_s > 0.0);
 }
 
 BOOST_AUTO_TEST_CASE(a_graph_without_a_training_loop_is_refused) {
