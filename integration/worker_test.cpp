@@ -547,6 +547,32 @@ json endless_for(const json& target, const std::string& device = "sim") {
           {"options", {{"device", device}, {"target", target}}}};
 }
 
+BOOST_AUTO_TEST_CASE(any_with_a_device_set_runs_on_a_worker_that_has_the_whole_set_free) {
+  // seed 001: an any run with a set runs on a worker, which renumbers the set from sim:0.
+  cdui::test::temp_home home;
+  run_process_guard guard{home};
+  server_process srv{home, fast_heartbeats};  // this server offers sim:0 only
+  auto a = start_agent(home, "a-worker");      // sim:0 and sim:1
+  await_worker(srv, "a-worker", "online");
+  json body{{"graph", moons_graph_json(1, 2, 16, std::nullopt)},
+            {"options", {{"seed", 1}, {"target", {{"worker", "any"}, {"devices", {"sim:1", "sim:0"}}}}}}};
+  auto id = srv.submit_ok(body);
+  auto run = srv.wait_final(id);
+  BOOST_TEST(run["status"] == "succeeded", run.dump());
+  BOOST_TEST(run["queue_key"] == "a-worker/sim:1");
+  auto events = srv.all_events(id);
+  BOOST_REQUIRE(!events.empty());
+  BOOST_TEST(events[0]["type"] == "execution_facts");
+  BOOST_TEST(events[0]["data"]["device_aliases"] == json({{"sim:0", "sim:1"}, {"sim:1", "sim:0"}}));
+
+  // No worker offers the whole set: 400, nothing queued.
+  body["options"]["target"]["devices"] = {"sim:0", "sim:7"};
+  auto refused = srv.submit(body);
+  BOOST_TEST(refused->status == 400);
+  BOOST_TEST(refused->body.find("no worker that has connected to this server since it started offers "
+                                "the whole set sim:0, sim:7") != std::string::npos, refused->body);
+}
+
 BOOST_AUTO_TEST_CASE(any_takes_free_worker_cards_in_name_order_then_this_servers_and_skips_drained) {
   cdui::test::temp_home home;
   run_process_guard guard{home};

@@ -164,6 +164,47 @@ std::variant<placement, std::string> worker_run(const run_request& req, const de
   return p;
 }
 
+/// Whether this server may take a floating device set: only its one first card of the kind
+/// (seed 001: only a worker renumbers a set from :0 for the run).
+bool local_takes_set(const std::vector<std::string>& set, const local_devices& local) {
+  if (set.size() != 1 || set.front() != kind_of(set.front()) + ":0")
+    return false;
+  return std::any_of(local.devices.begin(), local.devices.end(),
+                     [&](const auto& d) { return d.name == set.front(); });
+}
+
+bool offers_all(const std::vector<std::string>& offered, const std::vector<std::string>& set) {
+  return std::all_of(set.begin(), set.end(), [&](const std::string& d) {
+    return std::find(offered.begin(), offered.end(), d) != offered.end();
+  });
+}
+
+/// A run for any worker with a device set: it floats until one worker has the whole set free;
+/// refused when no worker this server has seen offers the whole set (seed 001).
+std::variant<placement, std::string> floating_set(const run_request& req, const local_devices& local,
+                                                  const known_workers& workers, bool resuming) {
+  floating_run f;
+  f.keeps_outputs = req.record_outputs;
+  f.devices = req.devices;
+  f.kind = kind_of(req.devices.front());
+  for (const auto& d : req.devices)
+    if (kind_of(d) != f.kind)
+      return "option 'target.devices': a device set is of one kind; " + d + " is not " + f.kind;
+  placement p;
+  p.floating = f;
+  if (resuming)
+    return p;
+  for (const auto& [name, w] : workers)
+    if (offers_all(w.devices, req.devices))
+      return p;
+  if (local_takes_set(req.devices, local))
+    return p;
+  return "option 'target.devices': no worker that has connected to this server since it started "
+         "offers the whole set " + joined(req.devices) + " (a run for any worker with a device set "
+         "runs on a worker, which renumbers the set from " + f.kind + ":0; this server takes only a "
+         "set of its " + f.kind + ":0)";
+}
+
 /// A run for any worker or the pool: the kind it asks for (its option's, else the hint's, else
 /// none: the first accelerator free); refused when nothing this server knows offers it (never when
 /// `resuming`: no worker has reconnected yet, and it waits for them as it did before).
@@ -175,6 +216,8 @@ std::variant<placement, std::string> floating(const run_request& req, const devi
   f.keeps_outputs = req.record_outputs;
   std::string device = req.device.empty() ? hint.device : req.device;
   f.kind = device.empty() || device == "auto" ? "" : kind_of(device);
+  if (!req.devices.empty())
+    return floating_set(req, local, workers, resuming);
   placement p;
   p.floating = f;
   auto offers = [&](const std::vector<std::string>& devices) {
@@ -239,6 +282,31 @@ std::vector<slot_key> candidate_slots(const floating_run& run, const known_worke
 floating_slots free_slots(const floating_run& run, bool has_budget, const known_workers& workers,
                           const local_devices& local, const admission& slots) {
   floating_slots out;
+  if (!run.devices.empty()) {
+    // A set: the first worker, in name order, with every card of it idle by count; this server
+    // last, for a set of its first card.
+    auto whole = [&](const std::string& offerer) {
+      std::vector<slot_key> keys;
+      for (const auto& d : run.devices) {
+        slot_key key{offerer, d};
+        if (slots.gated(key.str()) || !slots.idle(key.str())) {
+          out.busy_others = true;
+          return std::vector<slot_key>{};
+        }
+        keys.push_back(key);
+      }
+      return keys;
+    };
+    for (const auto& [name, w] : workers)
+      if (w.open && !(run.keeps_outputs && w.one_shot) && offers_all(w.devices, run.devices))
+        if (auto keys = whole(name); !keys.empty()) {
+          out.set = std::move(keys);
+          return out;
+        }
+    if (local_takes_set(run.devices, local))
+      out.set = whole("");
+    return out;
+  }
   for (const auto& key : candidate_slots(run, workers, local)) {
     auto k = key.str();
     bool by_memory = slots.gated(k);

@@ -46,6 +46,10 @@ struct floating_run {
   std::string kind;  // cpu, cuda, sim, ...; empty: the first accelerator of any kind
   bool pool = false;  // the one-shot pool: one-shot workers only, never this server
   bool keeps_outputs = false;  // record_outputs: never a one-shot worker, which exits with them
+  /// A device set (target.devices, by a worker's own names, all of `kind`): the run takes the
+  /// whole set on one worker, whose run renumbers it from :0 (seed 001); on this server only a
+  /// set of its one first card. Empty: one device of `kind`.
+  std::vector<std::string> devices;
 
   /// Whether the run may take `device`: one of its kind, or any accelerator when it names none.
   [[nodiscard]] bool fits(const std::string& device) const;
@@ -98,6 +102,9 @@ struct placement {
 struct floating_slots {
   /// The first such slot not shared by memory: it takes it by count.
   std::optional<slot_key> by_count;
+  /// For a run with a device set: the first worker's whole set, every slot idle and none shared
+  /// by memory (a set is admitted by count); empty when no worker has it free now.
+  std::vector<slot_key> set;
   /// For a run with a memory budget: the slots shared by memory that would start it next, in
   /// order, for the memory ledger to judge (a run without a budget never goes to one).
   std::vector<std::string> by_memory;

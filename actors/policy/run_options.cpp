@@ -141,9 +141,9 @@ std::string apply_options(const nlohmann::json& options, run_request& request) {
   if (!request.device.empty() && !request.devices.empty())
     return "option 'device' and option 'target.devices' both name the run's devices; give one: "
            "device for one card, target.devices for a set";
-  if (is_placed_later(request.worker) && !request.devices.empty())
-    return "option 'target.devices': a run for any worker or the one-shot pool takes one device; "
-           "give its kind with option 'device' (e.g. \"sim\" or \"cuda\")";
+  if (request.worker == one_shot_pool && !request.devices.empty())
+    return "option 'target.devices': a run for the one-shot pool takes one device; give its kind "
+           "with option 'device' (e.g. \"sim\" or \"cuda\")";
   // seed 001: "No persistent weights: every worker run starts fresh."
   if (!request.worker.empty() && request.weights_persistent)
     return "option 'weights_persistent': a run on a worker starts fresh (no node state store "

@@ -33,15 +33,27 @@ caf::error unknown_run(const std::string& id) {
   return caf::make_error(caf::sec::invalid_argument, "no run has the id '" + id + "'");
 }
 
-/// Gives a floating run its place: its actor is told, and the run leaves the floating runs.
-void place_on(self_ptr self, const std::string& id, const slot_key& slot) {
+std::vector<std::string> key_texts(const std::vector<slot_key>& slots) {
+  std::vector<std::string> out;
+  for (const auto& k : slots)
+    out.push_back(k.str());
+  return out;
+}
+
+/// Gives a floating run its place, one slot or a device set's (all on one offerer): its actor is
+/// told, and the run leaves the floating runs.
+void place_on(self_ptr self, const std::string& id, const std::vector<slot_key>& slots) {
   auto& st = self->state;
-  caf::anon_send(st.runs.at(id), atoms::place::value, slot.offerer, std::vector<std::string>{slot.device},
-                 slot.str(), st.cfg.host.cores_per_run(slot.device));
-  if (!slot.local())
+  const auto& first = slots.front();
+  std::vector<std::string> devices;
+  for (const auto& k : slots)
+    devices.push_back(k.device);
+  caf::anon_send(st.runs.at(id), atoms::place::value, first.offerer, devices, first.str(),
+                 st.cfg.host.cores_per_run(first.device));
+  if (!first.local())
     st.remote.insert(id);
   if (auto b = st.budgets.find(id); b != st.budgets.end())
-    b->second.keys = {slot.str()};
+    b->second.keys = key_texts(slots);
   remove_floating(st, id);
 }
 
@@ -57,12 +69,14 @@ void place_floating(self_ptr self) {
     auto b = st.budgets.find(id);
     auto free = policy::free_slots(st.floats.at(id), b != st.budgets.end() && b->second.bytes > 0,
                                    st.workers, st.local, st.slots);
-    if (free.by_count) {
+    auto taken = !free.set.empty() ? free.set
+                 : free.by_count     ? std::vector<slot_key>{*free.by_count}
+                                     : std::vector<slot_key>{};
+    if (!taken.empty()) {
       st.floating_asks.erase(id);
       st.waiting_reasons.erase(id);
-      auto slot = *free.by_count;
-      place_on(self, id, slot);
-      st.slots.enqueue(id, {slot.str()});
+      place_on(self, id, taken);
+      st.slots.enqueue(id, key_texts(taken));
     } else if (!free.by_memory.empty()
                && (asked == st.floating_asks.end() || asked->second.cards != free.by_memory)) {
       ask_floating(self, id, free);
@@ -209,7 +223,7 @@ bool queue_parts::remove_floating(run_queue_state& st, const std::string& id) {
 
 void queue_parts::start_placed(self_ptr self, const std::string& id, const std::string& key) {
   auto& st = self->state;
-  place_on(self, id, slot_key::parse(key));
+  place_on(self, id, {slot_key::parse(key)});
   // It was judged on a slot that would start it at once; it starts now, as admit() would.
   st.slots.hold(id, {key});
   st.started.insert(id);

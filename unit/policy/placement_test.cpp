@@ -225,8 +225,8 @@ BOOST_AUTO_TEST_CASE(a_floating_run_takes_the_first_idle_slot_of_its_kind_worker
     for (const auto& d : worker.devices)
       slots.set_limit(slot_key{name, d}.str(), d == "cpu" ? 2 : 1);
   // A device nothing has set up is not offered.
-  BOOST_TEST(!free_slots({"", false, false}, false, {{"new", {{"sim:0"}, {""}, true, false}}}, {}, slots).by_count);
-  floating_run any{"", false, false};
+  BOOST_TEST(!free_slots({"", false, false, {}}, false, {{"new", {{"sim:0"}, {""}, true, false}}}, {}, slots).by_count);
+  floating_run any{"", false, false, {}};
   auto slot = free_slots(any, false, w, host(), slots).by_count;
   BOOST_REQUIRE(slot);
   BOOST_TEST(slot->str() == "gpu-box/sim:0");
@@ -236,13 +236,13 @@ BOOST_AUTO_TEST_CASE(a_floating_run_takes_the_first_idle_slot_of_its_kind_worker
   BOOST_TEST(free_slots(any, false, w, host(), slots).by_count->str() == "gpu-box/sim:1");
   w["gpu-box"].open = false;
   BOOST_TEST(free_slots(any, false, w, host(), slots).by_count->str() == "shot/sim:0");
-  floating_run keeps{"", false, true};  // record_outputs: never a one-shot worker
+  floating_run keeps{"", false, true, {}};  // record_outputs: never a one-shot worker
   BOOST_TEST(free_slots(keeps, false, w, host(), slots).by_count->str() == "sim:0");
-  floating_run pool{"sim", true, false};
+  floating_run pool{"sim", true, false, {}};
   BOOST_TEST(free_slots(pool, false, w, host(), slots).by_count->str() == "shot/sim:0");
   w["shot"].open = false;
   BOOST_TEST(!free_slots(pool, false, w, host(), slots).by_count);  // never this server
-  floating_run cpu{"cpu", false, false};
+  floating_run cpu{"cpu", false, false, {}};
   BOOST_TEST(free_slots(cpu, false, w, host(), slots).by_count->str() == "cpu");
   // A run waiting in a slot's queue keeps floating runs off it: they never jump it.
   slots.enqueue("r2", {"cpu"});
@@ -250,6 +250,67 @@ BOOST_AUTO_TEST_CASE(a_floating_run_takes_the_first_idle_slot_of_its_kind_worker
   slots.enqueue("r4", {"cpu"});
   BOOST_TEST(slots.admit().size() == 2u);
   BOOST_TEST(!free_slots(cpu, false, w, host(), slots).by_count);
+}
+
+BOOST_AUTO_TEST_CASE(any_with_a_device_set_floats_for_a_worker_offering_the_whole_set) {
+  // seed 001: such a run runs on a worker only (only a worker renumbers the set from :0), and is
+  // refused with 400 only when no worker the server has seen offers the whole set.
+  auto p = placed(request(any_worker, "", {"sim:1", "sim:0"}));
+  BOOST_REQUIRE(p.floating);
+  BOOST_TEST(p.floating->kind == "sim");
+  BOOST_TEST(p.floating->devices == (names{"sim:1", "sim:0"}));
+  BOOST_TEST(p.queue_key() == "any");
+  BOOST_TEST(refusal(request(any_worker, "", {"sim:0", "sim:5"}))
+             == "option 'target.devices': no worker that has connected to this server since it started "
+                "offers the whole set sim:0, sim:5 (a run for any worker with a device set runs on a "
+                "worker, which renumbers the set from sim:0; this server takes only a set of its sim:0)");
+  BOOST_TEST(refusal(request(any_worker, "", {"sim:0", "cpu"}))
+             == "option 'target.devices': a device set is of one kind; cpu is not sim");
+  // This server's first card alone counts, with no worker at all; its second card does not.
+  BOOST_TEST(bool(placed(request(any_worker, "", {"sim:0"}), {}, {}).floating));
+  BOOST_TEST(refusal(request(any_worker, "", {"sim:1"}), {}, {}).find("offers the whole set sim:1")
+             != std::string::npos);
+  // Before any worker is back after a restart, nothing is refused.
+  BOOST_TEST(bool(placed(request(any_worker, "", {"sim:0", "sim:5"}), {}, {}, true).floating));
+  // The one-shot pool still takes one device.
+  auto pool = request(one_shot_pool, "", {"sim:0"});
+  BOOST_TEST(apply_options(nlohmann::json{{"target", {{"pool", "one-shot"}, {"devices", {"sim:0"}}}}}, pool)
+             .find("the one-shot pool takes one device") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_floating_set_takes_the_first_worker_with_the_whole_set_idle) {
+  admission slots;
+  auto w = workers();
+  w["lab"] = {{"cpu", "sim:0", "sim:1"}, {"", "card-P", "card-Q"}, true, false};
+  for (const auto& d : host().devices)
+    slots.set_limit(d.name, d.slot_limit);
+  for (const auto& [name, worker] : w)
+    for (const auto& d : worker.devices)
+      slots.set_limit(slot_key{name, d}.str(), d == "cpu" ? 2 : 1);
+  floating_run set{"sim", false, false, {"sim:1", "sim:0"}};
+  auto free = free_slots(set, false, w, host(), slots);
+  BOOST_TEST(!free.by_count);
+  std::vector<std::string> taken;
+  for (const auto& k : free.set)
+    taken.push_back(k.str());
+  BOOST_TEST(taken == (names{"gpu-box/sim:1", "gpu-box/sim:0"}));  // in the set's order
+  // One card of gpu-box busy: the next worker with the whole set ("shot" lacks sim:1).
+  slots.enqueue("r1", {"gpu-box/sim:0"});
+  BOOST_TEST((slots.admit() == names{"r1"}));
+  free = free_slots(set, false, w, host(), slots);
+  BOOST_REQUIRE_EQUAL(free.set.size(), 2u);
+  BOOST_TEST(free.set.front().str() == "lab/sim:1");
+  BOOST_TEST(free.busy_others);
+  // Every worker with the set busy or closed: it waits (this server takes only a set of sim:0).
+  w["lab"].open = false;
+  free = free_slots(set, false, w, host(), slots);
+  BOOST_TEST(free.set.empty());
+  floating_run first_card{"sim", false, false, {"sim:0"}};
+  w["gpu-box"].open = false;
+  w["shot"].open = false;
+  auto local = free_slots(first_card, false, w, host(), slots);
+  BOOST_REQUIRE_EQUAL(local.set.size(), 1u);
+  BOOST_TEST(local.set.front().str() == "sim:0");
 }
 
 BOOST_AUTO_TEST_CASE(a_floating_run_with_a_budget_asks_for_the_idle_shared_cards_of_its_kind) {
@@ -260,7 +321,7 @@ BOOST_AUTO_TEST_CASE(a_floating_run_with_a_budget_asks_for_the_idle_shared_cards
       slots.set_limit(slot_key{name, d}.str(), 1);
   for (const auto& d : host().devices)
     slots.set_limit(d.name, d.slot_limit);
-  floating_run sim{"sim", false, false};
+  floating_run sim{"sim", false, false, {}};
   BOOST_TEST(candidate_slots(sim, w, host()).size() == 5u);  // two on gpu-box, one on shot, two here
   w["shot"].open = false;
   BOOST_TEST(candidate_slots(sim, w, host()).size() == 4u);
