@@ -565,6 +565,18 @@ BOOST_AUTO_TEST_CASE(any_with_a_device_set_runs_on_a_worker_that_has_the_whole_s
   BOOST_TEST(events[0]["type"] == "execution_facts");
   BOOST_TEST(events[0]["data"]["device_aliases"] == json({{"sim:0", "sim:1"}, {"sim:1", "sim:0"}}));
 
+  // One card of the set busy: it waits, saying for what, and goes once the card is free.
+  auto busy = srv.submit_ok(json{{"graph", moons_graph_json(1'000'000, 0, 16, std::nullopt)},
+                                  {"options", {{"target", {{"worker", "a-worker"}, {"devices", {"sim:0"}}}}}}});
+  srv.await_status(busy, "running");
+  body["options"]["seed"] = 2;
+  auto waiting = srv.submit_ok(body);
+  auto queued = srv.get_json("/api/runs/" + waiting);
+  BOOST_TEST(queued["status"] == "queued");
+  BOOST_TEST(queued["waiting_reason"] == "waits for a worker that takes runs with all of sim:1, sim:0 free");
+  srv.cancel(busy);
+  BOOST_TEST(srv.wait_final(waiting)["status"] == "succeeded");
+
   // No worker offers the whole set: 400, nothing queued.
   body["options"]["target"]["devices"] = {"sim:0", "sim:7"};
   auto refused = srv.submit(body);

@@ -109,6 +109,8 @@ std::string floating_reason(const run_queue_state& st, const std::string& id) {
     return "waits for the memory ledger's answer on " + joined(cards);
   }
   const auto& run = st.floats.at(id);
+  if (!run.devices.empty())  // a set: one worker with every card of it free
+    return "waits for a worker that takes runs with all of " + joined(run.devices) + " free";
   auto what = (run.kind.empty() ? std::string{"accelerator"} : run.kind + " slot")
               + (run.pool ? " on a one-shot worker" : "");
   auto a_what = (run.kind.empty() ? "an " : "a ") + what;
