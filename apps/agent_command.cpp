@@ -22,6 +22,7 @@
 #include "apps/daemon.hpp"
 #include "apps/run_command.hpp"
 #include "apps/text_table.hpp"
+#include "messages/clock.hpp"
 #include "messages/json_text.hpp"
 #include "messages/slot_key.hpp"
 #include "messages/text.hpp"
@@ -60,11 +61,6 @@ void write_agent_json(const std::filesystem::path& dir, const agent_record& r) {
                                + "\n");
 }
 
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-           std::chrono::system_clock::now().time_since_epoch())
-    .count();
-}
 
 std::optional<agent_record> read_agent(const std::filesystem::path& dir) {
   std::ifstream in{dir / "agent.json"};
@@ -242,10 +238,7 @@ namespace {
 std::string running_for(std::int64_t started_ms) {
   if (started_ms == 0)
     return "-";
-  auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                  std::chrono::system_clock::now().time_since_epoch())
-                  .count();
-  auto s = std::max<std::int64_t>(0, (now_ms - started_ms) / 1000);
+  auto s = std::max<std::int64_t>(0, (now_ms() - started_ms) / 1000);
   char buf[32];
   if (s < 60)
     std::snprintf(buf, sizeof buf, "%llds", static_cast<long long>(s));

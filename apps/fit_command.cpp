@@ -6,7 +6,6 @@
 
 #include "apps/run_command.hpp"
 #include "devices/memory.hpp"
-#include "devices/sim_devices.hpp"
 #include "runtime/fit.hpp"
 
 namespace cdui::apps {
@@ -134,12 +133,10 @@ int fit_command(const fit_options& o) {
   }
   std::int64_t bytes = unlimited_card_bytes;
   if (!o.memory.empty()) {
-    auto parsed = devices::parse_bytes(o.memory);
-    if (auto* err = std::get_if<std::string>(&parsed)) {
-      std::fprintf(stderr, "cdui: --memory: %s\n", err->c_str());
+    auto parsed = memory_option(o.memory);
+    if (!parsed)
       return exit_usage;
-    }
-    bytes = std::get<std::int64_t>(parsed);
+    bytes = *parsed;
   }
   auto loaded = load_graph(o.graph_file);
   if (!loaded)

@@ -13,6 +13,7 @@
 #include "apps/run_json.hpp"
 #include "apps/run_report.hpp"
 #include "apps/runs_table.hpp"
+#include "messages/clock.hpp"
 #include "messages/json_text.hpp"
 #include "storage/home.hpp"
 #include "storage/run_directory.hpp"
@@ -25,12 +26,6 @@ using clock = std::chrono::steady_clock;
 
 /// The longest one long-poll waits, so that Ctrl+C and --timeout are noticed within it.
 constexpr double poll_seconds = 0.5;
-
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-           std::chrono::system_clock::now().time_since_epoch())
-    .count();
-}
 
 int fail(const cli_error& e) {
   std::fprintf(stderr, "cdui: %s\n", e.message.c_str());

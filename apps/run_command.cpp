@@ -206,15 +206,22 @@ int embedded_run(run_request request, const run_command_options& options) {
 
 } // namespace
 
+std::optional<std::int64_t> memory_option(const std::string& text) {
+  auto bytes = devices::parse_bytes(text);
+  if (auto* err = std::get_if<std::string>(&bytes)) {
+    std::fprintf(stderr, "cdui: --memory: %s\n", err->c_str());
+    return std::nullopt;
+  }
+  return std::get<std::int64_t>(bytes);
+}
+
 int run_command(const run_command_options& options) {
   std::int64_t memory_bytes = 0;
   if (!options.memory.empty()) {
-    auto bytes = devices::parse_bytes(options.memory);
-    if (auto* err = std::get_if<std::string>(&bytes)) {
-      std::fprintf(stderr, "cdui: --memory: %s\n", err->c_str());
+    auto bytes = memory_option(options.memory);
+    if (!bytes)
       return exit_usage;
-    }
-    memory_bytes = std::get<std::int64_t>(bytes);
+    memory_bytes = *bytes;
     if (static_cast<double>(memory_bytes) > max_memory_gib * bytes_per_gib) {
       std::fprintf(stderr, "cdui: --memory: %s is past the largest budget, 1 PiB\n",
                    options.memory.c_str());

@@ -56,6 +56,10 @@ struct loaded_graph {
 /// (naming the file and each node and param at fault).
 [[nodiscard]] std::optional<loaded_graph> load_graph(const std::filesystem::path& file);
 
+/// A `--memory SIZE` option in bytes; nullopt after printing why it is not a size
+/// ("cdui: --memory: 'lots' is not a size (e.g. 8GiB, 512MiB, 64M)").
+[[nodiscard]] std::optional<std::int64_t> memory_option(const std::string& text);
+
 /// `cdui validate GRAPH.json`.
 [[nodiscard]] int validate_command(const std::filesystem::path& graph_file);
 
