@@ -47,13 +47,14 @@ inline std::vector<transcript_step> console_steps(const std::string& markdown) {
 }
 
 /// `line` with what differs from one run to the next made alike: a word of 8 hex digits (a run
-/// id) becomes "<id>", every number "#", a run of spaces one space (columns sized to their data),
-/// and trailing spaces go.
+/// id) and every number become "#" (one token for both: a drawn seed of 8 digits reads as a
+/// hex word, a run id of digits only as a number), a run of spaces one space (columns sized to
+/// their data), and trailing spaces go.
 inline std::string normalized(const std::string& line) {
   static const std::regex id{R"(\b[0-9a-f]{8}\b)"};
   static const std::regex number{R"(\d+(\.\d+)?(e[-+]?\d+)?)"};
   static const std::regex spaces{" +"};
-  auto out = std::regex_replace(line, id, "<id>");
+  auto out = std::regex_replace(line, id, "#");
   out = std::regex_replace(out, number, "#");
   out = std::regex_replace(out, spaces, " ");
   while (!out.empty() && out.back() == ' ')

@@ -23,6 +23,8 @@ BOOST_AUTO_TEST_CASE(console_blocks_give_commands_and_their_lines_and_other_bloc
 BOOST_AUTO_TEST_CASE(ids_numbers_and_column_widths_may_differ_but_words_may_not) {
   BOOST_TEST(line_matches("run 58904d0d succeeded in 0.1 s", "run 0a1b2c3d succeeded in 12.5 s"));
   BOOST_TEST(line_matches("run 58904d0d succeeded in 0.1 s", "run 12345678 succeeded in 3 s"));
+  // A drawn seed may have 8 digits, which also reads as a run id's 8 hex digits.
+  BOOST_TEST(line_matches("started (seed 1747526095, intra-op threads: 2)", "started (seed 13780200, intra-op threads: 2)"));
   BOOST_TEST(line_matches("NAME   STATUS", "NAME     STATUS"));
   BOOST_TEST(!line_matches("run 58904d0d succeeded in 0.1 s", "run 58904d0d failed in 0.1 s"));
   BOOST_TEST(!line_matches("[loop] epoch 1 train_loss 0.3029", "[loop] epoch 1 val_loss 0.3029"));
