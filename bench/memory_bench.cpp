@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,20 @@ using nlohmann::json;
 using namespace cdui;
 
 namespace {
+
+/// Fashion-MNIST (2048 samples) into `layers` on a sim card, plain SGD, one intra-op thread.
+json graph_of(const json& layers, std::int64_t batch, std::int64_t accumulate, const std::string& precision,
+              std::int64_t max_steps, bool checkpoint = false) {
+  auto g = test::training_graph_json({{"name", "fashion_mnist"}, {"limit", 2048}},
+                                     {{"batch_size", batch}}, layers, {{"name", "sgd"}, {"lr", 0.01}},
+                                     {{"accumulate_steps", accumulate},
+                                      {"precision", precision},
+                                      {"max_steps", max_steps},
+                                      {"num_threads", 1},
+                                      {"device", "sim:0"}});
+  g["nodes"][2]["params"]["checkpoint_activations"] = checkpoint;
+  return g;
+}
 
 /// Fashion-MNIST (2048 samples) into a 784-1024-1024-10 MLP: wide enough that activations show.
 json graph(std::int64_t batch, std::int64_t accumulate, const std::string& precision,
@@ -40,14 +55,7 @@ json graph(std::int64_t batch, std::int64_t accumulate, const std::string& preci
               {{"type", "Linear"}, {"out_features", 1024}},
               {{"type", "ReLU"}},
               {{"type", "Linear"}, {"out_features", 10}}};
-  return test::training_graph_json({{"name", "fashion_mnist"}, {"limit", 2048}},
-                                   {{"batch_size", batch}}, convolutional ? cnn : mlp,
-                                   {{"name", "sgd"}, {"lr", 0.01}},
-                                   {{"accumulate_steps", accumulate},
-                                    {"precision", precision},
-                                    {"max_steps", max_steps},
-                                    {"num_threads", 1},
-                                    {"device", "sim:0"}});
+  return graph_of(convolutional ? cnn : mlp, batch, accumulate, precision, max_steps);
 }
 
 runtime::validated_graph validated(const json& g) {
@@ -56,6 +64,7 @@ runtime::validated_graph validated(const json& g) {
 
 struct measured {
   std::int64_t peak = 0;
+  std::int64_t activations = 0;
   double loop_seconds = 0;
 };
 
@@ -77,7 +86,9 @@ measured run(const json& g) {
     std::fprintf(stderr, "bench run failed: %s\n", outcome.error.c_str());
     std::exit(1);
   }
-  m.peak = json::parse(outcome.final_metrics)["loop"]["peak_memory_bytes"]["sim:0"].get<std::int64_t>();
+  auto loop = json::parse(outcome.final_metrics)["loop"];
+  m.peak = loop["peak_memory_bytes"]["sim:0"].get<std::int64_t>();
+  m.activations = loop["activation_bytes"]["sim:0"].get<std::int64_t>();
   return m;
 }
 
@@ -92,6 +103,53 @@ double slope(const std::vector<runtime::fit_probe>& p) {
     return std::find_if(p.begin(), p.end(), [&](auto& x) { return x.batch_size == b; })->peak_bytes;
   };
   return static_cast<double>(at(256) - at(32)) / (256 - 32);
+}
+
+/// The layers of an example's Model node.
+json example_layers(const std::string& name) {
+  std::ifstream in{std::string{CDUI_SOURCE_DIR} + "/examples/" + name};
+  auto doc = json::parse(in);
+  for (const auto& node : doc["nodes"])
+    if (node["type"] == "Model")
+      return node["params"]["layers"];
+  std::fprintf(stderr, "examples/%s has no Model node\n", name.c_str());
+  std::exit(1);
+}
+
+/// checkpoint_activations against none, side by side: what the forward pass keeps, the peak, and
+/// the TrainingLoop's time over `steps` steps (median of 3, alternating so noise hits both).
+void checkpointing(std::int64_t steps) {
+  // Blocks with something of their own to keep (a norm, GELU's input, a dropout mask), as a deeper
+  // MLP has them: four of Linear 1024, LayerNorm, GELU, Dropout, then Linear 10.
+  json deep = json::array({{{"type", "Flatten"}}});
+  for (int i = 0; i < 4; ++i)
+    for (const auto& l : json::array({{{"type", "Linear"}, {"out_features", 1024}}, {{"type", "LayerNorm"}},
+                                      {{"type", "GELU"}}, {{"type", "Dropout"}, {"p", 0.1}}}))
+      deep.push_back(l);
+  deep.push_back({{"type", "Linear"}, {"out_features", 10}});
+  std::printf("\nActivation checkpointing (batch 64, fp32): kept by the forward pass, the peak, steps/s\n");
+  std::printf("%-28s %12s %12s %6s %12s %12s %6s %9s %9s %6s\n", "model", "kept", "kept ckpt", "ratio", "peak",
+              "peak ckpt", "ratio", "steps/s", "ckpt", "time");
+  for (const auto& [name, layers] : {std::pair{std::string{"fashion_mnist_mlp example"}, example_layers("fashion_mnist_mlp.json")},
+                                     std::pair{std::string{"fashion_mnist_cnn example"}, example_layers("fashion_mnist_cnn.json")},
+                                     std::pair{std::string{"deep MLP (LayerNorm, GELU)"}, deep}}) {
+    auto plain = run(graph_of(layers, 64, 1, "fp32", 4));
+    auto ckpt = run(graph_of(layers, 64, 1, "fp32", 4, true));
+    std::vector<double> rate, rate_ckpt;
+    for (int round = 0; round < 3; ++round) {
+      rate.push_back(static_cast<double>(steps) / run(graph_of(layers, 64, 1, "fp32", steps)).loop_seconds);
+      rate_ckpt.push_back(static_cast<double>(steps) / run(graph_of(layers, 64, 1, "fp32", steps, true)).loop_seconds);
+    }
+    std::sort(rate.begin(), rate.end());
+    std::sort(rate_ckpt.begin(), rate_ckpt.end());
+    std::printf("%-28s %12lld %12lld %6.2f %12lld %12lld %6.2f %9.1f %9.1f %6.2f\n", name.c_str(),
+                static_cast<long long>(plain.activations), static_cast<long long>(ckpt.activations),
+                static_cast<double>(ckpt.activations) / static_cast<double>(plain.activations),
+                static_cast<long long>(plain.peak), static_cast<long long>(ckpt.peak),
+                static_cast<double>(ckpt.peak) / static_cast<double>(plain.peak), rate[1], rate_ckpt[1],
+                rate[1] / rate_ckpt[1]);
+  }
+  std::printf("goals: kept ratio <= 0.5, time (step time with / without) <= 1.4\n");
 }
 
 } // namespace
@@ -143,6 +201,7 @@ int main(int argc, char** argv) {
   std::sort(rate16.begin(), rate16.end());
   std::printf("steps/s at batch 64 (median of 3): fp32 %.1f, bf16 %.1f, ratio bf16/fp32 %.2f\n",
               rate32[1], rate16[1], rate16[1] / rate32[1]);
+  checkpointing(steps);
   std::filesystem::remove_all(std::filesystem::temp_directory_path() / "cdui-bench-memory");
   return 0;
 }

@@ -228,4 +228,42 @@ std::vector<std::string> check_layers(const std::string& node_id, const nlohmann
   return errors;
 }
 
+bool keeps_inner_activations(const nlohmann::json& layers, std::size_t begin, std::size_t end) {
+  auto passes = [&](std::size_t i) {  // keeps nothing and gives its input on (a view, at most)
+    auto type = layers[i].value("type", "");
+    return type == "Flatten" || (type == "Dropout" && layers[i].value("p", 0.5) == 0.0);
+  };
+  auto only_passing = [&](std::size_t from, std::size_t to) {
+    for (auto i = from; i < to; ++i)
+      if (!passes(i))
+        return false;
+    return true;
+  };
+  for (auto i = begin; i < end; ++i) {
+    auto type = layers[i].value("type", "");
+    if (passes(i))
+      continue;
+    if ((type == "Linear" || type == "Conv2d") && only_passing(begin, i))
+      continue;  // it keeps the block's input
+    if ((type == "ReLU" || type == "Tanh") && only_passing(i + 1, end))
+      continue;  // it keeps the block's output
+    return true;
+  }
+  return false;
+}
+
+std::vector<std::size_t> block_starts(const nlohmann::json& layers) {
+  std::vector<std::size_t> starts{0};
+  bool weighted = false;  // has the block that starts at starts.back() a Linear or Conv2d yet
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    auto type = layers[i].value("type", "");
+    if (type != "Linear" && type != "Conv2d")
+      continue;
+    if (weighted)
+      starts.push_back(i);
+    weighted = true;
+  }
+  return starts;
+}
+
 } // namespace cdui::runtime

@@ -62,6 +62,17 @@ plan_layers(const nlohmann::json& layers, const sample_shape& input);
 /// The elements of a sample of this shape (1 for a scalar).
 [[nodiscard]] std::int64_t elements(const sample_shape& sample);
 
+/// Where the Model's blocks begin, as layer indices (the first is 0): a block is a Linear or Conv2d
+/// layer and the layers after it up to the next one; the layers before the first of them join the
+/// first block. `checkpoint_activations` keeps each block's input and recomputes the block.
+[[nodiscard]] std::vector<std::size_t> block_starts(const nlohmann::json& layers);
+
+/// Whether layers [begin, end) keep, for their backward pass, a tensor besides their input and
+/// output: what checkpointing them would save. A Linear or Conv2d keeps its input, ReLU and Tanh
+/// their output, Flatten and Dropout with p 0 nothing; so [Flatten, Linear, ReLU] keeps nothing of
+/// its own, while MaxPool2d (its input and indices), a norm, GELU or Dropout do.
+[[nodiscard]] bool keeps_inner_activations(const nlohmann::json& layers, std::size_t begin, std::size_t end);
+
 /// The field errors of a Model's `layers` param, each a whole sentence naming node and layer.
 [[nodiscard]] std::vector<std::string> check_layers(const std::string& node_id,
                                                     const nlohmann::json& layers);

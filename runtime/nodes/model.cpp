@@ -176,6 +176,15 @@ port_values run_model(node_call& call) {
     model->module->push_back(layer_name(layers[i]["type"].get<std::string>(), i), std::move(built[i]));
   model->module->train();
   model->output_shape = shape;
+  if (call.param("checkpoint_activations").get<bool>()) {
+    model->checkpoint_blocks = block_starts(layers);
+    for (std::size_t k = 0; k < model->checkpoint_blocks.size(); ++k) {
+      auto end = k + 1 < model->checkpoint_blocks.size() ? model->checkpoint_blocks[k + 1] : layers.size();
+      model->checkpoint_saves.push_back(keeps_inner_activations(layers, model->checkpoint_blocks[k], end));
+    }
+  }
+  if (std::any_of(layers.begin(), layers.end(), [](const auto& l) { return l["type"] == "Dropout"; }))
+    model->dropout_rng = call.rng();
   for (const auto& p : model->module->parameters()) {
     model->parameter_count += p.numel();
     model->trainable_count += p.requires_grad() ? p.numel() : 0;
@@ -213,6 +222,9 @@ void register_model_node(node_registry& registry) {
     {"lora", param_kind::object, nlohmann::json::object(), -INFINITY, INFINITY, {},
      "low-rank adapters on Linear layers, whose own weights freeze: {\"rank\": 8, \"alpha\": 8, "
      "\"layers\": [\"Linear1\"]} (layers: every Linear when left out; {}: none)"},
+    {"checkpoint_activations", param_kind::boolean, false, -INFINITY, INFINITY, {},
+     "keep only each block's input (a Linear or Conv2d and the layers up to the next) while "
+     "training, and recompute the block in the backward pass: less memory, a longer step"},
   };
   spec.inputs = {{"dataset", port_type::dataset, false, "gives the input shape"}};
   spec.outputs = {{"model", port_type::model, true, ""}};

@@ -12,6 +12,7 @@
 #include "devices/sim_card_registry.hpp"
 #include "runtime/node_call.hpp"
 #include "runtime/oom.hpp"
+#include "runtime/nodes/activation_checkpoint.hpp"
 #include "runtime/nodes/amp.hpp"
 #include "runtime/nodes/builtin.hpp"
 #include "runtime/nodes/ddp.hpp"
@@ -170,6 +171,8 @@ struct loop_setup {
   c10::Device device{c10::kCPU};
   /// The card's memory scope when the device executes on the host (cpu, sim); else none.
   devices::memory_scope* scope = nullptr;
+  /// With a scope: the most bytes a forward pass (and the loss) kept for the backward pass.
+  std::int64_t activation_bytes = 0;
   std::int64_t epochs = 1;
   std::int64_t max_steps = 0;
   double clip = 0.0;
@@ -466,10 +469,13 @@ bool run_epoch(node_call& call, loop_inputs& in, loop_setup& s, distribution& di
       y = y.clone();
     }
     at::Tensor batch_loss;
+    auto live_before = s.scope != nullptr ? s.scope->stats().live : 0;
     {
       autocast_guard autocast{s.choice.ran, s.device.type()};
-      batch_loss = compute_loss(*in.loss, net->forward(x).to(at::kFloat), y);
+      batch_loss = compute_loss(*in.loss, model_forward(*in.model, x).to(at::kFloat), y);
     }
+    if (s.scope != nullptr)
+      s.activation_bytes = std::max(s.activation_bytes, s.scope->stats().live - live_before);
     // A window never spans an epoch: the epoch's last micro-batches step as a short window.
     bool ends_window = window + 1 == s.accumulate || b + 1 == s.batches_per_epoch;
     // Each micro-batch's loss is divided by N, so the window's gradient is that of one batch
@@ -559,12 +565,15 @@ port_values report(node_call& call, loop_inputs& in, loop_setup& s, distribution
   if (!std::isnan(totals.last_val_accuracy))
     call.final_metrics["final_val_accuracy"] = totals.last_val_accuracy;
   if (s.scope != nullptr) {
-    // Each card's peak, the most its rank used of it.
-    auto peaks = dist.gather(static_cast<double>(s.scope->stats().peak));
+    // Each card's peak, the most its rank used of it, and the most its forward passes kept.
     auto cards = dist.devices();
-    call.final_metrics["peak_memory_bytes"] = nlohmann::json::object();
-    for (std::size_t k = 0; k < peaks.size() && k < cards.size(); ++k)
-      call.final_metrics["peak_memory_bytes"][cards[k]] = static_cast<std::int64_t>(peaks[k]);
+    for (auto [name, bytes] : {std::pair{"peak_memory_bytes", s.scope->stats().peak},
+                               std::pair{"activation_bytes", s.activation_bytes}}) {
+      auto gathered = dist.gather(static_cast<double>(bytes));
+      call.final_metrics[name] = nlohmann::json::object();
+      for (std::size_t k = 0; k < gathered.size() && k < cards.size(); ++k)
+        call.final_metrics[name][cards[k]] = static_cast<std::int64_t>(gathered[k]);
+    }
   }
   auto scaler_state = std::make_shared<grad_scaler_state_value>();
   if (s.scaler) {

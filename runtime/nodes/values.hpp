@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include <ATen/core/Generator.h>
 #include <ATen/core/Tensor.h>
 #include <nlohmann/json.hpp>
 #include <torch/nn/modules/container/sequential.h>
@@ -64,6 +65,14 @@ struct model_value {
   std::int64_t parameter_count = 0;
   /// The parameters that train: neither frozen nor a LoRA layer's own weights.
   std::int64_t trainable_count = 0;
+  /// With `checkpoint_activations`: the layer index each block begins at (layer_shapes.hpp's
+  /// block_starts), and whether checkpointing it saves memory (keeps_inner_activations); empty:
+  /// the layers' own forward pass.
+  std::vector<std::size_t> checkpoint_blocks;
+  std::vector<bool> checkpoint_saves;
+  /// The generator the Dropout layers draw their masks from, when there are any: a recomputed
+  /// block replays its state.
+  at::Generator dropout_rng;
 };
 
 /// {"parameters", "trainable_parameters", "trainable_share"} of a model, for node_config and the

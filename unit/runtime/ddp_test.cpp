@@ -150,6 +150,34 @@ BOOST_AUTO_TEST_CASE(with_accumulate_steps_2_and_shuffle_the_ranks_still_match_o
   check_same_weights_as_one_process(16, 2, true);
 }
 
+BOOST_AUTO_TEST_CASE(checkpointed_activations_train_two_ranks_to_the_same_weights_as_without) {
+  // Blocks with something to drop (GELU's input, a dropout mask): the checkpointed blocks' weight
+  // gradients come out of their reruns and still reach the Reducer's hooks.
+  temp_home home;
+  auto graph = [](bool checkpoint) {
+    auto g = ddp_graph(16, 1, "ddp", true);
+    auto& model = cdui::test::params(g, "model");
+    model["layers"] = json::parse(R"([{"type": "Linear", "out_features": 256}, {"type": "GELU"},
+      {"type": "Dropout", "p": 0.2}, {"type": "Linear", "out_features": 32}, {"type": "Tanh"},
+      {"type": "Linear", "out_features": 2}])");
+    model["checkpoint_activations"] = checkpoint;
+    return g;
+  };
+  auto plain = prepare(home, "plain001", graph(false), {"sim:0", "sim:1"});
+  auto checkpointed = prepare(home, "ckpt0001", graph(true), {"sim:0", "sim:1"});
+  run_ranks(plain, 2);
+  run_ranks(checkpointed, 2);
+  auto plain_end = outcome(plain / "outcome.json");
+  auto checkpointed_end = outcome(checkpointed / "outcome.json");
+  BOOST_TEST_REQUIRE(plain_end["status"] == "succeeded", plain_end.dump());
+  BOOST_TEST_REQUIRE(checkpointed_end["status"] == "succeeded", checkpointed_end.dump());
+  for (const auto* card : {"sim:0", "sim:1"})
+    BOOST_TEST(checkpointed_end["final_metrics"]["loop"]["activation_bytes"][card].get<std::int64_t>()
+               < plain_end["final_metrics"]["loop"]["activation_bytes"][card].get<std::int64_t>());
+  BOOST_TEST(cdui::test::same_weights(cdui::test::load_weights(plain / "checkpoints" / "model.pt"),
+                                      cdui::test::load_weights(checkpointed / "checkpoints" / "model.pt")));
+}
+
 BOOST_AUTO_TEST_CASE(the_sampler_gives_every_sample_once_an_epoch_plus_padding_and_validation_each_once) {
   using cdui::runtime::nodes::ddp_training_part;
   using cdui::runtime::nodes::ddp_validation_part;

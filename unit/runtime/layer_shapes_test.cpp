@@ -91,4 +91,37 @@ BOOST_AUTO_TEST_CASE(layer_fields_are_checked_with_the_node_and_layer) {
   BOOST_TEST(errors[1].find("unknown layer type 'Conv3d'") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(blocks_begin_at_each_linear_or_conv2d_and_what_comes_before_joins_the_first) {
+  using cdui::runtime::block_starts;
+  auto layers = [](std::initializer_list<const char*> types) {
+    auto list = nlohmann::json::array();
+    for (const auto* t : types)
+      list.push_back({{"type", t}});
+    return list;
+  };
+  // The CNN example: two convolution blocks, then Flatten and Dropout join the second block's tail.
+  BOOST_TEST(block_starts(layers({"Conv2d", "BatchNorm2d", "ReLU", "MaxPool2d", "Conv2d", "ReLU", "MaxPool2d",
+                                  "Flatten", "Dropout", "Linear", "ReLU", "Linear"}))
+             == (std::vector<std::size_t>{0, 4, 9, 11}), boost::test_tools::per_element());
+  // Flatten before the first Linear belongs to its block.
+  BOOST_TEST(block_starts(layers({"Flatten", "Linear", "ReLU", "Linear"})) == (std::vector<std::size_t>{0, 3}),
+             boost::test_tools::per_element());
+  // No weight layer: one block.
+  BOOST_TEST(block_starts(layers({"Flatten", "ReLU"})) == (std::vector<std::size_t>{0}), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(a_block_keeps_inner_activations_when_a_layer_keeps_more_than_its_ends) {
+  using cdui::runtime::keeps_inner_activations;
+  auto layers = nlohmann::json::parse(R"([{"type": "Flatten"}, {"type": "Linear"}, {"type": "ReLU"},
+    {"type": "Linear"}, {"type": "ReLU"}, {"type": "Dropout", "p": 0.3}, {"type": "Linear"},
+    {"type": "ReLU"}, {"type": "Dropout", "p": 0}, {"type": "Flatten"}, {"type": "Linear"},
+    {"type": "GELU"}, {"type": "Conv2d"}, {"type": "MaxPool2d"}, {"type": "BatchNorm2d"}, {"type": "Linear"}])");
+  BOOST_TEST(!keeps_inner_activations(layers, 0, 3));  // Flatten, Linear (its input), ReLU (its output)
+  BOOST_TEST(keeps_inner_activations(layers, 3, 6));   // ReLU's output is the dropout's input; the mask
+  BOOST_TEST(!keeps_inner_activations(layers, 6, 10)); // Dropout with p 0 and Flatten pass it on
+  BOOST_TEST(keeps_inner_activations(layers, 10, 12)); // GELU keeps its input, the Linear's output
+  BOOST_TEST(keeps_inner_activations(layers, 12, 14)); // MaxPool2d keeps its input and indices
+  BOOST_TEST(keeps_inner_activations(layers, 14, 16)); // a norm before the Linear: the Linear's input is its own
+}
+
 BOOST_AUTO_TEST_SUITE_END()

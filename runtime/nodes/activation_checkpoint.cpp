@@ -1,0 +1,166 @@
+#include "runtime/nodes/activation_checkpoint.hpp"
+
+#include <ATen/autocast_mode.h>
+#include <ATen/core/ivalue.h>
+#include <c10/core/GradMode.h>
+#include <torch/autograd.h>
+
+namespace cdui::runtime::nodes {
+
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+/// One block of layers as its forward pass ran it: what its backward needs to run it again the
+/// same way.
+struct block_run : torch::CustomClassHolder {
+  block_run(torch::nn::Sequential layers, std::size_t begin, std::size_t end, at::Generator rng)
+      : layers(std::move(layers)), begin(begin), end(end), rng(std::move(rng)) {}
+
+  torch::nn::Sequential layers;
+  std::size_t begin, end;
+  /// The Dropout layers' generator (undefined: none) and its state before the forward pass.
+  at::Generator rng;
+  at::Tensor rng_state;
+  bool cpu_autocast = false, gpu_autocast = false;
+  at::ScalarType cpu_dtype = at::kBFloat16, gpu_dtype = at::kHalf;
+
+  /// Its parameters that train, in the order the autograd function takes them.
+  [[nodiscard]] std::vector<at::Tensor> trainable() {
+    std::vector<at::Tensor> found;
+    for (auto i = begin; i < end; ++i)
+      for (auto& p : (layers->begin() + static_cast<std::ptrdiff_t>(i))->ptr()->parameters())
+        if (p.requires_grad())
+          found.push_back(p);
+    return found;
+  }
+
+  at::Tensor run(at::Tensor x) {
+    for (auto i = begin; i < end; ++i)
+      x = (layers->begin() + static_cast<std::ptrdiff_t>(i))->forward(x);
+    return x;
+  }
+
+  /// Notes the state the forward pass runs in.
+  void record() {
+    if (rng.defined()) {
+      std::lock_guard<std::mutex> lock{rng.mutex()};
+      rng_state = rng.get_state();
+    }
+    cpu_autocast = at::autocast::is_cpu_enabled();
+    cpu_dtype = at::autocast::get_autocast_cpu_dtype();
+    gpu_autocast = at::autocast::is_enabled();
+    gpu_dtype = at::autocast::get_autocast_gpu_dtype();
+  }
+
+  /// The forward pass again, with autograd, in the state record() noted; the generator and
+  /// autocast are left as they were. The layers' buffers (BatchNorm's running statistics) move
+  /// again: the caller puts them back once it has differentiated (BatchNorm's backward reads them).
+  at::Tensor rerun(const at::Tensor& x) {
+    at::Tensor rng_now;
+    if (rng.defined()) {
+      std::lock_guard<std::mutex> lock{rng.mutex()};
+      rng_now = rng.get_state();
+      rng.set_state(rng_state);
+    }
+    auto cpu_was = at::autocast::is_cpu_enabled();
+    auto cpu_dtype_was = at::autocast::get_autocast_cpu_dtype();
+    auto gpu_was = at::autocast::is_enabled();
+    auto gpu_dtype_was = at::autocast::get_autocast_gpu_dtype();
+    at::autocast::set_cpu_enabled(cpu_autocast);
+    at::autocast::set_autocast_cpu_dtype(cpu_dtype);
+    at::autocast::set_enabled(gpu_autocast);
+    at::autocast::set_autocast_gpu_dtype(gpu_dtype);
+    at::Tensor out;
+    {
+      at::AutoGradMode grad{true};
+      out = run(x);
+    }
+    at::autocast::set_cpu_enabled(cpu_was);
+    at::autocast::set_autocast_cpu_dtype(cpu_dtype_was);
+    at::autocast::set_enabled(gpu_was);
+    at::autocast::set_autocast_gpu_dtype(gpu_dtype_was);
+    if (cpu_autocast || gpu_autocast)
+      at::autocast::clear_cache();  // the 16-bit weight copies the rerun made
+    if (rng.defined()) {
+      std::lock_guard<std::mutex> lock{rng.mutex()};
+      rng.set_state(rng_now);
+    }
+    return out;
+  }
+
+  /// The layers' buffers as they are now, to put back after a rerun.
+  [[nodiscard]] std::vector<std::pair<at::Tensor, at::Tensor>> buffers() {
+    std::vector<std::pair<at::Tensor, at::Tensor>> kept;
+    for (auto i = begin; i < end; ++i)
+      for (auto& b : (layers->begin() + static_cast<std::ptrdiff_t>(i))->ptr()->buffers())
+        kept.emplace_back(b, b.clone());
+    return kept;
+  }
+};
+
+/// The block as one autograd function: its forward pass keeps the input alone, its backward
+/// recomputes the block and differentiates it there. Inputs: the block, its input, then its
+/// parameters that train; backward gives a gradient for each (none for the block).
+struct checkpointed_block : torch::autograd::Function<checkpointed_block> {
+  static at::Tensor forward(AutogradContext* ctx, const c10::intrusive_ptr<block_run>& block,
+                            const at::Tensor& input, at::TensorList /*parameters: their gradients*/) {
+    block->record();
+    ctx->saved_data["block"] = c10::IValue::make_capsule(block);
+    ctx->save_for_backward({input});
+    return block->run(input);  // grad mode is off in an autograd function's forward pass
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_output) {
+    auto block = c10::static_intrusive_pointer_cast<block_run>(ctx->saved_data["block"].toCapsule());
+    auto input = ctx->get_saved_variables()[0];
+    auto detached = input.detach().requires_grad_(input.requires_grad());
+    auto buffers = block->buffers();
+    auto out = block->rerun(detached);
+    variable_list wrt;
+    if (detached.requires_grad())
+      wrt.push_back(detached);
+    for (auto& p : block->trainable())
+      wrt.push_back(p);
+    auto grads = torch::autograd::grad({out}, wrt, {grad_output[0]}, /*retain_graph=*/false,
+                                       /*create_graph=*/false, /*allow_unused=*/true);
+    {
+      at::NoGradGuard no_grad;
+      for (auto& [buffer, kept] : buffers)
+        buffer.copy_(kept);
+    }
+    variable_list result{at::Tensor{}};
+    std::size_t next = 0;
+    result.push_back(detached.requires_grad() ? grads[next++] : at::Tensor{});
+    while (next < grads.size())
+      result.push_back(grads[next++]);
+    return result;
+  }
+};
+
+} // namespace
+
+at::Tensor model_forward(model_value& model, const at::Tensor& x) {
+  auto& net = model.module;
+  if (model.checkpoint_blocks.empty() || !net->is_training() || !c10::GradMode::is_enabled())
+    return net->forward(x);
+  auto out = x;
+  const auto& starts = model.checkpoint_blocks;
+  for (std::size_t k = 0; k < starts.size(); ++k) {
+    auto end = k + 1 < starts.size() ? starts[k + 1] : net->size();
+    auto block = c10::make_intrusive<block_run>(net, starts[k], end, model.dropout_rng);
+    auto trainable = block->trainable();
+    // The last block's backward comes right after its forward pass, so it keeps what it keeps
+    // (as checkpoint_sequential runs its last segment); a block that keeps no more than its input
+    // and output would only pay for the recompute; one that needs no gradient keeps nothing.
+    if (k + 1 == starts.size() || !model.checkpoint_saves[k] || (trainable.empty() && !out.requires_grad())) {
+      out = block->run(out);
+      continue;
+    }
+    out = checkpointed_block::apply(block, out, at::TensorList{trainable});
+  }
+  return out;
+}
+
+} // namespace cdui::runtime::nodes
