@@ -1,5 +1,6 @@
 #include "apps/param_overrides.hpp"
 
+#include "actors/policy/sweep_spec.hpp"
 #include "messages/text.hpp"
 
 namespace cdui::apps {
@@ -38,28 +39,9 @@ std::string apply_overrides(nlohmann::json& graph, const std::vector<param_overr
     return "";
   if (!graph.is_object() || !graph.contains("nodes") || !graph["nodes"].is_array())
     return "--set needs a graph with a \"nodes\" list";
-  for (const auto& o : overrides) {
-    nlohmann::json* node = nullptr;
-    std::string ids;
-    for (auto& n : graph["nodes"]) {
-      if (!n.is_object() || !n.contains("id") || !n["id"].is_string())
-        continue;
-      const auto& id = n["id"].get_ref<const std::string&>();
-      ids += (ids.empty() ? "" : ", ") + id;
-      if (id == o.node)
-        node = &n;
-    }
-    if (node == nullptr)
-      return "--set " + text::quoted(o.node + "." + o.param) + ": the graph has no node "
-             + text::quoted(o.node) + " (its nodes: " + ids + ")";
-    auto& params = (*node)["params"];
-    if (params.is_null())
-      params = nlohmann::json::object();
-    if (!params.is_object())
-      return "--set " + text::quoted(o.node + "." + o.param) + ": node " + text::quoted(o.node)
-             + " has \"params\" that are not an object";
-    params[o.param] = o.value;
-  }
+  for (const auto& o : overrides)
+    if (auto why = policy::set_node_param(graph, o.node, o.param, o.value); !why.empty())
+      return "--set " + text::quoted(o.node + "." + o.param) + ": " + why;
   return "";
 }
 
