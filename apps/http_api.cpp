@@ -19,6 +19,7 @@
 #include "actors/server/server.hpp"
 #include "apps/run_json.hpp"
 #include "apps/status_json.hpp"
+#include "apps/sweep_json.hpp"
 #include "devices/device.hpp"
 #include "messages/clock.hpp"
 #include "messages/json_text.hpp"
@@ -67,7 +68,7 @@ bool authorized(const httplib::Request& req, httplib::Response& res, const std::
 /// so that no handler carries such bytes into a message, a log or the store.
 std::string non_utf8_refusal(const httplib::Request& req) {
   static const std::map<std::string_view, const char*> segment_names{
-    {"runs", "run id"}, {"workers", "worker name"}, {"sessions", "session id"}};
+    {"runs", "run id"}, {"workers", "worker name"}, {"sessions", "session id"}, {"sweeps", "sweep id"}};
   if (!text::is_utf8(req.path)) {
     // /api/<collection>/<name>/...: a bad <name> is named, anything else is "the path".
     std::vector<std::string_view> segments;
@@ -179,6 +180,47 @@ void post_run(cdui::server& runtime, const httplib::Request& req, httplib::Respo
          {"queue_position", info ? info->queue_position : 0},
          {"device_requested", device_requested(info ? parse_or_null(info->options) : json(nullptr))},
          {"warnings", warnings}});
+}
+
+/// POST /api/sweeps {graph, name?, spec, objective, options?}: every variant queued, or none.
+void post_sweep(cdui::server& runtime, const httplib::Request& req, httplib::Response& res) {
+  auto body = json::parse(req.body, nullptr, false);
+  if (body.is_discarded()) {
+    refuse(res, 400, "the body is not valid JSON");
+    return;
+  }
+  auto parsed = policy::parse_sweep_body(body);
+  if (auto* err = std::get_if<policy::submission_error>(&parsed)) {
+    refuse(res, err->unprocessable ? 422 : 400, err->message);
+    return;
+  }
+  auto result = runtime.submit_sweep(std::get<policy::sweep_request>(std::move(parsed)));
+  if (!result.ok()) {
+    refuse(res, result.unavailable ? 503 : 400, result.error);
+    return;
+  }
+  auto sweep = runtime.sweep(result.sweep_id);
+  reply(res, 200, {{"sweep_id", result.sweep_id},
+                   {"name", sweep ? sweep->name : ""},
+                   {"runs", result.run_ids.size()},
+                   {"run_ids", result.run_ids},
+                   {"spec", sweep ? json::parse(sweep->spec, nullptr, false) : json(nullptr)}});
+}
+
+/// GET /api/sweeps/{id} and its results.csv; 404 for an unknown id.
+void get_sweep(cdui::server& runtime, const std::string& id, bool csv, httplib::Response& res) {
+  auto sweep = runtime.sweep(id);
+  if (!sweep) {
+    refuse(res, 404, "no sweep has the id '" + id + "'");
+    return;
+  }
+  auto runs = runtime.sweep_runs(id);
+  if (csv) {
+    res.status = 200;
+    res.set_content(sweep_csv(*sweep, runs), "text/csv");
+  } else {
+    reply(res, 200, sweep_json(*sweep, runs));
+  }
 }
 
 /// POST /api/estimate {"parameters": N, ...}: the weights, gradients and optimizer state of a model
@@ -675,6 +717,37 @@ void mount_http_api(httplib::Server& http, cdui::server& runtime, http_api_optio
     if (authorized(req, res, token))
       post_run(rt, req, res);
   });
+  http.Post("/api/sweeps", [&rt, token](const httplib::Request& req, httplib::Response& res) {
+    if (authorized(req, res, token))
+      post_sweep(rt, req, res);
+  });
+  http.Get("/api/sweeps", [&rt](const httplib::Request&, httplib::Response& res) {
+    json all = json::array();
+    for (const auto& sweep : rt.sweeps())
+      all.push_back(sweep_summary_json(sweep, rt.sweep_runs(sweep.id)));
+    reply(res, 200, {{"sweeps", all}});
+  });
+  http.Get(R"(/api/sweeps/([^/]+))", [&rt](const httplib::Request& req, httplib::Response& res) {
+    get_sweep(rt, req.matches[1], false, res);
+  });
+  http.Get(R"(/api/sweeps/([^/]+)/results\.csv)", [&rt](const httplib::Request& req, httplib::Response& res) {
+    get_sweep(rt, req.matches[1], true, res);
+  });
+  http.Post(R"(/api/sweeps/([^/]+)/cancel)",
+            [&rt, token](const httplib::Request& req, httplib::Response& res) {
+              if (!authorized(req, res, token))
+                return;
+              std::string id = req.matches[1];
+              auto cancelled = rt.cancel_sweep(id);
+              if (!cancelled) {
+                refuse(res, 404, "no sweep has the id '" + id + "'");
+                return;
+              }
+              auto sweep = rt.sweep(id);
+              reply(res, 200, {{"sweep_id", id},
+                               {"cancelled", *cancelled},
+                               {"state", sweep_json(*sweep, rt.sweep_runs(id))["state"]}});
+            });
   http.Post("/api/estimate", [token](const httplib::Request& req, httplib::Response& res) {
     if (authorized(req, res, token))
       post_estimate(req, res);

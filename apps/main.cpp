@@ -22,6 +22,7 @@
 #include "apps/http_settings.hpp"
 #include "apps/run_command.hpp"
 #include "apps/server_command.hpp"
+#include "apps/sweep_command.hpp"
 #include "apps/sim_hold_command.hpp"
 #include "messages/run_request.hpp"
 
@@ -314,6 +315,16 @@ int run_cli(int argc, char** argv) {
                      "the runs: each by its id, a unique prefix of its id, or its name")
     ->required();
 
+  sweep_command_options sweep_opts;
+  auto* sweep = app.add_subcommand("sweep", "run a grid or random sweep of a graph's params on the server, "
+                                            "ranked by an objective");
+  sweep->add_option("graph", sweep_opts.graph_file, "the graph JSON file")->required();
+  sweep->add_option("spec", sweep_opts.spec_file,
+                    "the sweep JSON file: {spec, objective, options?, name?} (docs/http-api.md)")
+    ->required();
+  sweep->add_option("--name", sweep_opts.name, "the sweep's name (default: the graph file's name)");
+  sweep->add_flag("--detach", sweep_opts.detach, "submit and return; the sweep goes on");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -356,6 +367,8 @@ int run_cli(int argc, char** argv) {
     return runs_command(runs_opts);
   if (*cancel)
     return cancel_command(cancel_words);
+  if (*sweep)
+    return sweep_command(sweep_opts);
   if (*show)
     return show_command(run_word, show_json);
   if (*logs)

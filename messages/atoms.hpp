@@ -41,6 +41,8 @@ using remove = caf::atom_constant<caf::atom("cd_remove")>;
 using worker_gone = caf::atom_constant<caf::atom("cd_wgone")>;
 using outputs = caf::atom_constant<caf::atom("cd_outputs")>;
 using deadline = caf::atom_constant<caf::atom("cd_dline")>;
+/// A sweep submitted to the run queue (all its runs or none).
+using sweep = caf::atom_constant<caf::atom("cd_sweep")>;
 /// The worker registry and its worker actors (actors/server/worker_proxy.hpp):
 /// registry -> worker (join, identity, hello, enrolled, draining): an accepted hello;
 /// worker -> registry (worker_lost, name, identity): its heartbeats stopped, the connection is gone;

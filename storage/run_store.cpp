@@ -67,6 +67,26 @@ CREATE TABLE IF NOT EXISTS measured_peaks (
   measured_ms INTEGER NOT NULL,
   PRIMARY KEY (memory_key, cards)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS sweeps (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  id TEXT NOT NULL UNIQUE,
+  name TEXT NOT NULL,
+  graph TEXT NOT NULL,
+  spec TEXT NOT NULL,
+  objective TEXT NOT NULL,
+  options TEXT NOT NULL,
+  state TEXT NOT NULL,
+  cancel_asked INTEGER NOT NULL,
+  created_ms INTEGER NOT NULL,
+  finished_ms INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sweep_runs (
+  sweep_id TEXT NOT NULL,
+  idx INTEGER NOT NULL,
+  run_id TEXT NOT NULL,
+  params TEXT NOT NULL,
+  PRIMARY KEY (sweep_id, idx)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS shared_cards (
   offerer TEXT NOT NULL,
   device TEXT NOT NULL,
@@ -164,6 +184,9 @@ constexpr const char* required_columns[] = {
   "SELECT name, credential_hash, enrolled_ms, rekeyed_ms FROM workers LIMIT 0",
   "SELECT offerer, device, shared_ms FROM shared_cards LIMIT 0",
   "SELECT memory_key, cards, bytes, run_id, measured_ms FROM measured_peaks LIMIT 0",
+  ("SELECT seq, id, name, graph, spec, objective, options, state, cancel_asked, created_ms, "
+   "finished_ms FROM sweeps LIMIT 0"),
+  "SELECT sweep_id, idx, run_id, params FROM sweep_runs LIMIT 0",
 };
 
 /// SQLite's codes for a file that is not a database in working order.
@@ -199,6 +222,41 @@ void make_store_private(const std::filesystem::path& file) {
 constexpr const char* run_columns =
   "id, name, status, queue_key, error, created_ms, started_ms, finished_ms, final_metrics, "
   "options, graph";
+
+constexpr const char* prefixed_run_columns =
+  "r.id, r.name, r.status, r.queue_key, r.error, r.created_ms, r.started_ms, r.finished_ms, "
+  "r.final_metrics, r.options, r.graph";
+
+constexpr const char* insert_run_sql =
+  "INSERT INTO runs (id, name, graph, options, status, error, queue_key, created_ms, started_ms, "
+  "finished_ms, final_metrics) VALUES (?,?,?,?,?,?,?,?,?,?,?)";
+
+/// Binds a run to insert_run_sql and steps it.
+void insert_run(statement& s, const stored_run& run) {
+  const auto& i = run.info;
+  s.bind(1, i.id).bind(2, i.name).bind(3, run.graph_json).bind(4, i.options);
+  s.bind(5, std::string{to_string(i.status)}).bind(6, i.error).bind(7, i.queue_key);
+  s.bind(8, i.created_ms).bind(9, i.started_ms).bind(10, i.finished_ms).bind(11, i.final_metrics);
+  s.step();
+}
+
+constexpr const char* sweep_columns =
+  "id, name, graph, spec, objective, options, state, cancel_asked, created_ms, finished_ms";
+
+sweep_record read_sweep(const statement& s) {
+  sweep_record w;
+  w.id = s.text(0);
+  w.name = s.text(1);
+  w.graph_json = s.text(2);
+  w.spec = s.text(3);
+  w.objective = s.text(4);
+  w.options = s.text(5);
+  w.state = s.text(6);
+  w.cancel_asked = s.integer(7) != 0;
+  w.created_ms = s.integer(8);
+  w.finished_ms = s.integer(9);
+  return w;
+}
 
 stored_run read_run(const statement& s) {
   stored_run r;
@@ -257,13 +315,77 @@ run_store::~run_store() {
 
 void run_store::insert(const stored_run& run) {
   std::lock_guard lock{mutex_};
-  const auto& i = run.info;
-  statement s{db_, "INSERT INTO runs (id, name, graph, options, status, error, queue_key, created_ms, "
-                   "started_ms, finished_ms, final_metrics) VALUES (?,?,?,?,?,?,?,?,?,?,?)"};
-  s.bind(1, i.id).bind(2, i.name).bind(3, run.graph_json).bind(4, i.options);
-  s.bind(5, std::string{to_string(i.status)}).bind(6, i.error).bind(7, i.queue_key);
-  s.bind(8, i.created_ms).bind(9, i.started_ms).bind(10, i.finished_ms).bind(11, i.final_metrics);
+  statement s{db_, insert_run_sql};
+  insert_run(s, run);
+}
+
+void run_store::insert_sweep(const sweep_record& sweep, const std::vector<stored_run>& runs,
+                             const std::vector<std::string>& params) {
+  std::lock_guard lock{mutex_};
+  transaction tx{db_};
+  statement w{db_, "INSERT INTO sweeps (id, name, graph, spec, objective, options, state, cancel_asked, "
+                   "created_ms, finished_ms) VALUES (?,?,?,?,?,?,?,?,?,?)"};
+  w.bind(1, sweep.id).bind(2, sweep.name).bind(3, sweep.graph_json).bind(4, sweep.spec);
+  w.bind(5, sweep.objective).bind(6, sweep.options).bind(7, sweep.state);
+  w.bind(8, std::int64_t{sweep.cancel_asked}).bind(9, sweep.created_ms).bind(10, sweep.finished_ms);
+  w.step();
+  statement r{db_, insert_run_sql};
+  statement link{db_, "INSERT INTO sweep_runs (sweep_id, idx, run_id, params) VALUES (?,?,?,?)"};
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    r.reset();
+    insert_run(r, runs[i]);
+    link.reset();
+    link.bind(1, sweep.id).bind(2, static_cast<std::int64_t>(i)).bind(3, runs[i].info.id);
+    link.bind(4, i < params.size() ? params[i] : std::string{"{}"});
+    link.step();
+  }
+  tx.commit();
+}
+
+void run_store::update_sweep(const sweep_record& sweep) {
+  std::lock_guard lock{mutex_};
+  statement s{db_, "UPDATE sweeps SET state=?, cancel_asked=?, finished_ms=? WHERE id=?"};
+  s.bind(1, sweep.state).bind(2, std::int64_t{sweep.cancel_asked}).bind(3, sweep.finished_ms);
+  s.bind(4, sweep.id);
   s.step();
+}
+
+std::optional<sweep_record> run_store::find_sweep(const std::string& id) const {
+  std::lock_guard lock{mutex_};
+  statement s{db_, (std::string{"SELECT "} + sweep_columns + " FROM sweeps WHERE id=?").c_str()};
+  s.bind(1, id);
+  if (!s.step())
+    return std::nullopt;
+  return read_sweep(s);
+}
+
+std::vector<sweep_record> run_store::sweeps(bool active_only) const {
+  std::lock_guard lock{mutex_};
+  statement s{db_, (std::string{"SELECT "} + sweep_columns + " FROM sweeps"
+                    + (active_only ? " WHERE state='active' ORDER BY seq" : " ORDER BY seq DESC"))
+                     .c_str()};
+  std::vector<sweep_record> out;
+  while (s.step())
+    out.push_back(read_sweep(s));
+  return out;
+}
+
+std::vector<sweep_child> run_store::sweep_children(const std::string& sweep_id) const {
+  std::lock_guard lock{mutex_};
+  statement s{db_, (std::string{"SELECT "} + prefixed_run_columns
+                    + ", l.idx, l.params FROM sweep_runs l JOIN runs r ON r.id = l.run_id "
+                      "WHERE l.sweep_id=? ORDER BY l.idx")
+                     .c_str()};
+  s.bind(1, sweep_id);
+  std::vector<sweep_child> out;
+  while (s.step()) {
+    sweep_child c;
+    c.run = read_run(s).info;
+    c.index = static_cast<std::size_t>(s.integer(11));
+    c.params = s.text(12);
+    out.push_back(std::move(c));
+  }
+  return out;
 }
 
 void run_store::update(const run_info& i) {

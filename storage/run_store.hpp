@@ -12,6 +12,7 @@
 
 #include "messages/run_event.hpp"
 #include "messages/run_request.hpp"
+#include "messages/sweep.hpp"
 
 struct sqlite3;
 
@@ -104,6 +105,18 @@ public:
 
   /// Records a new run; its submit order is the order of these calls.
   void insert(const stored_run& run);
+
+  /// Records a sweep with all its runs (in their order) and each one's params, in one transaction:
+  /// all of them or, on an error, none.
+  void insert_sweep(const sweep_record& sweep, const std::vector<stored_run>& runs,
+                    const std::vector<std::string>& params);
+  /// Writes a sweep's state, cancel_asked and finished_ms.
+  void update_sweep(const sweep_record& sweep);
+  [[nodiscard]] std::optional<sweep_record> find_sweep(const std::string& id) const;
+  /// Sweeps newest first; `active_only`: those still active, oldest first (what a restart picks up).
+  [[nodiscard]] std::vector<sweep_record> sweeps(bool active_only = false) const;
+  /// A sweep's variants in order, each with its run as stored now (an erased run is left out).
+  [[nodiscard]] std::vector<sweep_child> sweep_children(const std::string& sweep_id) const;
 
   /// Writes the run's status, error, times, queue key, final metrics and options (a budget given or
   /// raised while it waited).

@@ -19,6 +19,7 @@
 #include "messages/run_event.hpp"
 #include "messages/run_outcome.hpp"
 #include "messages/run_request.hpp"
+#include "messages/sweep.hpp"
 #include "messages/worker.hpp"
 #include "storage/run_store.hpp"
 
@@ -35,6 +36,7 @@ using cache_store_actor = caf::typed_actor<
 /// The supervisor of runs (run_queue.hpp).
 using run_queue_actor = caf::typed_actor<
   caf::replies_to<atoms::submit, run_request>::with<submit_result>,
+  caf::replies_to<atoms::sweep, sweep_submission>::with<sweep_submit_result>,
   caf::replies_to<atoms::info, std::string>::with<run_info>,
   caf::replies_to<atoms::list, std::string, std::uint64_t, std::uint64_t>::with<storage::run_page>,
   caf::replies_to<atoms::cancel, std::string>::with<bool>,
@@ -50,6 +52,10 @@ using run_queue_actor = caf::typed_actor<
   caf::replies_to<atoms::drop, std::string>::with<bool>,
   caf::replies_to<atoms::shutdown>::with<bool>,
   caf::replies_to<atoms::status>::with<run_queue_status>>;
+
+/// A sweep (sweep_actor.hpp): the supervisor of its runs through the run queue; (cancel) -> false
+/// when it has ended already.
+using sweep_actor = caf::typed_actor<caf::replies_to<atoms::cancel>::with<bool>>;
 
 /// One card shared by memory (device_slot.hpp): a thin shell over policy::card_ledger.
 using device_slot_actor = caf::typed_actor<

@@ -1,5 +1,6 @@
 #include "actors/server/run_preparation.hpp"
 
+#include <mutex>
 #include <random>
 
 #include "actors/policy/placement.hpp"
@@ -36,17 +37,22 @@ std::optional<submit_result> lane_refusal(const run_queue_state& st, const run_r
 
 } // namespace
 
-std::string new_run_id(const run_queue_state& st) {
+std::string random_id() {
   static std::mt19937_64 gen{std::random_device{}()};
+  static std::mutex mutex;
   static const char* hex = "0123456789abcdef";
-  for (;;) {
-    std::string id;
-    auto bits = gen();
-    for (int i = 0; i < 8; ++i, bits >>= 4)
-      id += hex[bits & 0xf];
-    if (!std::filesystem::exists(st.cfg.home / "runs" / id) && !st.cfg.store->find(id))
+  std::lock_guard lock{mutex};
+  std::string id;
+  auto bits = gen();
+  for (int i = 0; i < 8; ++i, bits >>= 4)
+    id += hex[bits & 0xf];
+  return id;
+}
+
+std::string new_run_id(const run_queue_state& st) {
+  for (;;)
+    if (auto id = random_id(); !std::filesystem::exists(st.cfg.home / "runs" / id) && !st.cfg.store->find(id))
       return id;
-  }
 }
 
 std::variant<prepared_run, submit_result> prepare_run(run_queue_state& st, const run_request& req,

@@ -48,6 +48,9 @@ struct prepared_run {
                                                                     const run_request& req,
                                                                     bool resuming = false);
 
+/// 8 random hex digits (run and sweep ids). Thread-safe.
+[[nodiscard]] std::string random_id();
+
 /// A fresh run id: 8 hex digits that name no run folder and no stored run.
 [[nodiscard]] std::string new_run_id(const run_queue_state& st);
 

@@ -123,20 +123,13 @@ submit_result submit(self_ptr self, run_request& req) {
   auto& st = self->state;
   if (st.shutting_down)
     return refusal("the server is shutting down; submit the run again once it has restarted", true);
-  auto prepared = prepare_run(st, req);
+  auto prepared = prepare_submit(st, req);
   if (auto* refused = std::get_if<submit_result>(&prepared))
     return *refused;
   auto& p = std::get<prepared_run>(prepared);
-  if (auto why = settle_budget(st, req, p); !why.empty())
-    return refusal(why);
   auto& info = p.setup.info;
-  info.id = new_run_id(st);
-  info.name = req.name;
-  info.queue_key = p.queue_key;
-  info.created_ms = now_ms();
-  info.options = json_text(policy::options_json(req));
   try {
-    p.setup.dir = std::make_shared<storage::run_directory>(st.cfg.home, info.id, req.graph_json);
+    give_identity(st, p, req, new_run_id(st));
     // Recorded before it is acknowledged: a crash after this line loses nothing.
     st.cfg.store->insert({info, req.graph_json});
   } catch (const std::exception& e) {
@@ -151,6 +144,28 @@ submit_result submit(self_ptr self, run_request& req) {
   pump(self);
   return {id, "", false, std::move(warnings)};
 }
+
+} // namespace
+
+std::variant<prepared_run, submit_result> queue_parts::prepare_submit(run_queue_state& st, run_request& req) {
+  auto prepared = prepare_run(st, req);
+  if (auto* p = std::get_if<prepared_run>(&prepared))
+    if (auto why = settle_budget(st, req, *p); !why.empty())
+      return refusal(why);
+  return prepared;
+}
+
+void queue_parts::give_identity(run_queue_state& st, prepared_run& p, const run_request& req, std::string id) {
+  auto& info = p.setup.info;
+  info.id = std::move(id);
+  info.name = req.name;
+  info.queue_key = p.queue_key;
+  info.created_ms = now_ms();
+  info.options = json_text(policy::options_json(req));
+  p.setup.dir = std::make_shared<storage::run_directory>(st.cfg.home, info.id, req.graph_json);
+}
+
+namespace {
 
 /// A shutdown waits for the runs this process executes; a worker's runs go on there, and the next
 /// server adopts them.
@@ -283,6 +298,7 @@ run_queue_actor::behavior_type run_queue(self_ptr self, run_queue_config cfg) {
   return guarded_typed_behavior<run_queue_actor>(
     "run queue",
     [=](atoms::submit, run_request& req) { return submit(self, req); },
+    [=](atoms::sweep, sweep_submission& s) { return submit_sweep(self, s); },
     [=](atoms::info, const std::string& id) -> caf::result<run_info> {
       if (auto run = active(id)) {
         auto rp = self->make_response_promise<run_info>();

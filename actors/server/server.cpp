@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <mutex>
+#include <random>
 #include <thread>
 
 #include <caf/all.hpp>
@@ -13,7 +14,9 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/server/cache_store.hpp"
+#include "actors/server/run_preparation.hpp"
 #include "actors/server/run_queue.hpp"
+#include "actors/server/sweep_actor.hpp"
 #include "actors/policy/slot_limits.hpp"
 #include "actors/server/watchdog.hpp"
 #include "actors/server/worker_registry.hpp"
@@ -201,6 +204,25 @@ struct server::impl {
     if (registry)
       watched.push_back({"worker registry", caf::actor_cast<caf::strong_actor_ptr>(registry)});
     watchdog = actors::spawn_watchdog(system, std::move(watched), c.on_failure);
+    max_sweep_runs = c.max_sweep_runs > 0
+                       ? c.max_sweep_runs
+                       : static_cast<std::uint64_t>(number_setting(
+                           policy::max_sweep_runs_env, static_cast<double>(policy::default_max_sweep_runs),
+                           1, 1e9, "variants", true));
+    if (c.resume)
+      for (const auto& sweep : store->sweeps(true)) {
+        std::vector<std::string> runs;
+        for (const auto& child : store->sweep_children(sweep.id))
+          runs.push_back(child.run.id);
+        follow_sweep(sweep, std::move(runs));
+      }
+  }
+
+  /// Spawns the actor of a sweep that has not ended, which follows its runs to their end.
+  void follow_sweep(const sweep_record& sweep, std::vector<std::string> runs) {
+    auto actor = system.spawn(actors::sweep_supervisor, sweep, std::move(runs), queue, store);
+    std::lock_guard lock{sweeps_mutex};
+    sweeps[sweep.id] = actor;
   }
 
   /// Sends a request to the run queue and waits for its answer; an error answer throws
@@ -264,6 +286,9 @@ struct server::impl {
   actors::worker_registry_actor registry;
   caf::actor watchdog;  // reports the death of any actor above
   std::chrono::milliseconds stop_deadline{actors::default_stop_deadline_ms};
+  std::uint64_t max_sweep_runs = policy::default_max_sweep_runs;
+  std::mutex sweeps_mutex;
+  std::map<std::string, actors::sweep_actor> sweeps;  // by id; an ended one's handle stays
   std::once_flag stopped;
 };
 
@@ -278,6 +303,11 @@ server::~server() {
       caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
   };
   quit(impl_->watchdog);
+  {
+    std::lock_guard lock{impl_->sweeps_mutex};
+    for (const auto& [id, sweep] : impl_->sweeps)
+      quit(sweep);
+  }
   quit(impl_->queue);
   quit(impl_->stores.execution_cache);
   quit(impl_->stores.run_outputs);
@@ -290,6 +320,72 @@ server::~server() {
 submit_result server::submit(run_request request) {
   auto answer = impl_->ask<submit_result>(false, atoms::submit::value, std::move(request));
   return answer ? *answer : submit_result{"", "the run queue did not answer", true, {}};
+}
+
+sweep_submit_result server::submit_sweep(policy::sweep_request request) {
+  auto refused = [](std::string why) {
+    sweep_submit_result r;
+    r.error = std::move(why);
+    return r;
+  };
+  if (auto why = policy::limit_refusal(policy::variant_count(request.spec), impl_->max_sweep_runs); !why.empty())
+    return refused(why);
+  if (!request.spec.has_seed) {
+    request.spec.has_seed = true;
+    request.spec.seed = std::random_device{}();
+  }
+  sweep_record sweep;
+  for (sweep.id = actors::random_id(); impl_->store->find_sweep(sweep.id); sweep.id = actors::random_id()) {
+  }
+  sweep.name = request.base.name.empty() ? "sweep " + sweep.id : request.base.name;
+  sweep.graph_json = request.base.graph_json;
+  sweep.spec = json_text(policy::spec_json(request.spec));
+  sweep.objective = json_text(policy::objective_json(request.objective));
+  sweep.options = json_text(policy::options_json(request.base));
+  sweep.created_ms = now_ms();
+  auto variants = policy::expand(request.spec);
+  auto runs = policy::variant_runs(request.base, variants, sweep.name);
+  if (auto* why = std::get_if<std::string>(&runs))
+    return refused(*why);
+  sweep_submission submission{sweep, std::get<std::vector<run_request>>(std::move(runs)), {}};
+  submission.params.reserve(variants.size());
+  for (const auto& v : variants)
+    submission.params.push_back(json_text(policy::params_json(v)));
+  auto answer = impl_->ask<sweep_submit_result>(false, atoms::sweep::value, std::move(submission));
+  if (!answer) {
+    sweep_submit_result r{"", {}, "the run queue did not answer", true};
+    return r;
+  }
+  if (answer->ok())
+    impl_->follow_sweep(sweep, answer->run_ids);
+  return *answer;
+}
+
+std::optional<sweep_record> server::sweep(const std::string& sweep_id) {
+  return impl_->store->find_sweep(sweep_id);
+}
+
+std::vector<sweep_child> server::sweep_runs(const std::string& sweep_id) {
+  return impl_->store->sweep_children(sweep_id);
+}
+
+std::vector<sweep_record> server::sweeps() {
+  return impl_->store->sweeps();
+}
+
+std::optional<bool> server::cancel_sweep(const std::string& sweep_id) {
+  if (!impl_->store->find_sweep(sweep_id))
+    return std::nullopt;
+  actors::sweep_actor actor;
+  {
+    std::lock_guard lock{impl_->sweeps_mutex};
+    if (auto i = impl_->sweeps.find(sweep_id); i != impl_->sweeps.end())
+      actor = i->second;
+  }
+  if (!actor)
+    return false;
+  // An actor that has quit (its sweep ended) answers with an error: nothing to cancel.
+  return impl_->ask_actor<bool>(actor, false, atoms::cancel::value).value_or(false);
 }
 
 std::optional<run_info> server::info(const std::string& run_id) {

@@ -13,7 +13,9 @@
 #include "messages/memory_ledger.hpp"
 #include "messages/run_event.hpp"
 #include "messages/run_outcome.hpp"
+#include "actors/policy/sweep_request.hpp"
 #include "messages/run_request.hpp"
+#include "messages/sweep.hpp"
 #include "messages/worker.hpp"
 #include "storage/run_store.hpp"
 
@@ -71,6 +73,8 @@ public:
     /// the embedded runtime: its run sends an event per batch, and the polling between them took
     /// ~0.7 s of CPU from a 3.2 s one-epoch MLP run on 2 cores (docs/benchmarks.md).
     bool idle_workers_wait = false;
+    /// The most variants a sweep may have; 0: CODEFYUI_MAX_SWEEP_RUNS, else 1,000.
+    std::uint64_t max_sweep_runs = 0;
   };
 
   server();
@@ -83,6 +87,20 @@ public:
 
   /// Validates and queues a run; the result holds its id or why it was refused.
   [[nodiscard]] submit_result submit(run_request request);
+
+  /// A sweep (POST /api/sweeps): its variants (policy::expand, with a seed drawn and kept when
+  /// the spec has none; more than the limit is refused), each checked as a submit is; all queued
+  /// in one transaction, or none with the first refusal; then its actor follows them.
+  [[nodiscard]] sweep_submit_result submit_sweep(policy::sweep_request request);
+  /// A sweep as cdui.db has it; nullopt for an unknown id.
+  [[nodiscard]] std::optional<sweep_record> sweep(const std::string& sweep_id);
+  /// A sweep's variants with their runs as stored now, in variant order.
+  [[nodiscard]] std::vector<sweep_child> sweep_runs(const std::string& sweep_id);
+  /// Every sweep, newest first.
+  [[nodiscard]] std::vector<sweep_record> sweeps();
+  /// Stops a sweep: its queued runs are cancelled, its running ones stopped. nullopt for an
+  /// unknown id; false when it had ended.
+  std::optional<bool> cancel_sweep(const std::string& sweep_id);
 
   /// The run's current state; nullopt for an unknown id.
   [[nodiscard]] std::optional<run_info> info(const std::string& run_id);

@@ -297,4 +297,41 @@ BOOST_AUTO_TEST_CASE(a_graphs_last_measured_peak_is_kept_per_number_of_cards) {
   BOOST_TEST(!store.peak("key-b", 1).has_value());
 }
 
+BOOST_AUTO_TEST_CASE(a_sweep_and_its_runs_are_written_together_and_read_back_in_order) {
+  cdui::test::temp_home home;
+  run_store store{home.path() / "cdui.db"};
+  cdui::sweep_record sweep;
+  sweep.id = "w1";
+  sweep.name = "lr sweep";
+  sweep.graph_json = R"({"nodes":[]})";
+  sweep.spec = R"({"method":"grid"})";
+  sweep.created_ms = 5;
+  store.insert_sweep(sweep, {make_run("c"), make_run("a"), make_run("b")},
+                     {R"({"opt.lr":0.1})", R"({"opt.lr":0.2})", R"({"opt.lr":0.3})"});
+  auto children = store.sweep_children("w1");
+  BOOST_REQUIRE_EQUAL(children.size(), 3u);
+  BOOST_TEST(children[0].run.id == "c");
+  BOOST_TEST(children[1].index == 1u);
+  BOOST_TEST(children[2].params == R"({"opt.lr":0.3})");
+  BOOST_TEST(store.find("a").has_value());
+  BOOST_TEST(store.find_sweep("w1")->name == "lr sweep");
+  BOOST_TEST(store.sweeps(true).size() == 1u);
+  sweep.state = "finished";
+  sweep.cancel_asked = true;
+  sweep.finished_ms = 9;
+  store.update_sweep(sweep);
+  auto again = store.find_sweep("w1");
+  BOOST_TEST(again->state == "finished");
+  BOOST_TEST(again->cancel_asked);
+  BOOST_TEST(again->finished_ms == 9);
+  BOOST_TEST(store.sweeps(true).empty());
+  BOOST_TEST(store.sweeps().size() == 1u);
+  // A run id taken already: nothing of the second sweep is written.
+  sweep.id = "w2";
+  BOOST_CHECK_THROW(store.insert_sweep(sweep, {make_run("d"), make_run("a")}, {"{}", "{}"}), std::exception);
+  BOOST_TEST(!store.find_sweep("w2"));
+  BOOST_TEST(!store.find("d"));
+  BOOST_TEST(store.sweep_children("w2").empty());
+}
+
 BOOST_AUTO_TEST_SUITE_END()
