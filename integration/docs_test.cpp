@@ -117,6 +117,12 @@ BOOST_AUTO_TEST_CASE(the_refusals_http_api_md_quotes_are_the_servers) {
     std::string method, path, body;
     bool token = true;
   };
+  // A sweep of `graph` with this spec, ranked by the training loss.
+  auto sweep_with = [&](const char* spec) {
+    return json{{"graph", graph}, {"spec", json::parse(spec)},
+                {"objective", json::parse(R"({"metric": "final_train_loss", "direction": "min"})")}}
+      .dump();
+  };
   const std::vector<ask> asks{
     {"GET", "/api/runs?status=done", ""},
     {"GET", "/api/runs?limit=x", ""},
@@ -140,6 +146,12 @@ BOOST_AUTO_TEST_CASE(the_refusals_http_api_md_quotes_are_the_servers) {
     {"POST", "/api/workers/nobody/drain", ""},
     {"POST", "/api/workers/enroll", R"({"name": "../escape"})"},
     {"POST", "/api/workers/enroll", R"({"host": "x"})"},
+    {"GET", "/api/sweeps/nope", ""},
+    {"POST", "/api/sweeps/nope/cancel", ""},
+    {"POST", "/api/sweeps", json{{"graph", graph}}.dump()},
+    {"POST", "/api/sweeps", sweep_with(R"({"method": "grid", "params": [{"node": "opt", "param": "lr", "min": 0.1, "max": 1, "scale": "cubic"}]})")},
+    {"POST", "/api/sweeps", sweep_with(R"({"method": "grid", "params": [{"node": "optimizer", "param": "lr", "values": [1]}]})")},
+    {"POST", "/api/sweeps", sweep_with(R"({"method": "grid", "params": [{"node": "opt", "param": "lr", "min": 0.1, "max": 1, "count": 1001}]})")},
   };
   for (const auto& a : asks) {
     httplib::Headers headers;
