@@ -37,6 +37,9 @@ install(TARGETS ${cdui_exported_targets} EXPORT cduiTargets
 # includes a header of torch, CAF, cereal or httplib (http_api.hpp declares httplib::Server only);
 # integration/embed_test builds examples/embed against the installed set alone.
 set(cdui_public_headers
+  actors/policy/run_options.hpp
+  actors/policy/sweep_request.hpp
+  actors/policy/sweep_spec.hpp
   actors/server/server.hpp
   apps/http_api.hpp
   messages/actor_status.hpp
@@ -46,6 +49,7 @@ set(cdui_public_headers
   messages/run_outcome.hpp
   messages/run_request.hpp
   messages/run_status.hpp
+  messages/sweep.hpp
   messages/version.hpp
   messages/worker.hpp
   storage/run_store.hpp)
