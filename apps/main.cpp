@@ -21,10 +21,12 @@
 #include "apps/process_exit.hpp"
 #include "apps/http_settings.hpp"
 #include "apps/run_command.hpp"
+#include "apps/runtime_exec.hpp"
 #include "apps/server_command.hpp"
 #include "apps/sweep_command.hpp"
 #include "apps/sim_hold_command.hpp"
 #include "messages/run_request.hpp"
+#include "messages/version.hpp"
 
 namespace {
 
@@ -77,7 +79,7 @@ int run_cli(int argc, char** argv) {
   using namespace cdui::apps;
   CLI::App app{"cdui: queue, admit and train deep-learning runs on per-device slots"};
   app.require_subcommand(0, 1);
-  app.set_version_flag("--version", std::string{"cdui "} + CDUI_VERSION);
+  app.set_version_flag("--version", std::string{"cdui "} + cdui::version());
 
   run_command_options run_opts;
   std::uint64_t seed = 0;
@@ -398,5 +400,6 @@ int run_cli(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   set_malloc_thresholds();
+  cdui::apps::remember_command_line(argc, argv);
   cdui::apps::exit_after_command(run_cli(argc, argv));
 }

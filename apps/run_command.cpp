@@ -17,6 +17,7 @@
 #include "actors/server/server.hpp"
 #include "apps/client_commands.hpp"
 #include "apps/devices_table.hpp"
+#include "apps/abandoned_runs.hpp"
 #include "apps/interrupt.hpp"
 #include "apps/param_overrides.hpp"
 #include "apps/progress_printer.hpp"
@@ -36,56 +37,7 @@ namespace {
 /// How often the event loop wakes up to look at Ctrl+C when no event arrives.
 constexpr std::chrono::milliseconds poll_interval{200};
 
-/// Validates a graph's text; prints why it is not valid (naming the file) and returns nullopt.
-std::optional<loaded_graph> check_graph(const std::filesystem::path& file, std::string text) {
-  auto result = runtime::validate_graph(std::string_view{text});
-  if (auto* errors = std::get_if<std::vector<runtime::graph_error>>(&result)) {
-    for (const auto& e : *errors)
-      std::fprintf(stderr, "%s: %s\n", file.c_str(), e.message.c_str());
-    return std::nullopt;
-  }
-  return loaded_graph{std::move(text), std::get<runtime::validated_graph>(std::move(result))};
-}
-
 } // namespace
-
-std::optional<loaded_graph> load_graph(const std::filesystem::path& file) {
-  auto text = read_graph_file(file);
-  if (!text)
-    return std::nullopt;
-  return check_graph(file, std::move(*text));
-}
-
-std::optional<std::string> read_graph_file(const std::filesystem::path& file) {
-  std::error_code ec;
-  const char* why = nullptr;
-  if (!std::filesystem::exists(file, ec))
-    why = "no such file";
-  else if (std::filesystem::is_directory(file, ec))
-    why = "it is a folder, not a file";
-  std::ifstream in;
-  if (why == nullptr) {
-    in.open(file, std::ios::binary);
-    if (!in)
-      why = errno == EACCES ? "permission denied" : "it cannot be opened";
-  }
-  if (why != nullptr) {
-    std::fprintf(stderr, "cdui: cannot read %s: %s\n", file.c_str(), why);
-    return std::nullopt;
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-int validate_command(const std::filesystem::path& graph_file) {
-  auto loaded = load_graph(graph_file);
-  if (!loaded)
-    return exit_usage;
-  std::printf("%s: valid (%zu nodes, %zu edges)\n", graph_file.c_str(),
-              loaded->graph.g.nodes.size(), loaded->graph.g.edges.size());
-  return exit_ok;
-}
 
 namespace {
 

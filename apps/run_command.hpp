@@ -54,6 +54,9 @@ struct loaded_graph {
 
 /// A graph file, read and validated; nullopt after printing why it cannot be read or is not valid
 /// (naming the file and each node and param at fault).
+/// Validates a graph's text; prints why it is not valid (naming the file) and returns nullopt.
+[[nodiscard]] std::optional<loaded_graph> check_graph(const std::filesystem::path& file, std::string text);
+
 [[nodiscard]] std::optional<loaded_graph> load_graph(const std::filesystem::path& file);
 
 /// A `--memory SIZE` option in bytes; nullopt after printing why it is not a size

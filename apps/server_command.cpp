@@ -28,9 +28,11 @@
 #include "apps/http_api.hpp"
 #include "apps/http_guard.hpp"
 #include "apps/http_settings.hpp"
+#include "apps/abandoned_runs.hpp"
 #include "apps/interrupt.hpp"
 #include "apps/run_command.hpp"
 #include "apps/text_table.hpp"
+#include "messages/version.hpp"
 #include "storage/home.hpp"
 #include "storage/server_files.hpp"
 
@@ -222,7 +224,7 @@ int serve(const start_options& options) {
                                   runtime->zmq_endpoint(), runtime->zmq_public_key()};
   storage::write_server_json(home, address);
   std::thread listener{[&http] { http.listen_after_bind(); }};
-  spdlog::info("cdui {} serving {}{}, agents on {}{} (home {}, pid {})", CDUI_VERSION,
+  spdlog::info("cdui {} serving {}{}, agents on {}{} (home {}, pid {})", cdui::version(),
                address.http_url(), api.reads_need_token ? " (reads need the token)" : "",
                address.zmq, address.zmq_public_key.empty() ? "" : " (CURVE)", home.string(),
                address.pid);
@@ -311,61 +313,6 @@ int start_in_background(const start_options& options) {
 
 int start_command(const start_options& options) {
   return options.foreground ? serve(options) : start_in_background(options);
-}
-
-int stop_command(int timeout_seconds) {
-  auto home = storage::default_home();
-  auto address = storage::read_server_json(home);
-  if (!storage::home_lock::server_running(home) || !address) {
-    std::printf("no cdui server is running on %s\n", home.c_str());
-    return exit_ok;
-  }
-  if (::kill(address->pid, SIGTERM) != 0) {
-    std::perror("cdui: kill");
-    return exit_run_failed;
-  }
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_seconds);
-  while (storage::home_lock::server_running(home)) {
-    if (std::chrono::steady_clock::now() >= deadline) {
-      std::fprintf(stderr, "cdui: the server (pid %d) did not stop within %d s\n", address->pid,
-                   timeout_seconds);
-      return exit_run_failed;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  std::printf("cdui server stopped (pid %d)\n", address->pid);
-  return exit_ok;
-}
-
-int status_command() {
-  auto home = storage::default_home();
-  auto address = storage::read_server_json(home);
-  if (!storage::home_lock::server_running(home) || !address) {
-    std::printf("no cdui server is running on %s\n", home.c_str());
-    return exit_run_failed;
-  }
-  httplib::Client client{address->host, address->port};
-  auto token = storage::read_token(home);
-  auto res = client.Get("/api/status", {{token_header, token.value_or("")}});
-  if (!res || res->status != 200) {
-    std::printf("cdui server pid %d holds %s but does not answer on %s\n", address->pid,
-                home.c_str(), address->http_url().c_str());
-    return exit_run_failed;
-  }
-  std::printf("cdui server running: %s (pid %d, home %s)\n", address->http_url().c_str(),
-              address->pid, home.c_str());
-  auto status = nlohmann::json::parse(res->body, nullptr, false);
-  if (!status.is_object())
-    return exit_ok;
-  const auto& queue = status["children"][0]["state"];
-  std::vector<std::vector<std::string>> rows{{"DEVICE", "RUNNING", "LIMIT", "WAITING"}};
-  for (const auto& q : queue["queues"])
-    rows.push_back({q["device"].get<std::string>(), std::to_string(q["running"].size()),
-                    std::to_string(q["limit"].get<int>()), std::to_string(q["waiting"].size())});
-  std::fputs(format_table(rows).c_str(), stdout);
-  std::printf("interactive: %zu of %d\n", queue["interactive"]["running"].size(),
-              queue["interactive"]["limit"].get<int>());
-  return exit_ok;
 }
 
 } // namespace cdui::apps

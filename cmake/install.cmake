@@ -1,5 +1,5 @@
-# What `cmake --install build` installs (docs/embedding.md): the `cdui` executable (component
-# runtime), and for a service that embeds the runtime (component dev) the static libraries of the
+# What `cmake --install build` installs (docs/embedding.md): the `cdui` executable and
+# libexec/cdui/cdui-runtime (component runtime), and for a service that embeds the runtime (component dev) the static libraries of the
 # facade cdui::server and the HTTP API cdui::http with every library they link, their public headers,
 # and the CMake package cdui (find_package(cdui 0.1)). Included by the top-level CMakeLists.txt
 # after every folder.
@@ -7,13 +7,16 @@ include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 install(TARGETS cdui RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
+# The whole command line with libtorch, which cdui becomes for the commands that train or serve
+# (apps/runtime_exec.hpp finds it from bin/ by this path).
+install(TARGETS cdui-runtime RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/cdui COMPONENT runtime)
 
 # The exported name of each library a service links: cdui::server is the facade (cdui_actors),
 # cdui::http the HTTP API; the others are what they link. Static, so the package's targets carry
 # the private dependencies (libtorch, ZeroMQ, SQLite, ...) as link-only: cduiConfig.cmake finds them.
 set(cdui_exported
   cdui_messages:messages cdui_device_names:device_names cdui_devices:devices
-  cdui_credentials:credentials cdui_storage:storage cdui_runtime:runtime cdui_policy:policy
+  cdui_credentials:credentials cdui_storage:storage cdui_graph:graph cdui_runtime:runtime cdui_policy:policy
   cdui_actors:server cdui_http_guard:http_guard cdui_cli:cli cdui_http:http)
 set(cdui_exported_targets)
 foreach(entry ${cdui_exported})

@@ -144,18 +144,4 @@ memory_stats process_memory() {
   return {process_live.load(), process_peak.load(), 0};
 }
 
-std::string format_bytes(std::int64_t bytes) {
-  char buf[32];
-  auto b = static_cast<double>(bytes);
-  if (bytes >= (1LL << 30))
-    std::snprintf(buf, sizeof buf, "%.2f GiB", b / (1LL << 30));
-  else if (bytes >= (1LL << 20))
-    std::snprintf(buf, sizeof buf, "%.1f MiB", b / (1LL << 20));
-  else if (bytes >= 1024)
-    std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024);
-  else
-    std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(bytes));
-  return buf;
-}
-
 } // namespace cdui::devices

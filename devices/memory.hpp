@@ -5,6 +5,8 @@
 #include <memory>
 #include <string>
 
+#include "devices/sim_devices.hpp"  // format_bytes
+
 namespace cdui::devices {
 
 class sim_card_memory;
@@ -74,8 +76,5 @@ void install_counting_allocator();
 
 /// Every byte the counting allocator holds for this process, and its peak.
 [[nodiscard]] memory_stats process_memory();
-
-/// "1.50 GiB", "768.0 MiB", "12 B".
-[[nodiscard]] std::string format_bytes(std::int64_t bytes);
 
 } // namespace cdui::devices

@@ -1,4 +1,6 @@
 #include "devices/sim_devices.hpp"
+
+#include <cstdio>
 #include "devices/device.hpp"
 
 #include <unistd.h>
@@ -125,6 +127,20 @@ std::variant<std::vector<sim_card>, std::string> parse_sim_devices(std::string_v
     }
   }
   return cards;
+}
+
+std::string format_bytes(std::int64_t bytes) {
+  char buf[32];
+  auto b = static_cast<double>(bytes);
+  if (bytes >= (1LL << 30))
+    std::snprintf(buf, sizeof buf, "%.2f GiB", b / (1LL << 30));
+  else if (bytes >= (1LL << 20))
+    std::snprintf(buf, sizeof buf, "%.1f MiB", b / (1LL << 20));
+  else if (bytes >= 1024)
+    std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024);
+  else
+    std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(bytes));
+  return buf;
 }
 
 } // namespace cdui::devices

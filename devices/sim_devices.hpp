@@ -21,6 +21,9 @@ struct sim_card {
 /// Reads a size: "8GiB", "512MiB", "2GB", "1048576", "64M", "1.5G". Binary units (KiB..TiB, and
 /// K, M, G, T and Ki..Ti as docker and kubectl write them) are powers of 1024, decimal ones (KB..TB)
 /// powers of 1000.
+/// "1.50 GiB", "768.0 MiB", "12 B".
+[[nodiscard]] std::string format_bytes(std::int64_t bytes);
+
 [[nodiscard]] std::variant<std::int64_t, std::string> parse_bytes(std::string_view text);
 
 /// Parses CODEFYUI_SIM_DEVICES / --sim-devices: comma-separated entries "[Nx]SIZE[@CARD]", e.g.

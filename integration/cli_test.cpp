@@ -2,6 +2,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 
@@ -84,6 +85,37 @@ BOOST_AUTO_TEST_CASE(an_invalid_graph_exits_2_naming_the_node) {
   BOOST_TEST(r.err.find("line 3, column 12") != std::string::npos, r.err);
   auto runs = home.path() / "runs";
   BOOST_TEST((!std::filesystem::exists(runs) || std::filesystem::is_empty(runs)));
+}
+
+BOOST_AUTO_TEST_CASE(cdui_answers_version_and_validate_without_libtorch_and_becomes_cdui_runtime_to_train) {
+  // `cdui` links no libtorch (so --version, validate, estimate, runs and status answer at once);
+  // the commands that train or serve exec cdui-runtime, found beside it or in ../libexec/cdui.
+  auto needed = cdui::test::run_command({"/usr/bin/readelf", "-d", CDUI_BINARY}, {}, 30s);
+  BOOST_TEST_REQUIRE(needed.code == 0, needed.err);
+  BOOST_TEST(needed.out.find("libtorch") == std::string::npos, needed.out);
+  BOOST_TEST(needed.out.find("libc10") == std::string::npos, needed.out);
+  // A copy of cdui alone: what needs no libtorch works; a run says what is missing and where it looked.
+  cdui::test::temp_home home;
+  auto alone = home.path() / "bin" / "cdui";
+  std::filesystem::create_directories(alone.parent_path());
+  std::filesystem::copy_file(CDUI_BINARY, alone);
+  std::filesystem::permissions(alone, std::filesystem::perms::owner_all);
+  auto env = std::map<std::string, std::string>{{"CODEFYUI_HOME", home.path().string()}};
+  auto version = cdui::test::run_command({alone.string(), "--version"}, env, 30s);
+  BOOST_TEST(version.code == 0);
+  BOOST_TEST(version.out.rfind("cdui ", 0) == 0u, version.out);
+  auto examples = std::string{CDUI_SOURCE_DIR} + "/examples/";
+  auto valid = cdui::test::run_command({alone.string(), "validate", examples + "moons_mlp.json"}, env, 30s);
+  BOOST_TEST(valid.code == 0, valid.err);
+  BOOST_TEST(valid.out.find("valid (") != std::string::npos, valid.out);
+  auto run = cdui::test::run_command({alone.string(), "run", examples + "moons_mlp.json"}, env, 30s);
+  BOOST_TEST(run.code == 1);
+  BOOST_TEST(run.err.find("cannot start cdui-runtime") != std::string::npos, run.err);
+  BOOST_TEST(run.err.find((home.path() / "bin" / "cdui-runtime").string()) != std::string::npos, run.err);
+  BOOST_TEST(run.err.find((home.path() / "libexec" / "cdui" / "cdui-runtime").string()) != std::string::npos, run.err);
+  // The cdui of the build trains through cdui-runtime, in the same process (execv keeps the pid).
+  auto trained = run_cdui(home, {"run", examples + "moons_mlp.json", "--set", "loop.epochs=1"});
+  BOOST_TEST(trained.code == 0, trained.err);
 }
 
 BOOST_AUTO_TEST_CASE(a_bad_command_line_exits_2) {

@@ -95,7 +95,7 @@ BOOST_AUTO_TEST_CASE(cpack_makes_a_deb_with_the_units_and_the_debian_packages_cd
   BOOST_TEST(output_of({dpkg_deb, "-f", deb, "Recommends"}) == "libopenblas0-openmp\n");
 
   auto listing = output_of({dpkg_deb, "-c", deb});
-  for (const char* path : {"/usr/bin/cdui", "/usr/lib/systemd/system/cdui.service",
+  for (const char* path : {"/usr/bin/cdui", "/usr/libexec/cdui/cdui-runtime", "/usr/lib/systemd/system/cdui.service",
                            "/usr/lib/systemd/system/cdui-agent@.service",
                            "/usr/share/doc/cdui/operations.md"})
     BOOST_TEST(holds(listing, path), path << " is not in the package:\n" << listing);
@@ -123,6 +123,9 @@ BOOST_AUTO_TEST_CASE(cpack_makes_a_deb_with_the_units_and_the_debian_packages_cd
   auto root = work.path() / "root";
   output_of({dpkg_deb, "-x", deb, root.string()});
   BOOST_TEST(output_of({(root / "usr/bin/cdui").string(), "--version"}) == "cdui " CDUI_PACKAGE_VERSION "\n");
+  // A command with libtorch: cdui becomes the unpacked /usr/libexec/cdui/cdui-runtime.
+  auto devices = output_of({(root / "usr/bin/cdui").string(), "devices"});
+  BOOST_TEST(devices.find("cpu") != std::string::npos, devices);
 
   // The units, pointed at the unpacked binary, as systemd reads them (no systemd needs to run).
   auto analyze = program("systemd-analyze");

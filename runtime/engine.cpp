@@ -17,6 +17,7 @@
 #include "messages/stop_reason.hpp"
 #include "runtime/node_call.hpp"
 #include "runtime/node_keys.hpp"
+#include "runtime/nodes/builtin.hpp"
 #include "runtime/stored_values.hpp"
 #include "runtime/tensor_bytes.hpp"
 
@@ -268,7 +269,8 @@ run_outcome execute(const validated_graph& graph, const run_context& ctx) {
     auto inputs = gather_inputs(graph, index, outputs);
     node_call call{node, inputs, ctx, rng};
     try {
-      outputs[node.id] = graph.specs[index]->run(call);
+      const auto& spec = *graph.specs[index];
+      outputs[node.id] = spec.run ? spec.run(call) : nodes::builtin_run(spec.type)(call);
       if (persisting)
         restore_persisted_model(node, outputs[node.id], ctx, call.final_metrics);
     } catch (const std::exception& e) {

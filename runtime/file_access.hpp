@@ -90,6 +90,8 @@ public:
   [[nodiscard]] std::istream& stream();
   /// Hands the descriptor over to a library that closes it itself (gzdopen).
   [[nodiscard]] int release();
+  /// The descriptor, still this object's (-1: none).
+  [[nodiscard]] int descriptor() const { return fd_; }
 
 private:
   friend class file_access;

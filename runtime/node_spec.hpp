@@ -55,6 +55,8 @@ struct node_spec {
   std::vector<port_spec> inputs;
   std::vector<port_spec> outputs;
   node_check check;
+  /// Empty for the built-in types, whose runs live with libtorch (nodes::builtin_run); the engine
+  /// runs this when it is set.
   node_fn run;
 
   [[nodiscard]] const param_spec* param(const std::string& name) const;
@@ -73,7 +75,8 @@ private:
   std::map<std::string, node_spec> specs_;
 };
 
-/// The registry of built-in nodes (datasets, loaders, models, losses, optimizers, the loop, ...).
+/// The registry of built-in nodes (datasets, loaders, models, losses, optimizers, the loop, ...):
+/// their specs, torch-free; what they run is nodes::builtin_run's.
 [[nodiscard]] const node_registry& builtin_registry();
 
 } // namespace cdui::runtime

@@ -1,20 +1,20 @@
 #include "runtime/nodes/builtin.hpp"
 
-namespace cdui::runtime {
+namespace cdui::runtime::nodes {
 
-const node_registry& builtin_registry() {
-  static const node_registry registry = [] {
-    node_registry r;
-    nodes::register_dataset_nodes(r);
-    nodes::register_data_loader_node(r);
-    nodes::register_model_node(r);
-    nodes::register_loss_and_optimizer_nodes(r);
-    nodes::register_training_loop_node(r);
-    nodes::register_evaluate_node(r);
-    nodes::register_checkpoint_nodes(r);
+const node_fn& builtin_run(const std::string& type) {
+  static const node_runs runs = [] {
+    node_runs r;
+    bind_dataset_nodes_runs(r);
+    bind_data_loader_node_runs(r);
+    bind_model_node_runs(r);
+    bind_loss_and_optimizer_nodes_runs(r);
+    bind_training_loop_node_runs(r);
+    bind_evaluate_node_runs(r);
+    bind_checkpoint_nodes_runs(r);
     return r;
   }();
-  return registry;
+  return runs.at(type);
 }
 
-} // namespace cdui::runtime
+} // namespace cdui::runtime::nodes

@@ -41,20 +41,8 @@ port_values run_data_loader(node_call& call) {
 
 } // namespace
 
-void register_data_loader_node(node_registry& registry) {
-  node_spec spec;
-  spec.type = "DataLoader";
-  spec.help = "Batches a dataset; reshuffles every epoch when shuffle is on.";
-  spec.params = {
-    {"batch_size", param_kind::integer, 32, 1, 1'000'000, {}, "samples per batch"},
-    {"shuffle", param_kind::boolean, true, -INFINITY, INFINITY, {}, "a new order every epoch"},
-    {"drop_last", param_kind::boolean, false, -INFINITY, INFINITY, {},
-     "skip the last batch when it is short"},
-  };
-  spec.inputs = {{"dataset", port_type::dataset, true, "what to batch"}};
-  spec.outputs = {{"dataloader", port_type::dataloader, true, "batches"}};
-  spec.run = run_data_loader;
-  registry.add(std::move(spec));
+void bind_data_loader_node_runs(node_runs& runs) {
+  runs["DataLoader"] = run_data_loader;
 }
 
 } // namespace cdui::runtime::nodes

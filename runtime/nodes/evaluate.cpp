@@ -79,18 +79,8 @@ port_values run_evaluate(node_call& call) {
 
 } // namespace
 
-void register_evaluate_node(node_registry& registry) {
-  node_spec spec;
-  spec.type = "EvaluateModel";
-  spec.help = "Accuracy (for classes) and loss (with a loss_fn) of a model over a DataLoader.";
-  spec.inputs = {
-    {"model", port_type::model, true, ""},
-    {"dataloader", port_type::dataloader, true, ""},
-    {"loss_fn", port_type::loss_fn, false, "report the loss too"},
-  };
-  spec.outputs = {{"metrics", port_type::metrics, true, "accuracy, loss, samples"}};
-  spec.run = run_evaluate;
-  registry.add(std::move(spec));
+void bind_evaluate_node_runs(node_runs& runs) {
+  runs["EvaluateModel"] = run_evaluate;
 }
 
 } // namespace cdui::runtime::nodes

@@ -21,23 +21,6 @@ c10::Device torch_device(const std::string& name) {
 
 namespace {
 
-std::vector<graph_error> check_model(const graph_node& node) {
-  std::vector<graph_error> errors;
-  for (auto& message : check_layers(node.id, node.params["layers"]))
-    errors.push_back({node.id, "layers", std::move(message)});
-  const auto& shape = node.params["input_shape"];
-  if (std::any_of(shape.begin(), shape.end(),
-                  [](const auto& d) { return !d.is_number_integer() || d.template get<std::int64_t>() < 1; }))
-    errors.push_back({node.id, "input_shape", "node '" + node.id
-                                                + "' (Model): param 'input_shape' must list "
-                                                  "positive integers, got " + shape.dump()});
-  if (!errors.empty())
-    return errors;
-  for (auto& message : check_trainable(node.id, node.params["layers"], node.params["freeze"], node.params["lora"]))
-    errors.push_back({node.id, message.find("'lora'") != std::string::npos ? "lora" : "freeze", std::move(message)});
-  return errors;
-}
-
 /// Dropout that draws its masks from the run's generator, so concurrent runs in one process stay
 /// reproducible (torch::nn::Dropout uses the process-wide generator).
 class run_dropout_impl : public torch::nn::Module {
@@ -208,29 +191,8 @@ nlohmann::json parameter_figures(const model_value& model) {
           {"trainable_share", share}};
 }
 
-void register_model_node(node_registry& registry) {
-  node_spec spec;
-  spec.type = "Model";
-  spec.help = "A stack of layers. Each layer's input size is inferred from the one before it.";
-  spec.params = {
-    {"layers", param_kind::list, nlohmann::json{}, -INFINITY, INFINITY, {},
-     "layers in order, e.g. {\"type\": \"Linear\", \"out_features\": 10}"},
-    {"input_shape", param_kind::list, nlohmann::json::array(), -INFINITY, INFINITY, {},
-     "the shape of one sample, when no dataset is connected"},
-    {"freeze", param_kind::list, nlohmann::json::array(), -INFINITY, INFINITY, {},
-     "layers or parameters that do not train: \"Linear1\", \"Linear1.bias\", or a prefix ending in '*'"},
-    {"lora", param_kind::object, nlohmann::json::object(), -INFINITY, INFINITY, {},
-     "low-rank adapters on Linear layers, whose own weights freeze: {\"rank\": 8, \"alpha\": 8, "
-     "\"layers\": [\"Linear1\"]} (layers: every Linear when left out; {}: none)"},
-    {"checkpoint_activations", param_kind::boolean, false, -INFINITY, INFINITY, {},
-     "keep only each block's input (a Linear or Conv2d and the layers up to the next) while "
-     "training, and recompute the block in the backward pass: less memory, a longer step"},
-  };
-  spec.inputs = {{"dataset", port_type::dataset, false, "gives the input shape"}};
-  spec.outputs = {{"model", port_type::model, true, ""}};
-  spec.check = check_model;
-  spec.run = run_model;
-  registry.add(std::move(spec));
+void bind_model_node_runs(node_runs& runs) {
+  runs["Model"] = run_model;
 }
 
 } // namespace cdui::runtime::nodes

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/nn/modules/container/sequential.h>
 
+#include "runtime/nodes/builtin.hpp"
 #include "runtime/precision.hpp"
 
 namespace torch::optim {
@@ -18,19 +19,6 @@ class Optimizer;
 
 /// The values built-in nodes pass along edges. Private to runtime/nodes.
 namespace cdui::runtime::nodes {
-
-/// Port type names; two ports connect only when these match.
-namespace port_type {
-inline constexpr const char* dataset = "dataset";
-inline constexpr const char* dataloader = "dataloader";
-inline constexpr const char* model = "model";
-inline constexpr const char* loss_fn = "loss_fn";
-inline constexpr const char* optimizer = "optimizer";
-inline constexpr const char* scheduler = "scheduler";
-inline constexpr const char* optimizer_state = "optimizer_state";
-inline constexpr const char* metrics = "metrics";
-inline constexpr const char* grad_scaler_state = "grad_scaler_state";
-} // namespace port_type
 
 /// A whole dataset held on the host: inputs [N, ...], targets [N] (class ids) or [N, k] (values).
 struct dataset_value {
