@@ -175,6 +175,60 @@ BOOST_AUTO_TEST_CASE(a_sweep_with_one_refused_child_is_refused_whole_and_queues_
   BOOST_TEST(std::filesystem::is_empty(home.path() / "runs"));
 }
 
+namespace {
+
+/// A sweep of two variants (opt.lr 0.1, 0.01) of a one-epoch moons graph on sim:0 with `target`.
+json budgeted_sweep(const json& target) {
+  return {{"graph", moons_graph_json(1)},
+          {"spec", {{"method", "grid"}, {"params", {{{"node", "opt"}, {"param", "lr"}, {"values", {0.1, 0.01}}}}}}},
+          {"objective", {{"metric", "loss"}, {"direction", "min"}}},
+          {"options", {{"device", "sim:0"}, {"target", target}}}};
+}
+
+/// The sweep is refused with 400 and nothing was queued: no run, no sweep, no run folder.
+std::string refused_whole(const server_process& srv, const temp_home& home, const json& body) {
+  auto res = post(srv, "/api/sweeps", body);
+  BOOST_REQUIRE(res);
+  BOOST_TEST(res->status == 400, res->body);
+  BOOST_TEST(srv.get_json("/api/runs")["total"] == 0);
+  BOOST_TEST(srv.get_json("/api/sweeps")["sweeps"].empty());
+  BOOST_TEST(std::filesystem::is_empty(home.path() / "runs"));
+  return json::parse(res->body)["detail"].get<std::string>();
+}
+
+/// sim:0 (1 GiB) shared by memory.
+void share_sim0(const server_process& srv) {
+  BOOST_REQUIRE(srv.client().Put("/api/devices/sim:0/sharing", srv.auth(), R"({"mode": "shared"})",
+                                 "application/json")->status == 200);
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_variant_whose_budget_no_card_holds_refuses_the_sweep_whole) {
+  temp_home home;
+  server_process srv{home};
+  share_sim0(srv);
+  // Whatever target.wait says: no ending run makes room for it.
+  BOOST_TEST(refused_whole(srv, home, budgeted_sweep({{"memory_gib", 2}, {"wait", true}}))
+             == "variant 0 {\"opt.lr\":0.1}: needs 2.0 GiB, more than sim:0 on this server has in all "
+                "(1.0 GiB); nothing was queued");
+}
+
+BOOST_AUTO_TEST_CASE(a_variant_that_does_not_fit_now_beside_the_ones_before_it_without_wait_refuses_the_sweep_whole) {
+  temp_home home;
+  server_process srv{home};
+  share_sim0(srv);
+  // 0.6 GiB each on a 1 GiB card: the first fits, the second does not beside it.
+  auto refusal = refused_whole(srv, home, budgeted_sweep({{"memory_gib", 0.6}, {"wait", false}}));
+  BOOST_TEST(refusal == "variant 1 {\"opt.lr\":0.01}: needs 0.6 GiB, sim:0 on this server has 0.4 GiB free "
+                        "(runs variant 0) (with target.wait true it would wait in the queue until it "
+                        "fits); nothing was queued");
+  // With wait true the second waits for the first: the sweep is queued.
+  auto id = sweep_ok(srv, budgeted_sweep({{"memory_gib", 0.6}, {"wait", true}}));
+  auto done = await_state(srv, id, "finished");
+  BOOST_TEST(done["counts"]["succeeded"] == 2, done.dump());
+}
+
 BOOST_AUTO_TEST_CASE(a_cancel_stops_the_running_children_and_cancels_the_queued_ones) {
   temp_home home;
   server_process srv{home};

@@ -29,8 +29,9 @@ using self_ptr = run_queue_actor::stateful_pointer<run_queue_state>;
 /// Gives a prepared run its id, name, creation time and stored options, and creates its folder.
 void give_identity(run_queue_state& st, prepared_run& p, const run_request& req, std::string id);
 /// A sweep (run_queue_sweeps.cpp): every variant checked as a submit is, then all of them recorded
-/// in one transaction and queued, or, when one is refused, none, with its refusal.
-[[nodiscard]] sweep_submit_result submit_sweep(self_ptr self, sweep_submission& s);
+/// in one transaction and queued, or, when one is refused, none, with its refusal. Variants with a
+/// budget on cards shared by memory are judged on the memory ledger's figures first (answered then).
+[[nodiscard]] caf::result<sweep_submit_result> submit_sweep(self_ptr self, sweep_submission& s);
 
 /// Spawns a run's actor and monitors it (run_actor_down).
 caf::actor spawn_run(self_ptr self, run_setup setup);

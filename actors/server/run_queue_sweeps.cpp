@@ -1,9 +1,12 @@
 // The run queue's part for sweeps: a sweep's runs are queued all together or not at all.
 
+#include <memory>
 #include <set>
 
 #include <caf/all.hpp>
 
+#include "actors/policy/placement.hpp"
+#include "actors/policy/sweep_budgets.hpp"
 #include "actors/server/run_queue_parts.hpp"
 #include "messages/clock.hpp"
 
@@ -20,6 +23,47 @@ sweep_submit_result sweep_refusal(std::string why, bool unavailable = false) {
   return r;
 }
 
+/// A sweep whose variants were all checked, waiting for the memory ledger's figures.
+struct checked_sweep {
+  sweep_submission submission;
+  std::vector<prepared_run> ready;
+};
+
+/// What the memory ledger would judge of each variant that has a budget and may go to a card
+/// shared by memory; an empty list when none may.
+std::vector<policy::variant_budget> shared_budgets(const run_queue_state& st, const checked_sweep& s,
+                                                   std::vector<std::size_t>& variant_of) {
+  std::vector<policy::variant_budget> out;
+  for (std::size_t i = 0; i < s.ready.size(); ++i) {
+    const auto& req = s.submission.runs[i];
+    const auto& p = s.ready[i];
+    if (req.memory_bytes <= 0)
+      continue;
+    policy::variant_budget v;
+    v.budget = req.memory_bytes;
+    if (req.has_wait)
+      v.wait = req.wait;
+    if (p.floating) {
+      v.any_of = true;
+      for (const auto& key : policy::candidate_slots(*p.floating, st.workers, st.local, false)) {
+        if (st.slots.gated(key.str()))
+          v.keys.push_back(key.str());
+        else
+          v.by_count_too = true;
+      }
+    } else {
+      for (const auto& key : p.keys)
+        if (st.slots.gated(key))
+          v.keys.push_back(key);
+    }
+    if (v.keys.empty())
+      continue;
+    out.push_back(std::move(v));
+    variant_of.push_back(i);
+  }
+  return out;
+}
+
 /// Folders made for a sweep that could not be recorded after all.
 void remove_folders(const std::vector<prepared_run>& ready) {
   for (const auto& p : ready)
@@ -29,47 +73,80 @@ void remove_folders(const std::vector<prepared_run>& ready) {
     }
 }
 
+/// Records every run of a checked sweep in one transaction and queues them.
+sweep_submit_result record_sweep(self_ptr self, checked_sweep& s) {
+  auto& st = self->state;
+  if (st.shutting_down)
+    return sweep_refusal("the server is shutting down; submit the sweep again once it has restarted", true);
+  auto& runs = s.submission.runs;
+  sweep_submit_result answer;
+  answer.sweep_id = s.submission.sweep.id;
+  std::vector<storage::stored_run> rows;
+  rows.reserve(s.ready.size());
+  std::set<std::string> taken;
+  try {
+    for (std::size_t i = 0; i < s.ready.size(); ++i) {
+      auto id = new_run_id(st);
+      while (!taken.insert(id).second)
+        id = new_run_id(st);
+      give_identity(st, s.ready[i], runs[i], id);
+      rows.push_back({s.ready[i].setup.info, runs[i].graph_json});
+      answer.run_ids.push_back(id);
+    }
+    // One transaction: a crash leaves the whole sweep recorded, or none of it.
+    st.cfg.store->insert_sweep(s.submission.sweep, rows, s.submission.params);
+  } catch (const std::exception& e) {
+    remove_folders(s.ready);
+    return sweep_refusal(std::string{"the server cannot record the sweep: "} + e.what(), true);
+  }
+  for (std::size_t i = 0; i < s.ready.size(); ++i)
+    launch(self, std::move(s.ready[i]), runs[i]);
+  pump(self);
+  return answer;
+}
+
 } // namespace
 
-sweep_submit_result queue_parts::submit_sweep(self_ptr self, sweep_submission& s) {
+caf::result<sweep_submit_result> queue_parts::submit_sweep(self_ptr self, sweep_submission& s) {
   auto& st = self->state;
   if (st.shutting_down)
     return sweep_refusal("the server is shutting down; submit the sweep again once it has restarted", true);
   // Every variant is checked before anything is written: one refusal refuses the sweep whole.
-  std::vector<prepared_run> ready;
-  ready.reserve(s.runs.size());
+  auto checked = std::make_shared<checked_sweep>();
+  checked->ready.reserve(s.runs.size());
   for (std::size_t i = 0; i < s.runs.size(); ++i) {
     auto prepared = prepare_submit(st, s.runs[i]);
     if (auto* refused = std::get_if<submit_result>(&prepared))
       return sweep_refusal("variant " + std::to_string(i) + " " + s.params.at(i) + ": " + refused->error
                              + "; nothing was queued",
                            refused->unavailable);
-    ready.push_back(std::get<prepared_run>(std::move(prepared)));
+    checked->ready.push_back(std::get<prepared_run>(std::move(prepared)));
   }
-  sweep_submit_result answer;
-  answer.sweep_id = s.sweep.id;
-  std::vector<storage::stored_run> rows;
-  rows.reserve(ready.size());
-  std::set<std::string> taken;
-  try {
-    for (std::size_t i = 0; i < ready.size(); ++i) {
-      auto id = new_run_id(st);
-      while (!taken.insert(id).second)
-        id = new_run_id(st);
-      give_identity(st, ready[i], s.runs[i], id);
-      rows.push_back({ready[i].setup.info, s.runs[i].graph_json});
-      answer.run_ids.push_back(id);
-    }
-    // One transaction: a crash leaves the whole sweep recorded, or none of it.
-    st.cfg.store->insert_sweep(s.sweep, rows, s.params);
-  } catch (const std::exception& e) {
-    remove_folders(ready);
-    return sweep_refusal(std::string{"the server cannot record the sweep: "} + e.what(), true);
-  }
-  for (std::size_t i = 0; i < ready.size(); ++i)
-    launch(self, std::move(ready[i]), s.runs[i]);
-  pump(self);
-  return answer;
+  checked->submission = std::move(s);
+  auto variant_of = std::make_shared<std::vector<std::size_t>>();
+  auto budgets = shared_budgets(st, *checked, *variant_of);
+  if (budgets.empty())
+    return record_sweep(self, *checked);
+  // Budgets on cards shared by memory: judged now on the ledger's figures, all variants in order,
+  // so that a child the ledger would refuse refuses the sweep instead of failing once queued.
+  auto rp = self->make_response_promise<sweep_submit_result>();
+  self->request(st.ledger, request_deadline, atoms::status::value)
+    .then(
+      [=](memory_ledger_status& ledger) mutable {
+        if (auto refused = policy::first_refused_budget(ledger.cards, budgets)) {
+          auto i = variant_of->at(refused->index);
+          rp.deliver(sweep_refusal("variant " + std::to_string(i) + " " + checked->submission.params.at(i)
+                                   + ": " + refused->reason + "; nothing was queued"));
+          return;
+        }
+        rp.deliver(record_sweep(self, *checked));
+      },
+      [=](caf::error& e) mutable {
+        rp.deliver(sweep_refusal("the memory ledger did not answer (" + caf::to_string(e)
+                                   + "), so the sweep's budgets cannot be judged; nothing was queued",
+                                 true));
+      });
+  return rp;
 }
 
 } // namespace cdui::actors
