@@ -159,7 +159,8 @@ std::string run_details(const run_info& r, const std::string& folder, std::int64
   field("ended", local_time(r.finished_ms));
   if (r.started_ms > 0)
     field("seconds", seconds_text(r, now_ms) + (r.finished_ms > 0 ? "" : " (so far)"));
-  field("folder", printable(folder));
+  // A queued run's folder is made when it starts; until then its graph and events are in cdui.db.
+  field("folder", printable(folder) + (r.status == run_status::queued ? " (made when the run starts)" : ""));
   if (!key.local())
     field("", "and agents/" + printable(key.offerer) + "/runs/" + printable(r.id)
                  + " in the home of worker '" + printable(key.offerer) + "'");

@@ -66,9 +66,8 @@ BOOST_AUTO_TEST_CASE(show_follow_logs_and_cancel_name_runs_by_prefix_or_name_on_
                                     "loop.epochs=2", "--set", "loader.batch_size=64", "--memory", "64M"});
   BOOST_REQUIRE_MESSAGE(waiter_run.code == 0, waiter_run.err);
   auto waiter = run_id_in(waiter_run.out);
-  auto submitted = json::parse(file_text(home.path() / "runs" / waiter / "graph.json"));
-  BOOST_TEST(node_params(submitted, "loop")["epochs"] == 2);
-  BOOST_TEST(node_params(submitted, "loader")["batch_size"] == 64);
+  // A queued run has no folder yet: it is made when the run starts.
+  BOOST_TEST(!std::filesystem::exists(home.path() / "runs" / waiter));
   BOOST_TEST(srv.get_json("/api/runs/" + waiter)["options"]["target"]["memory_gib"] == 0.0625);
 
   // show, by name: why it waits, its place, budget and folder.
@@ -99,6 +98,10 @@ BOOST_AUTO_TEST_CASE(show_follow_logs_and_cancel_name_runs_by_prefix_or_name_on_
   BOOST_TEST(follower->out().find("[loop] epoch 2 train_loss") != std::string::npos, follower->out());
   BOOST_TEST(follower->out().find("run " + waiter + " succeeded in") != std::string::npos, follower->out());
   BOOST_TEST(follower->out().find("final metrics:") != std::string::npos, follower->out());
+
+  auto submitted = json::parse(file_text(home.path() / "runs" / waiter / "graph.json"));
+  BOOST_TEST(node_params(submitted, "loop")["epochs"] == 2);
+  BOOST_TEST(node_params(submitted, "loader")["batch_size"] == 64);
 
   // logs: the run folder's output.log, line for line.
   auto logs = run_cdui(home, {"logs", waiter});

@@ -12,7 +12,10 @@ namespace cdui::storage {
 
 run_directory::run_directory(const std::filesystem::path& home, const std::string& run_id,
                              std::string_view graph_json)
-  : path_(home / "runs" / run_id) {
+  : run_directory(home / "runs" / run_id, graph_json) {}
+
+run_directory::run_directory(std::filesystem::path path, std::string_view graph_json)
+  : path_(std::move(path)) {
   std::filesystem::create_directories(path_ / "checkpoints");
   write_file_atomic(path_ / "graph.json", graph_json);
   events_.open(path_ / "events.jsonl", std::ios::app);
@@ -30,6 +33,19 @@ void run_directory::append(const run_event& event) {
   events_.flush();
   log_ << log_line(event) << '\n';
   log_.flush();
+}
+
+std::unique_ptr<run_directory> existing_run_directory(const std::filesystem::path& home,
+                                                      const std::string& run_id,
+                                                      std::string_view graph_json) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(home / "runs" / run_id, ec))
+    return nullptr;
+  try {
+    return std::make_unique<run_directory>(home, run_id, graph_json);
+  } catch (const std::exception&) {
+    return nullptr;
+  }
 }
 
 std::string log_line(const run_event& event) {

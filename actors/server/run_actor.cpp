@@ -161,8 +161,36 @@ void start_remote(self_ptr self) {
   wake_waiters(self);
 }
 
+/// Makes the run's folder as it starts (a queued run has none: issue 16, many runs queue in a
+/// second), with the events it got while queued, so events.jsonl and output.log hold the whole log.
+/// The reason when the folder cannot be made; empty when it is there.
+std::string make_folder(self_ptr self) {
+  auto& st = self->state;
+  if (st.setup.dir)
+    return "";
+  try {
+    st.setup.dir = std::make_shared<storage::run_directory>(st.setup.context.run_dir, st.setup.graph_json);
+    for (std::uint64_t cursor = 0; cursor < st.last_cursor;) {
+      auto queued = st.setup.store->events_after(st.setup.info.id, cursor, max_events_per_answer);
+      if (queued.empty())
+        break;
+      for (const auto& e : queued)
+        st.setup.dir->append(e);
+      cursor = queued.back().cursor;
+    }
+  } catch (const std::exception& e) {
+    return std::string{"the server cannot make the run's folder: "} + e.what();
+  }
+  return "";
+}
+
 void start(self_ptr self) {
   auto& st = self->state;
+  if (auto why = make_folder(self); !why.empty()) {
+    append(self, "execution_error", json_text(nlohmann::json{{"kind", "error"}, {"error", why}}));
+    finish(self, run_outcome{run_status::failed, why, "{}"});
+    return;
+  }
   st.setup.info.status = run_status::running;
   st.setup.info.started_ms = now_ms();
   st.setup.info.queue_position = 0;

@@ -32,6 +32,7 @@ namespace cdui::actors {
 struct run_setup {
   run_info info;
   std::shared_ptr<const runtime::validated_graph> graph;
+  /// The run's folder (context.run_dir), made when the run starts; null until then.
   std::shared_ptr<storage::run_directory> dir;
   std::shared_ptr<storage::run_store> store;
   runtime::run_context context;  // all but emit, stop, interrupt and stores, which the actor fills in
@@ -39,7 +40,7 @@ struct run_setup {
   store_handles stores;
   /// The editor session of an interactive run (its execution cache); empty otherwise.
   std::string session;
-  /// The graph as submitted, for a run that executes on a worker.
+  /// The graph as submitted: its folder's graph.json, and a worker run's assignment.
   std::string graph_json;
   /// A worker run: the worker's name and its devices (its own names), and the registry that
   /// assigns it. Empty worker: the run executes in this process.

@@ -162,7 +162,8 @@ void queue_parts::give_identity(run_queue_state& st, prepared_run& p, const run_
   info.queue_key = p.queue_key;
   info.created_ms = now_ms();
   info.options = json_text(policy::options_json(req));
-  p.setup.dir = std::make_shared<storage::run_directory>(st.cfg.home, info.id, req.graph_json);
+  // Its folder is made when it starts (run_actor): a queued run is in the store alone.
+  p.setup.context.run_dir = st.cfg.home / "runs" / info.id;
 }
 
 namespace {
@@ -202,7 +203,6 @@ void queue_parts::launch(self_ptr self, prepared_run p, const run_request& req) 
   p.setup.info.queue_key = p.queue_key;
   p.setup.context.slot = p.queue_key;
   p.setup.context.run_id = id;
-  p.setup.context.run_dir = p.setup.dir->path();
   if (req.lane != "interactive")
     note_budget(st, id, p, req);
   auto run = spawn_run(self, std::move(p.setup));

@@ -26,7 +26,8 @@ using self_ptr = run_queue_actor::stateful_pointer<run_queue_state>;
 /// A submit's run, checked as every submit is (prepare_run, then its memory budget,
 /// settle_budget); the refusal as the submit's answer.
 [[nodiscard]] std::variant<prepared_run, submit_result> prepare_submit(run_queue_state& st, run_request& req);
-/// Gives a prepared run its id, name, creation time and stored options, and creates its folder.
+/// Gives a prepared run its id, name, creation time, stored options and the path of its folder,
+/// which is made when the run starts.
 void give_identity(run_queue_state& st, prepared_run& p, const run_request& req, std::string id);
 /// A sweep (run_queue_sweeps.cpp): every variant checked as a submit is, then all of them recorded
 /// in one transaction and queued, or, when one is refused, none, with its refusal. Variants with a

@@ -55,11 +55,8 @@ void queue_parts::resume(self_ptr self) {
   for (std::size_t i = 0; i < plan.size(); ++i) {
     auto& step = plan[i];
     const auto& stored = unfinished[i];
-    std::unique_ptr<storage::run_directory> dir;
-    try {
-      dir = std::make_unique<storage::run_directory>(st.cfg.home, stored.info.id, stored.graph_json);
-    } catch (const std::exception&) {
-    }
+    // A queued run has no folder (it is made when the run starts), unless an older server made it.
+    auto dir = storage::existing_run_directory(st.cfg.home, stored.info.id, stored.graph_json);
     if (step.what == policy::recovery_step::action::end) {
       end_in_store(st, stored.info, dir.get(), step.status, step.reason, end_event::stopped);
       continue;
@@ -71,14 +68,10 @@ void queue_parts::resume(self_ptr self) {
                    policy::not_requeued + refusal->error, end_event::stopped);
       continue;
     }
-    if (!dir) {
-      end_in_store(st, stored.info, nullptr, run_status::failed,
-                   std::string{policy::not_requeued} + "its folder is gone", end_event::stopped);
-      continue;
-    }
     auto& p = std::get<prepared_run>(prepared);
     p.setup.info = stored.info;
     p.setup.dir = std::move(dir);
+    p.setup.context.run_dir = st.cfg.home / "runs" / stored.info.id;
     if (step.what == policy::recovery_step::action::requeue) {
       launch(self, std::move(p), step.request);
       continue;
@@ -89,7 +82,6 @@ void queue_parts::resume(self_ptr self) {
     auto worker = p.setup.worker;
     auto cursor = st.cfg.store->last_cursor(id);
     p.setup.context.run_id = id;
-    p.setup.context.run_dir = p.setup.dir->path();
     note_budget(st, id, p, step.request);  // on a shared card it counts as running at once
     auto run = spawn_run(self, std::move(p.setup));
     st.started.insert(id);
@@ -115,11 +107,7 @@ void queue_parts::run_actor_down(self_ptr self, const caf::down_msg& down) {
   st.slots.remove(id);
   remove_floating(st, id);
   if (auto stored = st.cfg.store->find(id); stored && !is_final(stored->info.status)) {
-    std::unique_ptr<storage::run_directory> dir;
-    try {
-      dir = std::make_unique<storage::run_directory>(st.cfg.home, id, stored->graph_json);
-    } catch (const std::exception&) {
-    }
+    auto dir = storage::existing_run_directory(st.cfg.home, id, stored->graph_json);
     end_in_store(st, stored->info, dir.get(), run_status::failed, reason, end_event::error);
   }
   forget(self, id);

@@ -64,15 +64,6 @@ std::vector<policy::variant_budget> shared_budgets(const run_queue_state& st, co
   return out;
 }
 
-/// Folders made for a sweep that could not be recorded after all.
-void remove_folders(const std::vector<prepared_run>& ready) {
-  for (const auto& p : ready)
-    if (p.setup.dir) {
-      std::error_code ec;
-      std::filesystem::remove_all(p.setup.dir->path(), ec);
-    }
-}
-
 /// Records every run of a checked sweep in one transaction and queues them.
 sweep_submit_result record_sweep(self_ptr self, checked_sweep& s) {
   auto& st = self->state;
@@ -96,7 +87,6 @@ sweep_submit_result record_sweep(self_ptr self, checked_sweep& s) {
     // One transaction: a crash leaves the whole sweep recorded, or none of it.
     st.cfg.store->insert_sweep(s.submission.sweep, rows, s.submission.params);
   } catch (const std::exception& e) {
-    remove_folders(s.ready);
     return sweep_refusal(std::string{"the server cannot record the sweep: "} + e.what(), true);
   }
   for (std::size_t i = 0; i < s.ready.size(); ++i)

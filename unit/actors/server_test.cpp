@@ -141,6 +141,9 @@ BOOST_AUTO_TEST_CASE(a_queued_run_cancelled_never_starts) {
   BOOST_TEST(stopped["reason"] == "cancelled");
   BOOST_TEST(stopped["message"] == "cancelled before it started");
   BOOST_TEST(!srv.cancel(ids[2]));  // already ended
+  // Its folder is made when a run starts: one that never started has none.
+  BOOST_TEST(!std::filesystem::exists(home.path() / "runs" / ids[2]));
+  BOOST_TEST(std::filesystem::is_directory(home.path() / "runs" / ids[0]));
   srv.cancel(ids[0]);
   srv.cancel(ids[1]);
 }
@@ -226,6 +229,12 @@ BOOST_AUTO_TEST_CASE(cuda_on_a_machine_without_cuda_runs_on_the_cpu_with_a_warni
     if (e.type == "run_warning")
       warned = warned || nlohmann::json::parse(e.data)["kind"] == "device_fallback";
   BOOST_TEST(warned);
+  // The warning came while it was queued, before its folder was made: the folder has it too.
+  std::ifstream events{home.path() / "runs" / s.run_id / "events.jsonl"};
+  std::string first;
+  BOOST_REQUIRE(std::getline(events, first));
+  BOOST_TEST(nlohmann::json::parse(first)["type"] == "run_warning");
+  BOOST_TEST(nlohmann::json::parse(first)["cursor"] == 1);
 }
 
 BOOST_AUTO_TEST_CASE(a_run_over_a_sim_cards_memory_fails_with_the_oom_text_and_the_next_run_fits) {

@@ -108,7 +108,7 @@ BOOST_AUTO_TEST_CASE(show_gives_status_reason_place_worker_budget_times_folder_a
   for (auto want : {"status:   queued", "queue:    position 2 in the queue of gpu-box/sim:1",
                     "waits:    position 2", "device:   sim:1", "worker:   gpu-box",
                     "asked:    device sim, target gpu-box", "budget:   1.00 GiB",
-                    "folder:   /h/runs/aaaaaaaa", "agents/gpu-box/runs/aaaaaaaa"})
+                    "folder:   /h/runs/aaaaaaaa (made when the run starts)", "agents/gpu-box/runs/aaaaaaaa"})
     BOOST_TEST(text.find(want) != std::string::npos, want << " in\n" << text);
 
   auto f = run("bbbbbbbb", "m", run_status::failed, "cpu");
@@ -117,6 +117,7 @@ BOOST_AUTO_TEST_CASE(show_gives_status_reason_place_worker_budget_times_folder_a
   f.error = "first\nsecond";
   f.final_metrics = R"({"loop":{"loss":0.25}})";
   text = run_details(f, "/h/runs/bbbbbbbb", t0);
+  BOOST_TEST(text.find("folder:   /h/runs/bbbbbbbb\n") != std::string::npos, text);
   for (auto want : {"worker:   - (this server)", "seconds:  1.5\n", "error:\n  first\n  second\n",
                     "final metrics:\n  loop.loss = 0.2500\n"})
     BOOST_TEST(text.find(want) != std::string::npos, want << " in\n" << text);
