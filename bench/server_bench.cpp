@@ -8,10 +8,20 @@
 //      with every 20th run (5%) a device set of 2 keys, which takes the reservation path.
 //   2. the whole in-process submit path: cdui::server on a temp home with --devices sim cards,
 //      --submits submits of a one-node graph (Dataset moons, 16 samples) spread round robin over
-//      the sim devices. Timed: the submit() calls only, which validate the graph, make the run
-//      folder and insert the SQLite row; the runs execute (a few ms each) on the CAF threads
-//      meanwhile and are waited for after the clock stops. The same three steps are then timed
-//      alone, to show where a submit's time goes.
+//      the sim devices. Timed: the submit() calls only, which validate the graph and insert the
+//      SQLite row (the run folder is made when the run starts, since issue 16); the runs execute
+//      (a few ms each, making their folders) on the CAF threads meanwhile and are waited for after
+//      the clock stops. Graph validation, a run folder and the SQLite insert are then timed alone,
+//      to show what each costs.
+//      Then the submit path into a queue, without runs executing beside it: a run on sim:0 that
+//      trains until it is cancelled holds the card, and --submits submits on sim:0 queue behind it,
+//      first from one client thread, then from 4 at once (their submits share commits). Timed: the
+//      first submit to the last answer. Goal >= 5,000 submits/s (issue 16).
+//   6. a grid sweep of --sweep-variants variants (Dataset n_samples 16, 17, ...) through
+//      server::submit_sweep, every run on sim:0 behind the same kind of blocker, so they stay
+//      queued. Timed: the call, which validates every variant, records them in one transaction and
+//      queues them, until its answer. Goal < 2 s for 10,000 variants (issue 16). The sweep is
+//      cancelled afterwards.
 //   3. over HTTP on loopback: the real `cdui start --foreground --port 0` on a temp home; --posts
 //      POST /api/runs of the same graph on sim devices through one keep-alive cpp-httplib Client,
 //      first as the client comes, then with TCP_NODELAY on its socket. Timed: each request from
@@ -34,7 +44,8 @@
 //      libtorch, reading the graph again).
 // Usage: bench_server [--runs 10000] [--devices 64] [--rounds 7] [--submits 500] [--posts 300]
 //                     [--isolated 20] [--cdui PATH] [--cards 1000] [--ledger-runs 100000]
-//                     [--only admission|submit|http|isolation|ledger]
+//                     [--sweep-variants 10000]
+//                     [--only admission|submit|http|isolation|ledger|sweep]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -76,6 +87,11 @@ namespace {
 
 /// The issue's goal for the admission policy alone.
 constexpr double admission_goal_per_second = 100'000;
+/// Issue 16's goals: plain submits per second, and the seconds a 10,000-variant sweep may take.
+constexpr double submit_goal_per_second = 5'000;
+constexpr double sweep_goal_seconds = 2;
+/// Client threads that submit at once in the concurrent pass.
+constexpr int submit_threads = 4;
 /// One run in this many is a device set of 2 keys in the mixed measurement (5%).
 constexpr int device_set_every = 20;
 /// How long the server started in part 3 gets to stop after SIGTERM.
@@ -90,6 +106,7 @@ struct options {
   int submits = 500;
   int posts = 300;
   int isolated = 20;
+  int sweep_variants = 10'000;
   std::string cdui = CDUI_BINARY;
   /// admission, submit or http: only that part (to profile one); empty: all.
   std::string only;
@@ -129,21 +146,24 @@ options parse_options(int argc, char** argv) {
       o.posts = number();
     else if (flag == "--isolated")
       o.isolated = number();
+    else if (flag == "--sweep-variants")
+      o.sweep_variants = number();
     else if (flag == "--cdui")
       o.cdui = value;
     else if (flag == "--only"
              && (value == "admission" || value == "submit" || value == "http" || value == "isolation"
-                 || value == "ledger"))
+                 || value == "ledger" || value == "sweep"))
       o.only = value;
     else {
       std::fprintf(stderr, "bench_server: unknown flag %s (known: --runs --devices --rounds "
                            "--submits --posts --isolated --cdui, --only "
-                           "admission|submit|http|isolation|ledger, --cards --ledger-runs)\n", flag.c_str());
+                           "admission|submit|http|isolation|ledger|sweep, --cards --ledger-runs "
+                           "--sweep-variants)\n", flag.c_str());
       std::exit(2);
     }
   }
   if (o.runs < 1 || o.devices < 2 || o.rounds < 1 || o.submits < 1 || o.posts < 1
-      || o.isolated < 1) {
+      || o.isolated < 1 || o.sweep_variants < 1) {
     std::fprintf(stderr, "bench_server: sizes must be >= 1 (--devices >= 2)\n");
     std::exit(2);
   }
@@ -320,8 +340,8 @@ void measure_submit(const options& o) {
   std::sort(latency_ms.begin(), latency_ms.end());
   std::printf("\nin-process submit path: cdui::server, %d submits of a one-node graph (Dataset moons, "
               "16 samples) round robin over %d sim devices\n", o.submits, o.devices);
-  std::printf("  submits/s: %.0f (%.1fx below the policy goal: a submit also validates the graph, "
-              "makes the run folder and inserts the SQLite row)\n",
+  std::printf("  submits/s: %.0f (%.1fx below the policy goal: a submit also validates the graph "
+              "and inserts the SQLite row; the runs start beside the submits)\n",
               o.submits / submit_seconds, admission_goal_per_second / (o.submits / submit_seconds));
   std::printf("  submit latency ms: p50 %.3f, p99 %.3f, max %.3f\n", quantile(latency_ms, 0.5),
               quantile(latency_ms, 0.99), latency_ms.back());
@@ -355,10 +375,130 @@ void measure_submit(const options& o) {
       store.insert(run);
     });
   }
-  std::printf("  the same steps alone, per call: validate_graph %.1f us, run folder %.1f us, "
-              "SQLite insert %.1f us (sum %.1f us of the %.1f us a submit took)\n",
+  std::printf("  the steps alone, per call: validate_graph %.1f us, run folder (made at the run's "
+              "start) %.1f us, SQLite insert %.1f us (sum %.1f us; a submit took %.1f us)\n",
               validate_us, folder_us, insert_us, validate_us + folder_us + insert_us,
               submit_seconds * 1e6 / o.submits);
+  fs::remove_all(home);
+}
+
+/// A run on sim:0 that trains until it is cancelled: what the queued runs wait behind.
+std::string hold_sim0(server& srv) {
+  run_request blocker;
+  blocker.graph_json = test::moons_graph_json(1'000'000, 0, 16, "sim:0").dump();
+  auto held = srv.submit(blocker);
+  if (!held.ok()) {
+    std::fprintf(stderr, "bench_server: the blocker was refused: %s\n", held.error.c_str());
+    std::exit(1);
+  }
+  return held.run_id;
+}
+
+/// `n` submits of `graph` on sim:0 from `threads` client threads at once; the seconds from the
+/// first submit to the last answer, and each submit's latency (sorted).
+struct submit_pass {
+  double seconds = 0;
+  std::vector<double> latency_ms;
+};
+
+submit_pass submit_queued(server& srv, const std::string& graph, int n, int threads) {
+  std::vector<std::vector<double>> latencies(threads);
+  std::vector<std::thread> clients;
+  auto start = bench_clock::now();
+  for (int t = 0; t < threads; ++t)
+    clients.emplace_back([&, t] {
+      for (int i = t; i < n; i += threads) {
+        run_request r;
+        r.graph_json = graph;
+        r.device = "sim:0";
+        auto one = bench_clock::now();
+        auto result = srv.submit(std::move(r));
+        latencies[t].push_back(seconds_since(one) * 1e3);
+        if (!result.ok()) {
+          std::fprintf(stderr, "submit refused: %s\n", result.error.c_str());
+          std::exit(1);
+        }
+      }
+    });
+  for (auto& c : clients)
+    c.join();
+  submit_pass p;
+  p.seconds = seconds_since(start);
+  for (const auto& l : latencies)
+    p.latency_ms.insert(p.latency_ms.end(), l.begin(), l.end());
+  std::sort(p.latency_ms.begin(), p.latency_ms.end());
+  return p;
+}
+
+void print_submit_pass(const char* label, int n, const submit_pass& p) {
+  auto rate = n / p.seconds;
+  std::printf("  %s: %.0f submits/s (goal >= %.0f: %s), latency ms p50 %.3f, p99 %.3f, max %.3f\n",
+              label, rate, submit_goal_per_second, rate >= submit_goal_per_second ? "met" : "NOT met",
+              quantile(p.latency_ms, 0.5), quantile(p.latency_ms, 0.99), p.latency_ms.back());
+}
+
+void measure_queued_submits(const options& o) {
+  auto home = test::fresh_temp_dir("queued");
+  auto graph = trivial_graph();
+  {
+    server::config cfg;
+    cfg.home = home;
+    cfg.sim_devices = std::to_string(o.devices) + "x1GiB";
+    cdui::server srv{cfg};
+    auto blocker = hold_sim0(srv);
+    (void)submit_queued(srv, graph, 20, 1);  // untimed: the store and the node registry warm up
+    auto one = submit_queued(srv, graph, o.submits, 1);
+    auto many = submit_queued(srv, graph, o.submits, submit_threads);
+    std::printf("\nsubmit path into a queue: %d submits each of the one-node graph on sim:0, behind a "
+                "run that holds it (nothing executes beside them)\n", o.submits);
+    print_submit_pass("one client thread  ", o.submits, one);
+    auto label = std::to_string(submit_threads) + " client threads    ";
+    print_submit_pass(label.c_str(), o.submits, many);
+    (void)srv.cancel(blocker);
+  }  // the embedded server's shutdown cancels the queued runs
+  fs::remove_all(home);
+}
+
+// --- 6. a sweep's submit ------------------------------------------------------------------------
+
+void measure_sweep(const options& o) {
+  auto home = test::fresh_temp_dir("sweep");
+  {
+    server::config cfg;
+    cfg.home = home;
+    cfg.sim_devices = std::to_string(o.devices) + "x1GiB";
+    cfg.max_sweep_runs = static_cast<std::uint64_t>(o.sweep_variants);
+    cdui::server srv{cfg};
+    auto blocker = hold_sim0(srv);
+    policy::sweep_request sweep;
+    sweep.base.graph_json = trivial_graph();
+    sweep.base.device = "sim:0";
+    policy::sweep_param samples;
+    samples.node = "data";
+    samples.param = "n_samples";
+    samples.min = 16;
+    samples.max = 16 + o.sweep_variants - 1;
+    samples.integer = true;
+    samples.count = static_cast<std::uint64_t>(o.sweep_variants);
+    sweep.spec.params.push_back(samples);
+    sweep.objective.metric = "loss";
+    auto cpu = process_cpu_seconds();
+    auto start = bench_clock::now();
+    auto answer = srv.submit_sweep(sweep);
+    auto seconds = seconds_since(start);
+    auto cpu_seconds = process_cpu_seconds() - cpu;
+    if (!answer.ok()) {
+      std::fprintf(stderr, "bench_server: the sweep was refused: %s\n", answer.error.c_str());
+      std::exit(1);
+    }
+    std::printf("\nsweep: a grid of %zu variants (Dataset n_samples) through server::submit_sweep, "
+                "every run on sim:0 behind a run that holds it\n", answer.run_ids.size());
+    std::printf("  validated and queued in %.3f s (%.0f runs/s, %.2f CPU s; goal < %.0f s: %s)\n",
+                seconds, answer.run_ids.size() / seconds, cpu_seconds, sweep_goal_seconds,
+                seconds < sweep_goal_seconds ? "met" : "NOT met");
+    (void)srv.cancel_sweep(answer.sweep_id);
+    (void)srv.cancel(blocker);
+  }
   fs::remove_all(home);
 }
 
@@ -591,8 +731,12 @@ int run_bench(const options& o) {
     measure_admission("single-device runs", o, 0);
     measure_admission("5% device-set runs", o, device_set_every);
   }
-  if (part("submit"))
+  if (part("submit")) {
     measure_submit(o);
+    measure_queued_submits(o);
+  }
+  if (part("sweep"))
+    measure_sweep(o);
   if (part("http"))
     measure_http(o);
   if (part("isolation"))

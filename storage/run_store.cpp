@@ -319,6 +319,17 @@ void run_store::insert(const stored_run& run) {
   insert_run(s, run);
 }
 
+void run_store::insert(const std::vector<stored_run>& runs) {
+  std::lock_guard lock{mutex_};
+  transaction tx{db_};
+  statement s{db_, insert_run_sql};
+  for (const auto& run : runs) {
+    s.reset();
+    insert_run(s, run);
+  }
+  tx.commit();
+}
+
 void run_store::insert_sweep(const sweep_record& sweep, const std::vector<stored_run>& runs,
                              const std::vector<std::string>& params) {
   std::lock_guard lock{mutex_};

@@ -105,6 +105,9 @@ public:
 
   /// Records a new run; its submit order is the order of these calls.
   void insert(const stored_run& run);
+  /// Records new runs in their order in one transaction (one commit for many submits): all of
+  /// them or, on an error, none.
+  void insert(const std::vector<stored_run>& runs);
 
   /// Records a sweep with all its runs (in their order) and each one's params, in one transaction:
   /// all of them or, on an error, none.

@@ -36,6 +36,7 @@ using cache_store_actor = caf::typed_actor<
 /// The supervisor of runs (run_queue.hpp).
 using run_queue_actor = caf::typed_actor<
   caf::replies_to<atoms::submit, run_request>::with<submit_result>,
+  caf::reacts_to<atoms::flush>,
   caf::replies_to<atoms::sweep, sweep_submission>::with<sweep_submit_result>,
   caf::replies_to<atoms::info, std::string>::with<run_info>,
   caf::replies_to<atoms::list, std::string, std::uint64_t, std::uint64_t>::with<storage::run_page>,

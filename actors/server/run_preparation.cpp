@@ -37,13 +37,23 @@ std::optional<submit_result> lane_refusal(const run_queue_state& st, const run_r
 
 } // namespace
 
-std::string random_id() {
+namespace {
+
+/// 64 random bits from one generator seeded from std::random_device once: a random_device per
+/// draw (a read of the kernel's entropy each) cost a few µs per submit (issue 16's profile).
+std::uint64_t random_bits() {
   static std::mt19937_64 gen{std::random_device{}()};
   static std::mutex mutex;
-  static const char* hex = "0123456789abcdef";
   std::lock_guard lock{mutex};
+  return gen();
+}
+
+} // namespace
+
+std::string random_id() {
+  static const char* hex = "0123456789abcdef";
   std::string id;
-  auto bits = gen();
+  auto bits = random_bits();
   for (int i = 0; i < 8; ++i, bits >>= 4)
     id += hex[bits & 0xf];
   return id;
@@ -51,7 +61,8 @@ std::string random_id() {
 
 std::string new_run_id(const run_queue_state& st) {
   for (;;)
-    if (auto id = random_id(); !std::filesystem::exists(st.cfg.home / "runs" / id) && !st.cfg.store->find(id))
+    if (auto id = random_id(); !st.unrecorded_ids.count(id) && !std::filesystem::exists(st.cfg.home / "runs" / id)
+                               && !st.cfg.store->find(id))
       return id;
 }
 
@@ -91,9 +102,9 @@ std::variant<prepared_run, submit_result> prepare_run(run_queue_state& st, const
   if (req.has_seed)
     ctx.seed = req.seed;
   else if (req.lane == "interactive" && !req.session.empty())
-    ctx.seed = st.session_seeds.try_emplace(req.session, std::random_device{}()).first->second;
+    ctx.seed = st.session_seeds.try_emplace(req.session, static_cast<std::uint32_t>(random_bits())).first->second;
   else
-    ctx.seed = std::random_device{}();
+    ctx.seed = static_cast<std::uint32_t>(random_bits());
   ctx.num_threads = st.cfg.host.cores_per_run(p.keys.empty() ? "" : p.keys.front());
   ctx.host = st.cfg.host.counts();
   ctx.deterministic = req.deterministic;

@@ -51,7 +51,8 @@ struct prepared_run {
 /// 8 random hex digits (run and sweep ids). Thread-safe.
 [[nodiscard]] std::string random_id();
 
-/// A fresh run id: 8 hex digits that name no run folder and no stored run.
+/// A fresh run id: 8 hex digits that name no run folder, no stored run and no submit waiting to be
+/// recorded.
 [[nodiscard]] std::string new_run_id(const run_queue_state& st);
 
 } // namespace cdui::actors

@@ -119,7 +119,7 @@ event_batch stored_events(const run_queue_state& st, const std::string& id, std:
   return batch;
 }
 
-submit_result submit(self_ptr self, run_request& req) {
+caf::result<submit_result> submit(self_ptr self, run_request& req) {
   auto& st = self->state;
   if (st.shutting_down)
     return refusal("the server is shutting down; submit the run again once it has restarted", true);
@@ -127,25 +127,58 @@ submit_result submit(self_ptr self, run_request& req) {
   if (auto* refused = std::get_if<submit_result>(&prepared))
     return *refused;
   auto& p = std::get<prepared_run>(prepared);
-  auto& info = p.setup.info;
-  try {
-    give_identity(st, p, req, new_run_id(st));
-    // Recorded before it is acknowledged: a crash after this line loses nothing.
-    st.cfg.store->insert({info, req.graph_json});
-  } catch (const std::exception& e) {
-    // The server's own failure (a full disk, say), not the request's: 503, not 400.
-    return refusal(std::string{"the server cannot record the run: "} + e.what(), true);
-  }
-  auto id = info.id;
-  std::vector<submit_warning> warnings;
-  for (const auto& [kind, message] : p.warnings)
-    warnings.push_back({kind, message});
-  launch(self, std::move(p), req);
-  pump(self);
-  return {id, "", false, std::move(warnings)};
+  give_identity(st, p, req, new_run_id(st));
+  st.unrecorded_ids.insert(p.setup.info.id);
+  auto rp = self->make_response_promise<submit_result>();
+  st.unrecorded.push_back(std::make_shared<pending_submit>(pending_submit{std::move(p), std::move(req), rp}));
+  // The submits already in the mailbox come before this (flush): they share its commit.
+  if (st.unrecorded.size() == 1)
+    self->send(self, atoms::flush::value);
+  return rp;
 }
 
 } // namespace
+
+void queue_parts::record_submits(self_ptr self) {
+  auto& st = self->state;
+  if (st.unrecorded.empty())
+    return;
+  auto batch = std::move(st.unrecorded);
+  st.unrecorded.clear();
+  st.unrecorded_ids.clear();
+  auto refuse_all = [&](const std::string& why) {
+    for (auto& s : batch)
+      s->promise.deliver(refusal(why, true));
+  };
+  if (st.shutting_down) {
+    refuse_all("the server is shutting down; submit the run again once it has restarted");
+    return;
+  }
+  std::vector<storage::stored_run> rows;
+  rows.reserve(batch.size());
+  for (const auto& s : batch)
+    rows.push_back({s->run.setup.info, s->request.graph_json});
+  try {
+    // Recorded before any is acknowledged: a crash after this line loses none of them.
+    st.cfg.store->insert(rows);
+  } catch (const std::exception& e) {
+    // The server's own failure (a full disk, say), not the request's: 503, not 400.
+    refuse_all(std::string{"the server cannot record the run: "} + e.what());
+    return;
+  }
+  std::vector<submit_result> answers;
+  answers.reserve(batch.size());
+  for (auto& s : batch) {
+    submit_result answer{s->run.setup.info.id, "", false, {}};
+    for (const auto& [kind, message] : s->run.warnings)
+      answer.warnings.push_back({kind, message});
+    answers.push_back(std::move(answer));
+    launch(self, std::move(s->run), s->request);
+  }
+  pump(self);
+  for (std::size_t i = 0; i < batch.size(); ++i)
+    batch[i]->promise.deliver(std::move(answers[i]));
+}
 
 std::variant<prepared_run, submit_result> queue_parts::prepare_submit(run_queue_state& st, run_request& req) {
   auto prepared = prepare_run(st, req);
@@ -298,6 +331,7 @@ run_queue_actor::behavior_type run_queue(self_ptr self, run_queue_config cfg) {
   return guarded_typed_behavior<run_queue_actor>(
     "run queue",
     [=](atoms::submit, run_request& req) { return submit(self, req); },
+    [=](atoms::flush) { record_submits(self); },
     [=](atoms::sweep, sweep_submission& s) { return submit_sweep(self, s); },
     [=](atoms::info, const std::string& id) -> caf::result<run_info> {
       if (auto run = active(id)) {

@@ -86,6 +86,10 @@ struct queued_budget {
   bool wants_default = false;
 };
 
+/// A submit checked and given its id, waiting for the commit it shares with the submits that came
+/// with it (run_queue_parts.hpp).
+struct pending_submit;
+
 /// Where a floating run with a budget stands with the memory ledger: asked about `cards` (the
 /// shared cards that would take it next), or told to wait there.
 struct floating_ask {
@@ -101,6 +105,10 @@ struct run_queue_state {
   policy::known_workers workers;
   /// The shared budgets: cards several offerers share, one-shot workers.
   policy::card_groups groups;
+  /// Submits checked since the last commit, in their order, and their ids: recorded together in
+  /// one transaction at the (flush) each batch sends itself, then answered (issue 16).
+  std::vector<std::shared_ptr<pending_submit>> unrecorded;
+  std::set<std::string> unrecorded_ids;
   std::map<std::string, caf::actor> runs;         // runs that have not ended, by id
   std::set<std::string> started;                  // of those, the ones running
   std::set<std::string> remote;                   // of those, the ones a worker executes
@@ -135,7 +143,8 @@ struct run_queue_state {
 
 /// The supervisor of runs: validates a submit once, records the run, creates its folder and actor,
 /// and admits it onto its devices' slots through the admission policy (one FIFO per device key).
-/// Protocol: (submit, run_request) -> submit_result; (info, id) -> run_info;
+/// Protocol: (submit, run_request) -> submit_result, once recorded: the submits that arrive
+/// together share one commit, at the (flush) the first of them sends the queue; (info, id) -> run_info;
 /// (list, status or "", limit, offset) -> run_page; (cancel, id) -> bool;
 /// (events, id, cursor, wait_ms) -> event_batch; (wait, id) -> run_info once ended;
 /// (erase, id) -> erase_result; (drop, session) -> bool (an editor session ended: its seed goes);

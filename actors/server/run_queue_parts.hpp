@@ -19,10 +19,23 @@
 #include "messages/sweep.hpp"
 #include "messages/worker.hpp"
 
+namespace cdui::actors {
+
+struct pending_submit {
+  prepared_run run;
+  run_request request;
+  caf::typed_response_promise<submit_result> promise;
+};
+
+} // namespace cdui::actors
+
 namespace cdui::actors::queue_parts {
 
 using self_ptr = run_queue_actor::stateful_pointer<run_queue_state>;
 
+/// Records the checked submits in one transaction, queues them and answers each (the (flush) the
+/// first of them sent); a sweep calls it first, so runs queue in the order they came.
+void record_submits(self_ptr self);
 /// A submit's run, checked as every submit is (prepare_run, then its memory budget,
 /// settle_budget); the refusal as the submit's answer.
 [[nodiscard]] std::variant<prepared_run, submit_result> prepare_submit(run_queue_state& st, run_request& req);

@@ -101,6 +101,7 @@ caf::result<sweep_submit_result> queue_parts::submit_sweep(self_ptr self, sweep_
   auto& st = self->state;
   if (st.shutting_down)
     return sweep_refusal("the server is shutting down; submit the sweep again once it has restarted", true);
+  record_submits(self);  // the runs submitted before it queue before it
   // Every variant is checked before anything is written: one refusal refuses the sweep whole.
   auto checked = std::make_shared<checked_sweep>();
   checked->ready.reserve(s.runs.size());

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <set>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -235,6 +236,48 @@ BOOST_AUTO_TEST_CASE(cuda_on_a_machine_without_cuda_runs_on_the_cpu_with_a_warni
   BOOST_REQUIRE(std::getline(events, first));
   BOOST_TEST(nlohmann::json::parse(first)["type"] == "run_warning");
   BOOST_TEST(nlohmann::json::parse(first)["cursor"] == 1);
+}
+
+BOOST_AUTO_TEST_CASE(submits_from_several_threads_at_once_are_each_recorded_before_their_answer) {
+  cdui::test::temp_home home;
+  cdui::server srv{server_config(home.path(), "1x1GiB")};
+  auto blocker = srv.submit(request(moons_graph_json(1'000'000, 0, 16, "sim:0"))).run_id;
+  await_status(srv, blocker, cdui::run_status::running);
+  constexpr int threads = 4;
+  constexpr int each = 25;
+  std::vector<std::vector<std::string>> ids(threads);
+  std::vector<std::thread> clients;
+  for (int t = 0; t < threads; ++t)
+    clients.emplace_back([&, t] {
+      for (int i = 0; i < each; ++i) {
+        auto answer = srv.submit(request(moons_graph_json(1, 3, 16, "sim:0")));
+        if (answer.ok())
+          ids[t].push_back(answer.run_id);
+      }
+    });
+  for (auto& c : clients)
+    c.join();
+  std::set<std::string> distinct;
+  for (const auto& mine : ids) {
+    BOOST_TEST(mine.size() == std::size_t{each});
+    distinct.insert(mine.begin(), mine.end());
+  }
+  BOOST_TEST(distinct.size() == std::size_t{threads * each});
+  // Each answered run is in the store, queued, in its place, with no folder yet.
+  auto queued = srv.runs("queued", 0, 0);
+  BOOST_TEST(queued.total == std::size_t{threads * each});
+  std::set<std::uint32_t> places;
+  for (const auto& r : queued.runs) {
+    BOOST_TEST(distinct.count(r.id) == 1u);
+    places.insert(r.queue_position);
+    BOOST_TEST(!std::filesystem::exists(home.path() / "runs" / r.id));
+  }
+  BOOST_TEST(places.size() == std::size_t{threads * each});
+  // A thread's runs queue in the order it submitted them.
+  for (const auto& mine : ids)
+    for (std::size_t i = 1; i < mine.size(); ++i)
+      BOOST_TEST(srv.info(mine[i])->queue_position > srv.info(mine[i - 1])->queue_position);
+  srv.cancel(blocker);  // the embedded server's shutdown cancels the rest
 }
 
 BOOST_AUTO_TEST_CASE(a_run_over_a_sim_cards_memory_fails_with_the_oom_text_and_the_next_run_fits) {

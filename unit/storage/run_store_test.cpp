@@ -334,4 +334,19 @@ BOOST_AUTO_TEST_CASE(a_sweep_and_its_runs_are_written_together_and_read_back_in_
   BOOST_TEST(store.sweep_children("w2").empty());
 }
 
+BOOST_AUTO_TEST_CASE(runs_inserted_together_are_recorded_in_their_order_all_or_none) {
+  cdui::test::temp_home home;
+  run_store store{home.path() / "cdui.db"};
+  store.insert(std::vector<stored_run>{make_run("c"), make_run("a"), make_run("b")});
+  auto open = store.unfinished();  // in submit order
+  BOOST_REQUIRE_EQUAL(open.size(), 3u);
+  BOOST_TEST(open[0].info.id == "c");
+  BOOST_TEST(open[1].info.id == "a");
+  BOOST_TEST(open[2].info.id == "b");
+  // A run id taken already: none of them is written.
+  BOOST_CHECK_THROW(store.insert(std::vector<stored_run>{make_run("d"), make_run("a")}), std::exception);
+  BOOST_TEST(!store.find("d"));
+  BOOST_TEST(store.unfinished().size() == 3u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
