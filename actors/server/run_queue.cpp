@@ -127,12 +127,18 @@ caf::result<submit_result> submit(self_ptr self, run_request& req) {
   if (auto* refused = std::get_if<submit_result>(&prepared))
     return *refused;
   auto& p = std::get<prepared_run>(prepared);
+  // The next submit's checks must see this one queued when they depend on the queue: the
+  // interactive lane's count and sessions, and the idle card a worker run takes. Those are
+  // recorded at once (after the ones waiting), in a commit of their own.
+  bool at_once = req.lane == "interactive" || !p.setup.worker.empty();
   give_identity(st, p, req, new_run_id(st));
   st.unrecorded_ids.insert(p.setup.info.id);
   auto rp = self->make_response_promise<submit_result>();
   st.unrecorded.push_back(std::make_shared<pending_submit>(pending_submit{std::move(p), std::move(req), rp}));
+  if (at_once)
+    record_submits(self);
   // The submits already in the mailbox come before this (flush): they share its commit.
-  if (st.unrecorded.size() == 1)
+  else if (st.unrecorded.size() == 1)
     self->send(self, atoms::flush::value);
   return rp;
 }
