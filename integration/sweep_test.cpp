@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "integration/worker_helpers.hpp"
+#include "testkit/wait.hpp"
 
 using namespace cdui::test;
 
@@ -50,15 +51,10 @@ std::string sweep_ok(const server_process& srv, const json& body) {
 template <class Done>
 json await_sweep(const server_process& srv, const std::string& id, Done done,
                  std::chrono::seconds timeout = std::chrono::seconds(240)) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (;;) {
-    auto sweep = srv.get_json("/api/sweeps/" + id);
-    if (done(sweep))
-      return sweep;
-    if (std::chrono::steady_clock::now() > deadline)
-      throw std::runtime_error("sweep " + id + " did not get there in time: " + sweep.dump());
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  json sweep;
+  if (!cdui::test::eventually([&] { return done(sweep = srv.get_json("/api/sweeps/" + id)); }, timeout))
+    throw std::runtime_error("sweep " + id + " did not get there in time: " + sweep.dump());
+  return sweep;
 }
 
 json await_state(const server_process& srv, const std::string& id, const std::string& state) {
