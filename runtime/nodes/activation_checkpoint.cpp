@@ -12,6 +12,23 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
+/// Autocast's settings on this thread: what a block's forward pass ran under.
+struct autocast_state {
+  bool cpu = false, gpu = false;
+  at::ScalarType cpu_dtype = at::kBFloat16, gpu_dtype = at::kHalf;
+
+  static autocast_state current() {
+    return {at::autocast::is_cpu_enabled(), at::autocast::is_enabled(), at::autocast::get_autocast_cpu_dtype(),
+            at::autocast::get_autocast_gpu_dtype()};
+  }
+  void apply() const {
+    at::autocast::set_cpu_enabled(cpu);
+    at::autocast::set_autocast_cpu_dtype(cpu_dtype);
+    at::autocast::set_enabled(gpu);
+    at::autocast::set_autocast_gpu_dtype(gpu_dtype);
+  }
+};
+
 /// One block of layers as its forward pass ran it: what its backward needs to run it again the
 /// same way.
 struct block_run : torch::CustomClassHolder {
@@ -23,22 +40,34 @@ struct block_run : torch::CustomClassHolder {
   /// The Dropout layers' generator (undefined: none) and its state before the forward pass.
   at::Generator rng;
   at::Tensor rng_state;
-  bool cpu_autocast = false, gpu_autocast = false;
-  at::ScalarType cpu_dtype = at::kBFloat16, gpu_dtype = at::kHalf;
+  autocast_state autocast;
+
+  [[nodiscard]] torch::nn::AnyModule& layer(std::size_t i) {
+    return *(layers->begin() + static_cast<std::ptrdiff_t>(i));
+  }
 
   /// Its parameters that train, in the order the autograd function takes them.
   [[nodiscard]] std::vector<at::Tensor> trainable() {
     std::vector<at::Tensor> found;
     for (auto i = begin; i < end; ++i)
-      for (auto& p : (layers->begin() + static_cast<std::ptrdiff_t>(i))->ptr()->parameters())
+      for (auto& p : layer(i).ptr()->parameters())
         if (p.requires_grad())
           found.push_back(p);
     return found;
   }
 
+  /// The layers' buffers as they are now, to put back after a rerun.
+  [[nodiscard]] std::vector<std::pair<at::Tensor, at::Tensor>> buffers() {
+    std::vector<std::pair<at::Tensor, at::Tensor>> kept;
+    for (auto i = begin; i < end; ++i)
+      for (auto& b : layer(i).ptr()->buffers())
+        kept.emplace_back(b, b.clone());
+    return kept;
+  }
+
   at::Tensor run(at::Tensor x) {
     for (auto i = begin; i < end; ++i)
-      x = (layers->begin() + static_cast<std::ptrdiff_t>(i))->forward(x);
+      x = layer(i).forward(x);
     return x;
   }
 
@@ -48,55 +77,36 @@ struct block_run : torch::CustomClassHolder {
       std::lock_guard<std::mutex> lock{rng.mutex()};
       rng_state = rng.get_state();
     }
-    cpu_autocast = at::autocast::is_cpu_enabled();
-    cpu_dtype = at::autocast::get_autocast_cpu_dtype();
-    gpu_autocast = at::autocast::is_enabled();
-    gpu_dtype = at::autocast::get_autocast_gpu_dtype();
+    autocast = autocast_state::current();
   }
 
   /// The forward pass again, with autograd, in the state record() noted; the generator and
-  /// autocast are left as they were. The layers' buffers (BatchNorm's running statistics) move
-  /// again: the caller puts them back once it has differentiated (BatchNorm's backward reads them).
+  /// autocast are left as they were, a failure included. The layers' buffers (BatchNorm's running
+  /// statistics) move again: the caller puts them back once it has differentiated (BatchNorm's
+  /// backward reads them).
   at::Tensor rerun(const at::Tensor& x) {
-    at::Tensor rng_now;
+    struct restore {
+      block_run& block;
+      at::Tensor rng_now;
+      autocast_state autocast_now = autocast_state::current();
+      ~restore() {
+        autocast_now.apply();
+        if (block.autocast.cpu || block.autocast.gpu)
+          at::autocast::clear_cache();  // the 16-bit weight copies the rerun made
+        if (block.rng.defined()) {
+          std::lock_guard<std::mutex> lock{block.rng.mutex()};
+          block.rng.set_state(rng_now);
+        }
+      }
+    } restore{*this, {}};
     if (rng.defined()) {
       std::lock_guard<std::mutex> lock{rng.mutex()};
-      rng_now = rng.get_state();
+      restore.rng_now = rng.get_state();
       rng.set_state(rng_state);
     }
-    auto cpu_was = at::autocast::is_cpu_enabled();
-    auto cpu_dtype_was = at::autocast::get_autocast_cpu_dtype();
-    auto gpu_was = at::autocast::is_enabled();
-    auto gpu_dtype_was = at::autocast::get_autocast_gpu_dtype();
-    at::autocast::set_cpu_enabled(cpu_autocast);
-    at::autocast::set_autocast_cpu_dtype(cpu_dtype);
-    at::autocast::set_enabled(gpu_autocast);
-    at::autocast::set_autocast_gpu_dtype(gpu_dtype);
-    at::Tensor out;
-    {
-      at::AutoGradMode grad{true};
-      out = run(x);
-    }
-    at::autocast::set_cpu_enabled(cpu_was);
-    at::autocast::set_autocast_cpu_dtype(cpu_dtype_was);
-    at::autocast::set_enabled(gpu_was);
-    at::autocast::set_autocast_gpu_dtype(gpu_dtype_was);
-    if (cpu_autocast || gpu_autocast)
-      at::autocast::clear_cache();  // the 16-bit weight copies the rerun made
-    if (rng.defined()) {
-      std::lock_guard<std::mutex> lock{rng.mutex()};
-      rng.set_state(rng_now);
-    }
-    return out;
-  }
-
-  /// The layers' buffers as they are now, to put back after a rerun.
-  [[nodiscard]] std::vector<std::pair<at::Tensor, at::Tensor>> buffers() {
-    std::vector<std::pair<at::Tensor, at::Tensor>> kept;
-    for (auto i = begin; i < end; ++i)
-      for (auto& b : (layers->begin() + static_cast<std::ptrdiff_t>(i))->ptr()->buffers())
-        kept.emplace_back(b, b.clone());
-    return kept;
+    autocast.apply();
+    at::AutoGradMode grad{true};
+    return run(x);
   }
 };
 
