@@ -8,6 +8,7 @@
 #include "runtime/node_call.hpp"
 #include "runtime/nodes/builtin.hpp"
 #include "runtime/nodes/lora.hpp"
+#include "runtime/nodes/layers.hpp"
 #include "runtime/nodes/values.hpp"
 #include "runtime/trainable.hpp"
 
@@ -20,24 +21,6 @@ c10::Device torch_device(const std::string& name) {
 }
 
 namespace {
-
-/// Dropout that draws its masks from the run's generator, so concurrent runs in one process stay
-/// reproducible (torch::nn::Dropout uses the process-wide generator).
-class run_dropout_impl : public torch::nn::Module {
-public:
-  run_dropout_impl(double p, at::Generator gen) : p_(p), gen_(std::move(gen)) {}
-
-  at::Tensor forward(const at::Tensor& x) {
-    if (!is_training() || p_ == 0.0)
-      return x;
-    auto keep = at::empty_like(x).bernoulli_(1.0 - p_, gen_);
-    return x * keep / (1.0 - p_);
-  }
-
-private:
-  double p_;
-  at::Generator gen_;
-};
 
 /// PyTorch's default initialisation of Linear and Conv2d (kaiming_uniform with a = sqrt(5), i.e.
 /// U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weight and bias), drawn from the run's generator.
@@ -67,7 +50,7 @@ torch::nn::AnyModule make_layer(const layer_plan& plan, at::Generator& gen) {
     return nn::AnyModule(m);
   }
   if (type == "MaxPool2d")
-    return nn::AnyModule(nn::MaxPool2d(nn::MaxPool2dOptions(plan.kernel).stride(plan.stride)));
+    return nn::AnyModule(std::make_shared<max_pool_impl>(plan.kernel, plan.stride));
   if (type == "Flatten")
     return nn::AnyModule(nn::Flatten());
   if (type == "ReLU")
@@ -77,7 +60,7 @@ torch::nn::AnyModule make_layer(const layer_plan& plan, at::Generator& gen) {
   if (type == "Tanh")
     return nn::AnyModule(nn::Tanh());
   if (type == "Dropout")
-    return nn::AnyModule(std::make_shared<run_dropout_impl>(plan.p, gen));
+    return nn::AnyModule(std::make_shared<dropout_impl>(plan.p, gen));
   if (type == "BatchNorm1d")
     return nn::AnyModule(nn::BatchNorm1d(in[0]));
   if (type == "BatchNorm2d")
