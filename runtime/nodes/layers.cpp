@@ -130,7 +130,116 @@ struct max_pool_function : torch::autograd::Function<max_pool_function> {
   }
 };
 
+/// BatchNorm2d in training as an autograd function: its forward pass batch_norm_forward, its
+/// backward libtorch's native_batch_norm_backward with what it saved. Inputs: x, weight, bias
+/// (the three it differentiates), the running mean and variance (moved in place).
+struct batch_norm_function : torch::autograd::Function<batch_norm_function> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                            const at::Tensor& running_mean, const at::Tensor& running_var, double momentum,
+                            double eps) {
+    auto r = batch_norm_forward(x, weight, bias, running_mean, running_var, momentum, eps);
+    ctx->save_for_backward({x, weight, r.mean, r.invstd});
+    ctx->saved_data["eps"] = eps;
+    return r.out;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_output) {
+    auto saved = ctx->get_saved_variables();
+    auto [gx, gw, gb] = at::native_batch_norm_backward(
+      grad_output[0], saved[0], saved[1], at::Tensor{}, at::Tensor{}, saved[2], saved[3], /*train=*/true,
+      ctx->saved_data["eps"].toDouble(), {ctx->needs_input_grad(0), ctx->needs_input_grad(1), ctx->needs_input_grad(2)});
+    return {gx, gw, gb, at::Tensor{}, at::Tensor{}, at::Tensor{}, at::Tensor{}};
+  }
+};
+
+/// The sum of `n` floats in fp32 with four running sums (of `f(v)` for each value v).
+template <class F>
+double row_sum(const float* v, std::int64_t n, F f) {
+  float s[4] = {0, 0, 0, 0};
+  std::int64_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    for (int k = 0; k < 4; ++k)
+      s[k] += f(v[i + k]);
+  for (; i < n; ++i)
+    s[0] += f(v[i]);
+  return static_cast<double>(s[0]) + s[1] + s[2] + s[3];
+}
+
 } // namespace
+
+batch_norm_result batch_norm_forward(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                                     const at::Tensor& running_mean, const at::Tensor& running_var, double momentum,
+                                     double eps) {
+  auto n = x.size(0), c = x.size(1), plane = x.size(2) * x.size(3);
+  auto count = static_cast<double>(n * plane);
+  auto out = at::empty_like(x);
+  auto mean = at::empty({c}, x.options());
+  auto invstd = at::empty({c}, x.options());
+  std::vector<double> var(static_cast<std::size_t>(c));
+  const auto* in = x.data_ptr<float>();
+  auto* to = out.data_ptr<float>();
+  auto* m = mean.data_ptr<float>();
+  auto* inv = invstd.data_ptr<float>();
+  const float* w = weight.defined() ? weight.data_ptr<float>() : nullptr;
+  const float* b = bias.defined() ? bias.data_ptr<float>() : nullptr;
+  at::parallel_for(0, c, 1, [&](std::int64_t begin, std::int64_t end) {
+    for (auto ch = begin; ch < end; ++ch) {
+      // Two passes for the statistics (the mean, then the squares about it: no cancellation),
+      // each row of a plane in fp32, the rows in fp64; a third writes the output.
+      double sum = 0.0;
+      for (std::int64_t i = 0; i < n; ++i)
+        sum += row_sum(in + (i * c + ch) * plane, plane, [](float v) { return v; });
+      auto mu = static_cast<float>(sum / count);
+      double squares = 0.0;
+      for (std::int64_t i = 0; i < n; ++i)
+        squares += row_sum(in + (i * c + ch) * plane, plane, [mu](float v) { return (v - mu) * (v - mu); });
+      auto biased = squares / count;
+      var[static_cast<std::size_t>(ch)] = biased;
+      auto is = static_cast<float>(1.0 / std::sqrt(biased + eps));
+      m[ch] = mu;
+      inv[ch] = is;
+      float scale = is * (w != nullptr ? w[ch] : 1.0F);
+      float shift = (b != nullptr ? b[ch] : 0.0F) - mu * scale;
+      for (std::int64_t i = 0; i < n; ++i) {
+        const float* from = in + (i * c + ch) * plane;
+        float* into = to + (i * c + ch) * plane;
+        for (std::int64_t k = 0; k < plane; ++k)
+          into[k] = from[k] * scale + shift;
+      }
+    }
+  });
+  if (running_mean.defined() && running_var.defined()) {
+    at::NoGradGuard no_grad;
+    auto unbiased = at::tensor(var, at::TensorOptions{}.dtype(at::kDouble)) * (count / std::max(count - 1.0, 1.0));
+    running_mean.mul_(1.0 - momentum).add_(mean, momentum);
+    running_var.mul_(1.0 - momentum).add_(unbiased.to(running_var.scalar_type()), momentum);
+  }
+  return {out, mean, invstd};
+}
+
+batch_norm2d_impl::batch_norm2d_impl(std::int64_t channels) {
+  weight = register_parameter("weight", at::ones({channels}));
+  bias = register_parameter("bias", at::zeros({channels}));
+  running_mean = register_buffer("running_mean", at::zeros({channels}));
+  running_var = register_buffer("running_var", at::ones({channels}));
+  num_batches_tracked = register_buffer("num_batches_tracked", at::zeros({}, at::TensorOptions{}.dtype(at::kLong)));
+}
+
+at::Tensor batch_norm2d_impl::forward(const at::Tensor& x) {
+  TORCH_CHECK(x.dim() == 4, "expected 4D input (got ", x.dim(), "D input)");
+  if (!is_training())
+    return at::batch_norm(x, weight, bias, running_mean, running_var, false, momentum_, eps_, true);
+  {
+    at::NoGradGuard no_grad;
+    num_batches_tracked += 1;
+  }
+  auto fp32 = [](const at::Tensor& t) { return t.is_cpu() && t.scalar_type() == at::kFloat && t.is_contiguous(); };
+  if (!fp32(x) || !fp32(weight) || !fp32(bias) || !fp32(running_mean) || !fp32(running_var))
+    return at::batch_norm(x, weight, bias, running_mean, running_var, true, momentum_, eps_, true);
+  if (at::GradMode::is_enabled() && (x.requires_grad() || weight.requires_grad() || bias.requires_grad()))
+    return batch_norm_function::apply(x, weight, bias, running_mean, running_var, momentum_, eps_);
+  return batch_norm_forward(x, weight, bias, running_mean, running_var, momentum_, eps_).out;
+}
 
 std::pair<at::Tensor, at::Tensor> max_pool_forward(const at::Tensor& x, std::int64_t kernel, std::int64_t stride,
                                                    bool indices) {

@@ -64,7 +64,7 @@ torch::nn::AnyModule make_layer(const layer_plan& plan, at::Generator& gen) {
   if (type == "BatchNorm1d")
     return nn::AnyModule(nn::BatchNorm1d(in[0]));
   if (type == "BatchNorm2d")
-    return nn::AnyModule(nn::BatchNorm2d(in[0]));
+    return nn::AnyModule(std::make_shared<batch_norm2d_impl>(in[0]));
   return nn::AnyModule(nn::LayerNorm(nn::LayerNormOptions({in.back()})));
 }
 

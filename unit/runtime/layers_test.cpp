@@ -1,6 +1,8 @@
 // The Model's layers of cdui's own (runtime/nodes/layers.hpp). MaxPool2d against libtorch's
 // max_pool2d_with_indices: the same maxima and indices bit for bit (ties, NaN and -inf included,
-// fp32, fp64 and bf16), and the same input gradient through autograd. Dropout: the share it
+// fp32, fp64 and bf16), and the same input gradient through autograd. BatchNorm2d against
+// torch::nn::BatchNorm2d: outputs, gradients and running statistics within fp32 rounding, the
+// same names, eval mode the same. Dropout: the share it
 // drops and the scale of what it keeps, in fp32 and bf16, the same masks for the same seed.
 #include <boost/test/unit_test.hpp>
 
@@ -11,6 +13,7 @@
 
 #include "runtime/nodes/layers.hpp"
 
+using cdui::runtime::nodes::batch_norm2d_impl;
 using cdui::runtime::nodes::dropout_impl;
 using cdui::runtime::nodes::max_pool_forward;
 using cdui::runtime::nodes::max_pool_impl;
@@ -65,6 +68,55 @@ BOOST_AUTO_TEST_CASE(the_layer_trains_as_libtorchs_does) {
   BOOST_TEST(torch::equal(layer.forward(x), reference->forward(x)));
   auto nhwc = x.contiguous(at::MemoryFormat::ChannelsLast);
   BOOST_TEST(torch::equal(layer.forward(nhwc), reference->forward(x)));
+}
+
+BOOST_AUTO_TEST_CASE(batch_norm_trains_as_libtorchs_does) {
+  torch::manual_seed(3);
+  batch_norm2d_impl ours{6};
+  torch::nn::BatchNorm2d theirs{6};
+  {
+    at::NoGradGuard no_grad;  // weights that are not ones and zeros
+    for (auto* w : {&ours.weight, &theirs->weight})
+      w->copy_(at::linspace(0.5, 2.0, 6));
+    for (auto* b : {&ours.bias, &theirs->bias})
+      b->copy_(at::linspace(-1.0, 1.0, 6));
+  }
+  std::vector<std::string> our_names, their_names;
+  for (const auto& b : ours.named_parameters())
+    our_names.push_back(b.key());
+  for (const auto& b : ours.named_buffers())
+    our_names.push_back(b.key());
+  for (const auto& b : theirs->named_parameters())
+    their_names.push_back(b.key());
+  for (const auto& b : theirs->named_buffers())
+    their_names.push_back(b.key());
+  BOOST_TEST(our_names == their_names, "the same names in the same order, so saved models load either way");
+  for (int step = 0; step < 3; ++step) {
+    auto x = at::randn({8, 6, 5, 7}) * 3.0 + 10.0;  // an offset mean: the variance's pass must not cancel
+    auto mine = x.clone().requires_grad_(true), other = x.clone().requires_grad_(true);
+    auto weights = at::randn({8, 6, 5, 7});
+    auto out = ours.forward(mine), expected = theirs->forward(other);
+    BOOST_TEST(torch::allclose(out, expected, 1e-4, 1e-5));
+    (out * weights).sum().backward();
+    (expected * weights).sum().backward();
+    BOOST_TEST(torch::allclose(mine.grad(), other.grad(), 1e-4, 1e-5));
+    BOOST_TEST(torch::allclose(ours.weight.grad(), theirs->weight.grad(), 1e-4, 1e-4));
+    BOOST_TEST(torch::allclose(ours.bias.grad(), theirs->bias.grad(), 1e-4, 1e-4));
+    BOOST_TEST(torch::allclose(ours.running_mean, theirs->running_mean, 1e-5, 1e-6));
+    BOOST_TEST(torch::allclose(ours.running_var, theirs->running_var, 1e-5, 1e-6));
+    BOOST_TEST(ours.num_batches_tracked.item<std::int64_t>() == theirs->num_batches_tracked.item<std::int64_t>());
+  }
+  // A frozen norm (no gradient wanted) still moves its statistics; eval mode uses them.
+  ours.weight.requires_grad_(false);
+  ours.bias.requires_grad_(false);
+  theirs->weight.requires_grad_(false);
+  theirs->bias.requires_grad_(false);
+  auto x = at::randn({4, 6, 3, 3});
+  BOOST_TEST(torch::allclose(ours.forward(x), theirs->forward(x), 1e-4, 1e-5));
+  BOOST_TEST(torch::allclose(ours.running_var, theirs->running_var, 1e-5, 1e-6));
+  ours.eval();
+  theirs->eval();
+  BOOST_TEST(torch::allclose(ours.forward(x), theirs->forward(x), 1e-4, 1e-5));
 }
 
 BOOST_AUTO_TEST_CASE(dropout_drops_its_share_and_scales_the_rest) {
