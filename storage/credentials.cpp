@@ -28,11 +28,15 @@ void init_sodium() {
 
 } // namespace
 
-std::string new_credential() {
+std::string random_secret() {
   init_sodium();
   unsigned char bytes[32];
   randombytes_buf(bytes, sizeof bytes);
-  return "cdui-wk-" + hex(bytes, sizeof bytes);
+  return hex(bytes, sizeof bytes);
+}
+
+std::string new_credential() {
+  return "cdui-wk-" + random_secret();
 }
 
 std::string credential_hash(std::string_view credential) {

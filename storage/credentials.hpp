@@ -7,8 +7,12 @@
 
 namespace cdui::storage {
 
-/// A new enrollment credential for a remote worker: "cdui-wk-" and 64 hex digits of 32 bytes from
-/// libsodium's CSPRNG. The server keeps only its hash.
+/// 64 hex digits of 32 bytes from libsodium's CSPRNG: a session token, a dashboard's sign-in code
+/// or cookie.
+[[nodiscard]] std::string random_secret();
+
+/// A new enrollment credential for a remote worker: "cdui-wk-" and a random_secret(). The server
+/// keeps only its hash.
 [[nodiscard]] std::string new_credential();
 
 /// The SHA-256 of a credential, in hex: what cdui.db keeps of it.

@@ -59,7 +59,7 @@ std::optional<server_address> read_server_json(const std::filesystem::path& home
 }
 
 std::string create_token(const std::filesystem::path& home) {
-  auto token = new_credential().substr(8);  // 64 hex digits from the CSPRNG
+  auto token = random_secret();
   try {
     write_private_file(token_path(home), token + "\n");
   } catch (const std::runtime_error&) {
