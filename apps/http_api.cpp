@@ -97,6 +97,16 @@ json parse_or_null(const std::string& text) {
   return json::parse(text, nullptr, false);
 }
 
+/// The run object (run_json), with a running run's latest `progress` event: where it is now, which
+/// a page of runs shows without reading every run's events.
+json run_object(cdui::server& runtime, const run_info& run) {
+  auto j = run_json(run);
+  auto progress = run.status == run_status::running ? runtime.last_event(run.id, "progress")
+                                                    : std::nullopt;
+  j["progress"] = progress ? parse_or_null(progress->data) : json(nullptr);
+  return j;
+}
+
 /// PUT .../sharing {"mode": "shared" | "exclusive"}: this server's device (`worker` empty) or a
 /// worker's. 404 for a device or worker it does not know, 409 for a card that cannot be shared.
 void put_sharing(cdui::server& rt, const std::string& worker, const std::string& device,
@@ -407,7 +417,7 @@ void get_runs(cdui::server& runtime, const httplib::Request& req, httplib::Respo
     auto page = runtime.runs(req.get_param_value("status"), limit, offset);
     json runs = json::array();
     for (const auto& r : page.runs)
-      runs.push_back(run_json(r));
+      runs.push_back(run_object(runtime, r));
     reply(res, 200, {{"runs", runs}, {"total", page.total}, {"limit", limit}, {"offset", offset}});
   } catch (const std::invalid_argument& e) {
     refuse(res, 400, std::string{"query parameter 'status': "} + e.what());
@@ -758,7 +768,7 @@ void mount_http_api(httplib::Server& http, cdui::server& runtime, http_api_optio
   http.Get(R"(/api/runs/([^/]+))", [&rt](const httplib::Request& req, httplib::Response& res) {
     std::string id = req.matches[1];
     if (auto info = rt.info(id))
-      reply(res, 200, run_json(*info));
+      reply(res, 200, run_object(rt, *info));
     else
       refuse(res, 404, "no run has the id '" + id + "'");
   });

@@ -6,6 +6,7 @@
 
 #include "testkit/graphs.hpp"
 #include "testkit/server_process.hpp"
+#include "testkit/wait.hpp"
 
 using namespace std::chrono_literals;
 using cdui::test::endless_run;
@@ -36,7 +37,15 @@ BOOST_AUTO_TEST_CASE(five_runs_on_one_card_queue_at_positions_one_to_four_and_st
     BOOST_TEST(run["queue_position"] == at);  // ids[1] is at 1, ..., ids[4] at 4
     BOOST_TEST(run["queue_key"] == "sim:0");
     BOOST_TEST(run["active"] == true);
+    BOOST_TEST(run["progress"].is_null());
   }
+  // The running run's object says where it is: its latest progress event.
+  BOOST_TEST(cdui::test::eventually([&] {
+    return srv.get_json("/api/runs/" + ids[0])["progress"].is_object();
+  }));
+  auto progress = srv.get_json("/api/runs?status=running")["runs"][0]["progress"];
+  BOOST_TEST(progress["epochs"] == 1'000'000);
+  BOOST_TEST(progress["epoch"].get<int>() >= 1);
   srv.cancel(ids[0]);
   std::vector<json> done;
   for (const auto& id : ids)
@@ -51,6 +60,7 @@ BOOST_AUTO_TEST_CASE(five_runs_on_one_card_queue_at_positions_one_to_four_and_st
   auto page = srv.get_json("/api/runs?limit=2&offset=1");
   BOOST_TEST(page["total"] == 5);
   BOOST_TEST(page["runs"][0]["run_id"] == ids[3]);  // newest first
+  BOOST_TEST(page["runs"][0]["progress"].is_null());  // it has ended
 }
 
 BOOST_AUTO_TEST_CASE(the_cpu_runs_two_at_once_and_the_third_waits) {

@@ -458,6 +458,17 @@ std::uint64_t run_store::last_cursor(const std::string& run_id) const {
   return static_cast<std::uint64_t>(s.integer(0));
 }
 
+std::optional<run_event> run_store::last_event(const std::string& run_id, const std::string& type) const {
+  std::lock_guard lock{mutex_};
+  // Backwards along the primary key (run_id, cursor): a busy run's latest progress is near its end.
+  statement s{db_, "SELECT cursor, time_ms, type, data FROM events WHERE run_id=? AND type=? "
+                   "ORDER BY cursor DESC LIMIT 1"};
+  s.bind(1, run_id).bind(2, type);
+  if (!s.step())
+    return std::nullopt;
+  return run_event{static_cast<std::uint64_t>(s.integer(0)), s.integer(1), s.text(2), s.text(3)};
+}
+
 std::optional<stored_run> run_store::find(const std::string& run_id) const {
   std::lock_guard lock{mutex_};
   statement s{db_, (std::string{"SELECT "} + run_columns + " FROM runs WHERE id=?").c_str()};

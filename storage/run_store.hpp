@@ -141,6 +141,10 @@ public:
   /// The cursor of the run's last event, 0 when it has none.
   [[nodiscard]] std::uint64_t last_cursor(const std::string& run_id) const;
 
+  /// The run's newest event of `type` (its latest `progress`, say); nullopt when it has none.
+  [[nodiscard]] std::optional<run_event> last_event(const std::string& run_id,
+                                                    const std::string& type) const;
+
   [[nodiscard]] std::optional<stored_run> find(const std::string& run_id) const;
 
   /// Runs newest first, optionally of one status; `limit` 0 means all.

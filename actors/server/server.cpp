@@ -417,6 +417,10 @@ std::optional<std::vector<storage::metric_point>> server::metrics(const std::str
   return impl_->store->metrics(run_id, name);
 }
 
+std::optional<run_event> server::last_event(const std::string& run_id, const std::string& type) {
+  return impl_->store->last_event(run_id, type);
+}
+
 run_info server::wait(const std::string& run_id) {
   // Waits as long as the run takes: the caller asked for its end (its stop is bounded by the stop
   // deadline once it is cancelled).

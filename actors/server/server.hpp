@@ -122,6 +122,9 @@ public:
   [[nodiscard]] std::optional<std::vector<storage::metric_point>>
   metrics(const std::string& run_id, const std::string& name = "");
 
+  /// The run's newest recorded event of `type` (its latest `progress`); nullopt when it has none.
+  [[nodiscard]] std::optional<run_event> last_event(const std::string& run_id, const std::string& type);
+
   /// Blocks until the run has ended and returns its final state.
   run_info wait(const std::string& run_id);
 

@@ -111,6 +111,23 @@ BOOST_AUTO_TEST_CASE(events_are_read_after_a_cursor_and_metric_events_become_met
   BOOST_TEST(store.metrics("a1", "").size() == 3u);
 }
 
+BOOST_AUTO_TEST_CASE(a_runs_newest_event_of_a_type_is_found) {
+  cdui::test::temp_home home;
+  run_store store{home.path() / "cdui.db"};
+  store.insert(make_run("a1"));
+  store.insert(make_run("b2"));
+  store.append_event("a1", event(1, "progress", R"({"epoch":1})"));
+  store.append_event("a1", event(2, "progress", R"({"epoch":2})"));
+  store.append_event("a1", event(3, "metric", R"({"node":"train","name":"loss","step":2,"value":0.7})"));
+  store.append_event("b2", event(1, "progress", R"({"epoch":9})"));
+  auto last = store.last_event("a1", "progress");
+  BOOST_REQUIRE(last.has_value());
+  BOOST_TEST(last->cursor == 2u);
+  BOOST_TEST(last->data == R"({"epoch":2})");
+  BOOST_TEST(!store.last_event("a1", "execution_complete").has_value());
+  BOOST_TEST(!store.last_event("nope", "progress").has_value());
+}
+
 BOOST_AUTO_TEST_CASE(a_duplicate_cursor_is_refused_and_leaves_no_metric_behind) {
   cdui::test::temp_home home;
   run_store store{home.path() / "cdui.db"};
