@@ -17,6 +17,9 @@
 
 #include "actors/policy/run_options.hpp"
 #include "actors/server/server.hpp"
+#include "apps/dashboard.hpp"
+#include "apps/http_access.hpp"
+#include "apps/http_edge.hpp"
 #include "apps/run_json.hpp"
 #include "apps/status_json.hpp"
 #include "apps/sweep_json.hpp"
@@ -30,7 +33,6 @@
 #include "runtime/estimate.hpp"
 #include "runtime/parameter_estimate.hpp"
 #include "runtime/validate.hpp"
-#include "storage/credentials.hpp"
 #include "storage/lru_store.hpp"
 
 namespace cdui::apps {
@@ -45,21 +47,20 @@ constexpr double max_wait_seconds = 60.0;
 constexpr std::size_t default_page = 50;
 constexpr std::size_t max_page = 1000;
 
-void reply(httplib::Response& res, int status, const json& body) {
-  res.status = status;
-  res.set_content(json_text(body), "application/json");
-}
+/// Who may do what (apps/http_access.hpp), shared by every route: the rules, and the browser
+/// sessions they point to, kept alive with them.
+struct access_gate {
+  access_rules rules;
+  std::shared_ptr<browser_sessions> sessions;
+};
 
-void refuse(httplib::Response& res, int status, const std::string& detail) {
-  reply(res, status, {{"detail", detail}});
-}
-
-bool authorized(const httplib::Request& req, httplib::Response& res, const std::string& token) {
-  if (storage::same_secret(req.get_header_value(token_header), token))
+/// Whether `req` may read or change something; false with the 403 sent when it may not.
+bool authorized(const httplib::Request& req, httplib::Response& res, const access_gate& g,
+                request_kind kind = request_kind::change) {
+  auto decision = check_access(credentials_of(req), kind, g.rules, browser_sessions::clock::now());
+  if (decision.allowed)
     return true;
-  refuse(res, 403,
-         std::string{"this request needs the session token in the "} + token_header
-           + " header (the server's token file is in $CODEFYUI_HOME)");
+  refuse(res, 403, decision.refusal);
   return false;
 }
 
@@ -708,27 +709,31 @@ void get_outputs(cdui::server& runtime, const std::string& id, httplib::Response
 
 void mount_http_api(httplib::Server& http, cdui::server& runtime, http_api_options options) {
   auto& rt = runtime;
-  const auto& token = options.token;
+  auto gate = std::make_shared<const access_gate>(
+    access_gate{{options.token, options.reads_need_token, options.cookie_name, options.sessions.get()},
+                options.sessions});
   auto polls = std::make_shared<poll_slots>(options.max_waiting_polls);
-  // Before any route, and before a body is read: the request's strings, and the token for reads.
-  http.set_pre_routing_handler(
-    [token, reads_need_token = options.reads_need_token](const httplib::Request& req,
-                                                         httplib::Response& res) {
-      if (auto refusal = non_utf8_refusal(req); !refusal.empty()) {
-        refuse(res, 400, refusal);
-        return httplib::Server::HandlerResponse::Handled;
-      }
-      if (reads_need_token && (req.method == "GET" || req.method == "HEAD")
-          && !authorized(req, res, token))
-        return httplib::Server::HandlerResponse::Handled;
-      return httplib::Server::HandlerResponse::Unhandled;
-    });
-  http.Post("/api/runs", [&rt, token](const httplib::Request& req, httplib::Response& res) {
-    if (authorized(req, res, token))
+  // Before any route, and before a body is read: the request's strings, and the token for reads
+  // (the dashboard's page itself loads without it, to say how to sign in).
+  http.set_pre_routing_handler([gate](const httplib::Request& req, httplib::Response& res) {
+    if (auto refusal = non_utf8_refusal(req); !refusal.empty()) {
+      refuse(res, 400, refusal);
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    bool read = req.method == "GET" || req.method == "HEAD";
+    if (read && !(gate->sessions && is_dashboard_page(req.path))
+        && !authorized(req, res, *gate, request_kind::read))
+      return httplib::Server::HandlerResponse::Handled;
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  if (options.sessions)
+    mount_dashboard(http, options.sessions, gate->rules);
+  http.Post("/api/runs", [&rt, gate](const httplib::Request& req, httplib::Response& res) {
+    if (authorized(req, res, *gate))
       post_run(rt, req, res);
   });
-  http.Post("/api/sweeps", [&rt, token](const httplib::Request& req, httplib::Response& res) {
-    if (authorized(req, res, token))
+  http.Post("/api/sweeps", [&rt, gate](const httplib::Request& req, httplib::Response& res) {
+    if (authorized(req, res, *gate))
       post_sweep(rt, req, res);
   });
   http.Get("/api/sweeps", [&rt](const httplib::Request&, httplib::Response& res) {
@@ -744,8 +749,8 @@ void mount_http_api(httplib::Server& http, cdui::server& runtime, http_api_optio
     get_sweep(rt, req.matches[1], true, res);
   });
   http.Post(R"(/api/sweeps/([^/]+)/cancel)",
-            [&rt, token](const httplib::Request& req, httplib::Response& res) {
-              if (!authorized(req, res, token))
+            [&rt, gate](const httplib::Request& req, httplib::Response& res) {
+              if (!authorized(req, res, *gate))
                 return;
               std::string id = req.matches[1];
               auto cancelled = rt.cancel_sweep(id);
@@ -758,8 +763,8 @@ void mount_http_api(httplib::Server& http, cdui::server& runtime, http_api_optio
                                {"cancelled", *cancelled},
                                {"state", sweep_json(*sweep, rt.sweep_runs(id))["state"]}});
             });
-  http.Post("/api/estimate", [token](const httplib::Request& req, httplib::Response& res) {
-    if (authorized(req, res, token))
+  http.Post("/api/estimate", [gate](const httplib::Request& req, httplib::Response& res) {
+    if (authorized(req, res, *gate))
       post_estimate(req, res);
   });
   http.Get("/api/runs", [&rt](const httplib::Request& req, httplib::Response& res) {
@@ -773,8 +778,8 @@ void mount_http_api(httplib::Server& http, cdui::server& runtime, http_api_optio
       refuse(res, 404, "no run has the id '" + id + "'");
   });
   http.Delete(R"(/api/runs/([^/]+))",
-              [&rt, token](const httplib::Request& req, httplib::Response& res) {
-                if (!authorized(req, res, token))
+              [&rt, gate](const httplib::Request& req, httplib::Response& res) {
+                if (!authorized(req, res, *gate))
                   return;
                 std::string id = req.matches[1];
                 switch (rt.erase(id)) {
@@ -790,8 +795,8 @@ void mount_http_api(httplib::Server& http, cdui::server& runtime, http_api_optio
                 }
               });
   http.Post(R"(/api/runs/([^/]+)/cancel)",
-            [&rt, token](const httplib::Request& req, httplib::Response& res) {
-              if (!authorized(req, res, token))
+            [&rt, gate](const httplib::Request& req, httplib::Response& res) {
+              if (!authorized(req, res, *gate))
                 return;
               std::string id = req.matches[1];
               auto before = rt.info(id);
@@ -818,8 +823,8 @@ void mount_http_api(httplib::Server& http, cdui::server& runtime, http_api_optio
     get_outputs(rt, req.matches[1], res);
   });
   http.Delete(R"(/api/sessions/([^/]+))",
-              [&rt, token](const httplib::Request& req, httplib::Response& res) {
-                if (!authorized(req, res, token))
+              [&rt, gate](const httplib::Request& req, httplib::Response& res) {
+                if (!authorized(req, res, *gate))
                   return;
                 std::string session = req.matches[1];
                 reply(res, 200, {{"session", session}, {"closed", rt.close_session(session)}});
@@ -829,8 +834,8 @@ void mount_http_api(httplib::Server& http, cdui::server& runtime, http_api_optio
     reply(res, 200, health_json(rt.caches()));
   });
   http.Post(R"(/api/workers/([^/]+)/(drain|undrain))",
-            [&rt, token](const httplib::Request& req, httplib::Response& res) {
-              if (!authorized(req, res, token))
+            [&rt, gate](const httplib::Request& req, httplib::Response& res) {
+              if (!authorized(req, res, *gate))
                 return;
               std::string name = req.matches[1];
               bool draining = req.matches[2] == "drain";
@@ -840,13 +845,13 @@ void mount_http_api(httplib::Server& http, cdui::server& runtime, http_api_optio
               }
               reply(res, 200, {{"worker", name}, {"draining", draining}});
             });
-  http.Post("/api/workers/enroll", [&rt, token](const httplib::Request& req, httplib::Response& res) {
-    if (authorized(req, res, token))
+  http.Post("/api/workers/enroll", [&rt, gate](const httplib::Request& req, httplib::Response& res) {
+    if (authorized(req, res, *gate))
       post_enroll(rt, req, res);
   });
   http.Post(R"(/api/workers/([^/]+)/rekey)",
-            [&rt, token](const httplib::Request& req, httplib::Response& res) {
-              if (!authorized(req, res, token))
+            [&rt, gate](const httplib::Request& req, httplib::Response& res) {
+              if (!authorized(req, res, *gate))
                 return;
               auto body = enrollment_body(req, res, false);
               if (!body)
@@ -856,21 +861,21 @@ void mount_http_api(httplib::Server& http, cdui::server& runtime, http_api_optio
                 reply(res, 200, credential_json(rt, e, req, *body));
             });
   http.Delete(R"(/api/workers/([^/]+))",
-              [&rt, token](const httplib::Request& req, httplib::Response& res) {
-                if (!authorized(req, res, token))
+              [&rt, gate](const httplib::Request& req, httplib::Response& res) {
+                if (!authorized(req, res, *gate))
                   return;
                 auto e = rt.remove_worker(req.matches[1]);
                 if (!refused_enrollment(res, e))
                   reply(res, 200, {{"worker", e.name}, {"removed", true}});
               });
   http.Put(R"(/api/devices/([^/]+)/sharing)",
-           [&rt, token](const httplib::Request& req, httplib::Response& res) {
-             if (authorized(req, res, token))
+           [&rt, gate](const httplib::Request& req, httplib::Response& res) {
+             if (authorized(req, res, *gate))
                put_sharing(rt, "", req.matches[1], req, res);
            });
   http.Put(R"(/api/workers/([^/]+)/devices/([^/]+)/sharing)",
-           [&rt, token](const httplib::Request& req, httplib::Response& res) {
-             if (authorized(req, res, token))
+           [&rt, gate](const httplib::Request& req, httplib::Response& res) {
+             if (authorized(req, res, *gate))
                put_sharing(rt, req.matches[1], req.matches[2], req, res);
            });
   http.Get("/api/devices", [&rt](const httplib::Request&, httplib::Response& res) {

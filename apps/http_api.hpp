@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string>
 
 namespace httplib {
@@ -12,6 +13,8 @@ class server;
 }
 
 namespace cdui::apps {
+
+class browser_sessions;
 
 /// The header that carries the session token.
 inline constexpr const char* token_header = "X-CodefyUI-Token";
@@ -25,11 +28,18 @@ struct http_api_options {
   /// Long-polls that may wait at once; one more answers at once, as with wait=0. Below the HTTP
   /// thread count, so that waiting long-polls never hold every thread.
   std::size_t max_waiting_polls = 64;
+  /// The dashboard's browser sign-ins (docs/dashboard.md). When set, the dashboard is served at `/`
+  /// and a signed-in browser's cookie counts as the token does: for reads, and, with the page's
+  /// anti-CSRF header, for changes. Unset (an embedding service's default): the token alone.
+  std::shared_ptr<browser_sessions> sessions;
+  /// The dashboard's cookie: one name per port, since a browser keeps cookies per host.
+  std::string cookie_name = "cdui_session";
 };
 
-/// Registers cdui's HTTP API (docs/http-api.md) on `http`, answering from `runtime`. Requests that
-/// change something (POST, DELETE) need the token in the X-CodefyUI-Token header, reads too with
-/// `reads_need_token`. Errors are JSON {"detail": "..."} with a 4xx or 5xx status; a path segment or
+/// Registers cdui's HTTP API (docs/http-api.md) on `http`, answering from `runtime`, and the
+/// dashboard with `sessions`. Requests that change something (POST, PUT, DELETE) need the token in
+/// the X-CodefyUI-Token header (or a signed-in browser's cookie and anti-CSRF header), reads too
+/// with `reads_need_token`. Errors are JSON {"detail": "..."} with a 4xx or 5xx status; a path segment or
 /// query parameter that is not UTF-8 gets 400 naming it. `runtime` must outlive the HTTP server's use.
 void mount_http_api(httplib::Server& http, cdui::server& runtime, http_api_options options);
 

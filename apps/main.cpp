@@ -1,5 +1,5 @@
 // The cdui command line: run, validate, fit, estimate, devices, the server (start, stop, status)
-// and its client commands (runs, show, logs, follow, cancel).
+// and its client commands (runs, show, logs, follow, cancel, ui).
 #include <cstdio>
 #include <cctype>
 #include <cstdlib>
@@ -24,6 +24,7 @@
 #include "apps/runtime_exec.hpp"
 #include "apps/server_command.hpp"
 #include "apps/sweep_command.hpp"
+#include "apps/ui_command.hpp"
 #include "apps/sim_hold_command.hpp"
 #include "messages/run_request.hpp"
 #include "messages/version.hpp"
@@ -327,6 +328,11 @@ int run_cli(int argc, char** argv) {
   sweep->add_option("--name", sweep_opts.name, "the sweep's name (default: the graph file's name)");
   sweep->add_flag("--detach", sweep_opts.detach, "submit and return; the sweep goes on");
 
+  bool ui_open = false;
+  auto* ui = app.add_subcommand("ui", "print the dashboard's address and a one-time link that signs "
+                                      "a browser in");
+  ui->add_flag("--open", ui_open, "open the link with xdg-open");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -371,6 +377,8 @@ int run_cli(int argc, char** argv) {
     return cancel_command(cancel_words);
   if (*sweep)
     return sweep_command(sweep_opts);
+  if (*ui)
+    return ui_command(ui_open);
   if (*show)
     return show_command(run_word, show_json);
   if (*logs)

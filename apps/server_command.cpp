@@ -29,6 +29,7 @@
 #include "apps/http_guard.hpp"
 #include "apps/http_settings.hpp"
 #include "apps/abandoned_runs.hpp"
+#include "apps/browser_sessions.hpp"
 #include "apps/interrupt.hpp"
 #include "apps/run_command.hpp"
 #include "apps/text_table.hpp"
@@ -219,6 +220,8 @@ int serve(const start_options& options) {
   }
   token->keep();  // the ports are bound and the store is open: this server runs
   api.token = token->token();
+  api.sessions = std::make_shared<browser_sessions>();
+  api.cookie_name = "cdui_session_" + std::to_string(port);
   mount_http_api(http, *runtime, api);
   storage::server_address address{options.host, port, static_cast<int>(::getpid()),
                                   runtime->zmq_endpoint(), runtime->zmq_public_key()};
@@ -228,6 +231,7 @@ int serve(const start_options& options) {
                address.http_url(), api.reads_need_token ? " (reads need the token)" : "",
                address.zmq, address.zmq_public_key.empty() ? "" : " (CURVE)", home.string(),
                address.pid);
+  spdlog::info("dashboard: {}/ (`cdui ui` prints a link that signs a browser in)", address.http_url());
   spdlog::info("HTTP limits: bodies up to {} MiB, {} s to send a request, {} connections per client",
                limits.max_body_bytes >> 20,
                std::chrono::duration_cast<std::chrono::seconds>(limits.read_deadline).count(),

@@ -17,7 +17,7 @@ install(TARGETS cdui-runtime RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/cdu
 set(cdui_exported
   cdui_messages:messages cdui_device_names:device_names cdui_devices:devices
   cdui_credentials:credentials cdui_storage:storage cdui_graph:graph cdui_runtime:runtime cdui_policy:policy
-  cdui_actors:server cdui_http_guard:http_guard cdui_cli:cli cdui_http:http)
+  cdui_actors:server cdui_http_guard:http_guard cdui_dashboard:dashboard cdui_cli:cli cdui_http:http)
 set(cdui_exported_targets)
 foreach(entry ${cdui_exported})
   string(REPLACE ":" ";" pair ${entry})

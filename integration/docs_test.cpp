@@ -116,7 +116,16 @@ BOOST_AUTO_TEST_CASE(the_refusals_http_api_md_quotes_are_the_servers) {
   struct ask {
     std::string method, path, body;
     bool token = true;
+    httplib::Headers headers = {};
   };
+  // A browser signed in through the dashboard's one-time link: its cookie.
+  auto link = c.Post("/api/ui/links", srv.auth(), "", "application/json");
+  BOOST_REQUIRE(link && link->status == 200);
+  auto signed_in = c.Get(json::parse(link->body)["path"].get<std::string>());
+  BOOST_REQUIRE(signed_in && signed_in->status == 303);
+  auto cookie = signed_in->get_header_value("Set-Cookie");
+  cookie = cookie.substr(0, cookie.find(';'));
+  auto cookie_name = "cdui_session_" + std::to_string(srv.port());
   // A sweep of `graph` with this spec, ranked by the training loss.
   auto sweep_with = [&](const char* spec) {
     return json{{"graph", graph}, {"spec", json::parse(spec)},
@@ -152,11 +161,17 @@ BOOST_AUTO_TEST_CASE(the_refusals_http_api_md_quotes_are_the_servers) {
     {"POST", "/api/sweeps", sweep_with(R"({"method": "grid", "params": [{"node": "opt", "param": "lr", "min": 0.1, "max": 1, "scale": "cubic"}]})")},
     {"POST", "/api/sweeps", sweep_with(R"({"method": "grid", "params": [{"node": "optimizer", "param": "lr", "values": [1]}]})")},
     {"POST", "/api/sweeps", sweep_with(R"({"method": "grid", "params": [{"node": "opt", "param": "lr", "min": 0.1, "max": 1, "count": 1001}]})")},
+    {"POST", "/api/runs/nope/cancel", "", false, {{"X-CodefyUI-CSRF", "none"}}},
+    {"POST", "/api/runs/nope/cancel", "", false, {{"Cookie", cookie}}},
+    {"POST", "/api/runs/nope/cancel", "", false,
+     {{"Cookie", cookie_name + "=" + std::string(64, 'f')}, {"X-CodefyUI-CSRF", "none"}}},
+    {"POST", "/api/ui/links", "", false, {{"Cookie", cookie}}},
+    {"GET", "/ui/x.js", ""},
   };
   for (const auto& a : asks) {
-    httplib::Headers headers;
+    auto headers = a.headers;
     if (a.token)
-      headers = srv.auth();
+      headers.merge(srv.auth());
     httplib::Request req;
     req.method = a.method;
     req.path = a.path;

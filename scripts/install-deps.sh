@@ -8,6 +8,8 @@ packages=(
   libcaf-dev libtorch-dev libgloo-dev libcereal-dev libzmq3-dev cppzmq-dev libspdlog-dev
   libboost-test-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev libsqlite3-dev zlib1g-dev libsodium-dev
   libopenblas0-openmp dataset-fashion-mnist python3-torch
+  # The dashboard: Chart.js, compiled into cdui; the headless browser its test drives.
+  libjs-chart.js chromium chromium-driver python3-selenium
   clang-14 libclang-rt-14-dev libfuzzer-14-dev
 )
 

@@ -1,0 +1,34 @@
+// Live views poll: a refresh now, then again a while after each one ends (never two at once).
+
+/// Calls `refresh` now and `ms` after each call ends, until stop(); now() refreshes at once (after
+/// an action, say) instead of at the next tick.
+export function poll(ms, refresh) {
+  let stopped = false;
+  let timer = null;
+  let running = null;
+  const tick = async () => {
+    clearTimeout(timer);
+    if (stopped)
+      return;
+    running = refresh();
+    try {
+      await running;
+    } finally {
+      running = null;
+      if (!stopped)
+        timer = setTimeout(tick, ms);
+    }
+  };
+  tick();
+  return {
+    stop() {
+      stopped = true;
+      clearTimeout(timer);
+    },
+    async now() {
+      if (running)
+        await running;
+      await tick();
+    },
+  };
+}

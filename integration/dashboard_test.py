@@ -1,0 +1,423 @@
+#!/usr/bin/python3
+"""The dashboard in a real browser (docs/dashboard.md): a real `cdui start` on a temporary home,
+headless chromium driven through chromedriver by python3-selenium.
+
+ctest runs it as integration.dashboard:  dashboard_test.py CDUI_BINARY SOURCE_DIR
+It exits 77, which ctest reports as skipped, when chromium, chromedriver or selenium is missing
+(scripts/install-deps.sh installs them). With CDUI_DASHBOARD_SCREENSHOTS=FOLDER (relative to the
+source folder, e.g. docs/images) it saves a PNG of each view there.
+
+Every wait is on a condition (WebDriverWait, or `eventually` for the API); every process it starts
+is stopped by its pid, and its temporary folders are removed.
+"""
+
+import http.client
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+SKIP = 77
+CHROMIUM = '/usr/bin/chromium'
+CHROMEDRIVER = '/usr/bin/chromedriver'
+
+# The server's sentences the page must show (apps/http_access.hpp).
+SIGN_IN_REFUSAL = ("the dashboard is read-only until this browser signs in: run `cdui ui` on the "
+                   "server's machine and open the one-time link it prints")
+CSRF_REFUSAL = ("this request carries the dashboard's cookie but not its X-CodefyUI-CSRF header: "
+                "actions are taken from the dashboard's own page only")
+
+
+def missing_tools():
+    missing = [path for path in (CHROMIUM, CHROMEDRIVER) if not os.access(path, os.X_OK)]
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        missing.append('python3-selenium')
+    return missing
+
+
+if __name__ == '__main__' and len(sys.argv) >= 3:
+    CDUI, SOURCE = sys.argv[1], sys.argv[2]
+    del sys.argv[1:3]
+    if missing_tools():
+        print('SKIP: the dashboard test needs ' + ', '.join(missing_tools())
+              + ' (apt-get install chromium chromium-driver python3-selenium, or '
+              'scripts/install-deps.sh)')
+        sys.exit(SKIP)
+
+from selenium import webdriver  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
+
+
+def eventually(condition, timeout, what):
+    """condition()'s first truthy value within `timeout` seconds, polled every 50 ms."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f'not within {timeout} s: {what}')
+        time.sleep(0.05)
+
+
+def stop_process(proc, timeout=60):
+    """SIGTERM to `proc` by its pid, then SIGKILL if it has not exited within `timeout` s."""
+    if proc.poll() is not None:
+        return
+    os.kill(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+class Server:
+    """`cdui start --foreground --port 0` on `home` with one 1 GiB sim card; ready once its
+    server.json names its pid."""
+
+    def __init__(self, home, **env):
+        self.home = home
+        self.env = dict(os.environ, CODEFYUI_HOME=home, CODEFYUI_SIM_DEVICES='1x1GiB', **env)
+        self.log = open(os.path.join(home, 'server.out'), 'w')
+        self.proc = subprocess.Popen([CDUI, 'start', '--foreground', '--host', '127.0.0.1', '--port', '0'],
+                                     env=self.env, stdout=self.log, stderr=subprocess.STDOUT)
+        files = eventually(self.files, 60, 'the server writes server.json')
+        self.port = files['port']
+        self.base = f'http://127.0.0.1:{self.port}'
+        with open(os.path.join(home, 'session.token')) as f:
+            self.token = f.readline().strip()
+
+    def files(self):
+        if self.proc.poll() is not None:
+            raise AssertionError(f'the server exited with {self.proc.returncode}')
+        try:
+            with open(os.path.join(self.home, 'server.json')) as f:
+                files = json.load(f)
+        except (OSError, ValueError):
+            return None
+        return files if files.get('pid') == self.proc.pid else None
+
+    def request(self, method, path, body=None, headers=None, token=True):
+        """(status, parsed JSON or text, headers) of one request."""
+        headers = dict(headers or {})
+        if token:
+            headers['X-CodefyUI-Token'] = self.token
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.base + path, data=data, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(req, timeout=30) as res:
+                status, raw, got = res.status, res.read(), res.headers
+        except urllib.error.HTTPError as e:
+            status, raw, got = e.code, e.read(), e.headers
+        text = raw.decode()
+        try:
+            return status, json.loads(text), got
+        except ValueError:
+            return status, text, got
+
+    def run(self, run_id):
+        return self.request('GET', f'/api/runs/{run_id}')[1]
+
+    def submit(self, graph, name, **options):
+        status, answer, _ = self.request('POST', '/api/runs', {'graph': graph, 'name': name, 'options': options})
+        assert status == 200, answer
+        return answer['run_id']
+
+    def await_status(self, run_id, status, timeout=180):
+        eventually(lambda: self.run(run_id)['status'] == status, timeout, f'run {run_id} is {status}')
+
+    def stop(self):
+        stop_process(self.proc)
+        self.log.close()
+
+
+def moons(epochs, device):
+    """examples/moons_mlp.json with `epochs` on `device`, smaller so that an epoch takes little."""
+    with open(os.path.join(SOURCE, 'examples', 'moons_mlp.json')) as f:
+        graph = json.load(f)
+    for node in graph['nodes']:
+        if node['type'] == 'Dataset':
+            node['params']['n_samples'] = 256
+        if node['type'] == 'TrainingLoop':
+            node['params'].update(epochs=epochs, device=device)
+    return graph
+
+
+def browser(profile):
+    """Headless chromium through Debian's chromedriver, its profile in `profile`."""
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for argument in ('--headless=new', '--disable-gpu', '--disable-dev-shm-usage', '--window-size=1280,900',
+                     f'--user-data-dir={profile}'):
+        options.add_argument(argument)
+    if os.geteuid() == 0:
+        options.add_argument('--no-sandbox')  # chromium's sandbox refuses to run as root
+    options.set_capability('goog:loggingPrefs', {'browser': 'ALL'})
+    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+
+
+def screenshot(driver, name):
+    folder = os.environ.get('CDUI_DASHBOARD_SCREENSHOTS')
+    if folder:
+        folder = os.path.join(SOURCE, folder)
+        os.makedirs(folder, exist_ok=True)
+        driver.save_screenshot(os.path.join(folder, name))
+
+
+def csp_violations(driver):
+    return [e['message'] for e in driver.get_log('browser') if 'Content Security Policy' in e['message']]
+
+
+# What setUpModule starts; tearDownModule stops each by its pid and removes the folders.
+srv = None
+home = None
+driver = None
+runs = {}
+EPOCHS = 4
+
+
+def sign_in(d):
+    """Signs `d` in as a person would: the link `cdui ui` prints."""
+    out = subprocess.run([CDUI, 'ui'], env=srv.env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    link = next(line.split()[-1] for line in out.stdout.splitlines() if line.startswith('sign in:'))
+    d.get(link)
+    WebDriverWait(d, 30).until(lambda d: text_of('#sign-in-state', d) == 'signed in')
+    return link
+
+
+def setUpModule():
+    global srv, home, driver
+    home = tempfile.mkdtemp(prefix='cdui-dashboard-')
+    try:
+        srv = Server(home)
+        runs['running'] = srv.submit(moons(1_000_000, 'sim:0'), 'endless', seed=1)
+        srv.await_status(runs['running'], 'running')
+        runs['queued'] = srv.submit(moons(1, 'sim:0'), 'behind', seed=1,
+                                    target={'memory_gib': 0.5, 'memory_source': 'estimate'})
+        runs['finished'] = srv.submit(moons(EPOCHS, 'cpu'), 'four-epochs', seed=1)
+        srv.await_status(runs['finished'], 'succeeded')
+        driver = browser(os.path.join(home, 'chromium'))
+        runs['link'] = sign_in(driver)
+    except BaseException:
+        tearDownModule()
+        raise
+
+
+def tearDownModule():
+    if driver is not None:
+        driver.quit()
+    if srv is not None:
+        srv.stop()
+    if home is not None:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def wait(d=None, timeout=30):
+    # The live views redraw every 2 s: an element found may be gone a moment later.
+    return WebDriverWait(d or driver, timeout, ignored_exceptions=[StaleElementReferenceException])
+
+
+def text_of(css, d=None):
+    """The text of the first element `css` selects, read in one step ('' when there is none)."""
+    return (d or driver).execute_script(
+        'const e = document.querySelector(arguments[0]); return e ? e.innerText : "";', css)
+
+
+def texts_of(css, d=None):
+    return (d or driver).execute_script(
+        'return [...document.querySelectorAll(arguments[0])].map(e => e.innerText);', css)
+
+
+def click(css, d=None):
+    """Clicks the element `css` selects, finding it again if a redraw replaced it meanwhile."""
+    def clicked(d):
+        d.find_element(By.CSS_SELECTOR, css).click()
+        return True
+    wait(d).until(clicked)
+
+
+def run_status_cell(run_id):
+    return f'tr[data-run-id="{run_id}"] td.status'
+
+
+class Dashboard(unittest.TestCase):
+
+    def test_01_the_page_comes_with_its_policy_and_types(self):
+        status, body, headers = srv.request('GET', '/', token=False)
+        self.assertEqual(status, 200)
+        self.assertIn("script-src 'self'", headers['Content-Security-Policy'])
+        self.assertNotIn('unsafe-inline', headers['Content-Security-Policy'])
+        self.assertTrue(headers['Content-Type'].startswith('text/html'))
+        self.assertNotIn('<script>', body)  # no inline script: every one has a src
+        for path, kind in (('/ui/app.js', 'text/javascript'), ('/ui/style.css', 'text/css'),
+                           ('/ui/vendor/chart.min.js', 'text/javascript')):
+            status, _, headers = srv.request('GET', path, token=False)
+            self.assertEqual(status, 200, path)
+            self.assertTrue(headers['Content-Type'].startswith(kind), path)
+
+    def test_02_the_link_sets_an_httponly_strict_cookie_and_works_once(self):
+        cookie = next(c for c in driver.get_cookies() if c['name'] == f'cdui_session_{srv.port}')
+        self.assertTrue(cookie['httpOnly'])
+        self.assertEqual(cookie['sameSite'], 'Strict')
+        self.assertEqual(driver.current_url, srv.base + '/')
+        # The link has been used: a second visit signs nobody in.
+        status, body, _ = srv.request('GET', runs['link'][len(srv.base):], token=False)
+        self.assertEqual(status, 403)
+        self.assertIn('This sign-in link is not valid', body)
+
+    def test_03_the_runs_table_shows_queued_running_and_finished_runs(self):
+        driver.get(srv.base + '/#/runs')
+        for kind, status in (('running', 'running'), ('queued', 'queued'), ('finished', 'succeeded')):
+            wait().until(lambda d: text_of(run_status_cell(runs[kind])) == status)
+        waiting = text_of(f'tr[data-run-id="{runs["queued"]}"] td.waiting')
+        self.assertIn('#1', waiting)
+        self.assertIn('queue of sim:0', waiting)
+        self.assertEqual(text_of(f'tr[data-run-id="{runs["queued"]}"] td.budget'), '0.5 GiB (estimate)')
+        wait().until(lambda d: 'epoch' in text_of(f'tr[data-run-id="{runs["running"]}"] td.progress'))
+        self.assertIn(f'{EPOCHS} epochs', text_of(f'tr[data-run-id="{runs["finished"]}"] td.progress'))
+        screenshot(driver, 'dashboard-runs.png')
+
+    def test_04_the_filter_and_the_pages(self):
+        # 50 runs a page: 51 queued runs make two pages of them.
+        fillers = [srv.submit(moons(1, 'sim:0'), f'filler-{i}', seed=1) for i in range(50)]
+        driver.get(srv.base + '/#/runs')
+        Select(driver.find_element(By.ID, 'status-filter')).select_by_value('queued')
+        wait().until(lambda d: text_of('#runs-count') == '1–50 of 51')
+        self.assertEqual(set(texts_of('#runs-table td.status')), {'queued'})
+        click('#runs-older')
+        wait().until(lambda d: text_of('#runs-count') == '51–51 of 51')
+        self.assertIn('status=queued', driver.current_url)
+        for run_id in fillers:
+            srv.request('POST', f'/api/runs/{run_id}/cancel')
+
+    def test_05_a_runs_curves_have_one_point_per_epoch(self):
+        driver.get(srv.base + f'/#/runs/{runs["finished"]}')
+        series = ("return ['loss-chart', 'accuracy-chart'].flatMap(id => "
+                  "Chart.getChart(document.getElementById(id)).data.datasets.map(d => [d.label, d.data.length]))")
+        wait().until(lambda d: len(d.execute_script(series)) == 3)
+        self.assertEqual(sorted(driver.execute_script(series)),
+                         [['loop · train_loss', EPOCHS], ['loop · val_accuracy', EPOCHS], ['loop · val_loss', EPOCHS]])
+        self.assertEqual(text_of('#run-status'), 'succeeded')
+        final = text_of('#final-metrics')
+        self.assertIn(f'loop\ttotal_epochs_run\t{EPOCHS}', final)
+        self.assertIn('cpu', text_of('#peak-memory'))
+        self.assertIn('execution_complete', text_of('#events'))
+        self.assertIn('"seed": 1', text_of('#run-config'))
+        screenshot(driver, 'dashboard-run.png')
+
+    def test_06_a_running_runs_events_arrive_as_they_come(self):
+        driver.get(srv.base + f'/#/runs/{runs["running"]}')
+        count = 'return document.querySelectorAll("#events li").length'
+        wait().until(lambda d: d.execute_script(count) > 0)
+        seen = driver.execute_script(count)
+        wait().until(lambda d: d.execute_script(count) > seen)
+        self.assertEqual(text_of('#run-status'), 'running')
+        self.assertTrue(driver.execute_script('return !document.getElementById("cancel-run").hidden'))
+
+    def test_07_cancel_on_a_queued_run_cancels_it(self):
+        driver.get(srv.base + f'/#/runs/{runs["queued"]}')
+        wait().until(lambda d: text_of('#run-status') == 'queued')
+        click('#cancel-run')
+        wait().until(lambda d: text_of('#run-status') == 'cancelled')
+        self.assertEqual(srv.run(runs['queued'])['status'], 'cancelled')
+        self.assertIn('it was queued', text_of('#action-note'))
+
+    def test_08_an_action_without_the_cookie_is_refused_and_the_page_says_why(self):
+        unsigned = srv.submit(moons(1, 'sim:0'), 'unsigned', seed=1)
+        other = browser(os.path.join(home, 'chromium-unsigned'))
+        try:
+            other.get(srv.base + f'/#/runs/{unsigned}')
+            wait(other).until(lambda d: d.execute_script('return !document.getElementById("read-only").hidden'))
+            self.assertIn('cdui ui', text_of('#read-only', other))
+            self.assertEqual(text_of('#sign-in-state', other), 'read-only')
+            wait(other).until(lambda d: text_of('#run-status', d) == 'queued')
+            click('#cancel-run', other)
+            wait(other).until(lambda d: SIGN_IN_REFUSAL in text_of('#errors', d))
+            screenshot(other, 'dashboard-read-only.png')
+            self.assertEqual(srv.run(unsigned)['status'], 'queued')
+            self.assertEqual(csp_violations(other), [])
+        finally:
+            other.quit()
+        # The signed-in browser's cookie alone, as another site's form would send it: refused.
+        cookie = next(c for c in driver.get_cookies() if c['name'] == f'cdui_session_{srv.port}')
+        status, answer, _ = srv.request('POST', f'/api/runs/{unsigned}/cancel', token=False,
+                                        headers={'Cookie': f'{cookie["name"]}={cookie["value"]}'})
+        self.assertEqual((status, answer['detail']), (403, CSRF_REFUSAL))
+        self.assertEqual(srv.run(unsigned)['status'], 'queued')
+        srv.request('POST', f'/api/runs/{unsigned}/cancel')
+
+    def test_09_a_worker_appears_within_6_s_of_its_agent_starting_and_drains(self):
+        # The endless run has served (03 to 08): its core goes to the agent's start from here.
+        srv.request('POST', f'/api/runs/{runs["running"]}/cancel')
+        srv.await_status(runs['running'], 'cancelled')
+        driver.get(srv.base + '/#/workers')
+        wait().until(lambda d: d.find_element(By.ID, 'workers'))
+        env = dict(srv.env, CODEFYUI_SIM_DEVICES='2x1GiB')
+        agent = subprocess.Popen([CDUI, 'agent', 'start', '--foreground', '--name', 'w1'], env=env,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            started = time.monotonic()
+            panel = '[data-worker="w1"]'
+            wait(timeout=6).until(lambda d: text_of(panel))
+            print(f'worker w1 shown {time.monotonic() - started:.1f} s after its agent started', file=sys.stderr)
+            wait().until(lambda d: text_of(f'{panel} .status') == 'online')
+            self.assertEqual(texts_of(f'{panel} tr[data-device] td:first-child'), ['cpu', 'sim:0', 'sim:1'])
+            self.assertEqual(text_of(f'{panel} tr[data-device="sim:0"] td.slots'), '0/1')
+            self.assertIn('s ago', text_of(f'{panel} .heartbeat'))
+            click(f'{panel} button[data-action="drain"]')
+            wait().until(lambda d: text_of(f'{panel} .status') == 'draining')
+            self.assertTrue(next(w for w in srv.request('GET', '/api/workers')[1]['workers']
+                                 if w['name'] == 'w1')['draining'])
+            screenshot(driver, 'dashboard-workers.png')
+            click(f'{panel} button[data-action="undrain"]')
+            wait().until(lambda d: text_of(f'{panel} .status') == 'online')
+        finally:
+            stop_process(agent)
+
+    def test_10_where_reads_need_the_token_the_page_loads_and_reads_with_the_cookie(self):
+        other_home = os.path.join(home, 'reads-need-the-token')
+        os.makedirs(other_home)
+        guarded = Server(other_home, CODEFYUI_HTTP_READ_TOKEN='on')
+        def page(path, headers=None):
+            return guarded.request('GET', path, token=False, headers=headers)
+
+        try:
+            self.assertEqual(page('/')[0], 200)
+            self.assertEqual(page('/ui/app.js')[0], 200)
+            self.assertFalse(page('/api/ui/session')[1]['signed_in'])
+            status, answer, _ = page('/api/runs', {'X-CodefyUI-CSRF': 'none'})
+            self.assertEqual((status, answer['detail']), (403, SIGN_IN_REFUSAL))
+            out = subprocess.run([CDUI, 'ui'], env=guarded.env, capture_output=True, text=True, timeout=60)
+            link = next(line.split()[-1] for line in out.stdout.splitlines() if line.startswith('sign in:'))
+            connection = http.client.HTTPConnection('127.0.0.1', guarded.port, timeout=30)
+            connection.request('GET', link[len(guarded.base):])
+            answer = connection.getresponse()
+            self.assertEqual((answer.status, answer.getheader('Location')), (303, '/'))
+            cookie = answer.getheader('Set-Cookie').split(';')[0]
+            connection.close()
+            status, answer, _ = page('/api/runs', {'Cookie': cookie})
+            self.assertEqual((status, answer['total']), (200, 0))
+            self.assertTrue(page('/api/ui/session', {'Cookie': cookie})[1]['reads_need_sign_in'])
+        finally:
+            guarded.stop()
+
+    def test_11_no_page_broke_the_content_security_policy(self):
+        self.assertEqual(csp_violations(driver), [])
+
+
+if __name__ == '__main__':
+    unittest.main(verbosity=2)
