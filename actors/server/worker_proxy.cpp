@@ -8,6 +8,7 @@
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/common/deadlines.hpp"
 #include "actors/common/guarded.hpp"
 #include "messages/clock.hpp"
 #include "messages/run_outcome.hpp"
@@ -218,10 +219,18 @@ void on_run_done(self_ptr self, const run_done& d) {
       ask_resend(self, d.run_id, *run);
       return;
     }
-    caf::anon_send(run->run, atoms::finished::value, d.outcome);
+    // The agent forgets the run once it has the acknowledgement, so it goes only once the run
+    // actor has written the end to the store: a server killed in between hears of the end again
+    // from the agent after its restart, instead of finding the run gone from the worker. (A run
+    // actor that has ended meanwhile recorded its end already.)
+    auto id = d.run_id;
+    self->request(run->run, caf::duration{request_deadline}, atoms::finished::value, d.outcome)
+      .then([self, id]() { reply(self, wire::message_type::run_ack, run_ack{id}); },
+            [self, id](caf::error&) { reply(self, wire::message_type::run_ack, run_ack{id}); });
     release(self, d.run_id);
+    return;
   }
-  // Recorded, or not this server's to record (it ended here already): the agent may forget it.
+  // Not this server's to record (it ended here already): the agent may forget it.
   reply(self, wire::message_type::run_ack, run_ack{d.run_id});
 }
 
