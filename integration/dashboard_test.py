@@ -14,6 +14,7 @@ is stopped by its pid, and its temporary folders are removed.
 import http.client
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -382,11 +383,98 @@ class Dashboard(unittest.TestCase):
             wait().until(lambda d: text_of(f'{panel} .status') == 'draining')
             self.assertTrue(next(w for w in srv.request('GET', '/api/workers')[1]['workers']
                                  if w['name'] == 'w1')['draining'])
-            screenshot(driver, 'dashboard-workers.png')
             click(f'{panel} button[data-action="undrain"]')
             wait().until(lambda d: text_of(f'{panel} .status') == 'online')
         finally:
             stop_process(agent)
+
+    def test_09a_a_shared_cards_bar_moves_when_a_budgeted_run_starts(self):
+        env = dict(srv.env, CODEFYUI_SIM_DEVICES='2x1GiB')
+        agent = subprocess.Popen([CDUI, 'agent', 'start', '--foreground', '--name', 'w2'], env=env,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            driver.get(srv.base + '/#/workers')
+            card = '[data-worker="w2"] tr[data-device="sim:0"]'
+            wait(timeout=60).until(lambda d: text_of(f'[data-worker="w2"] .status') == 'online')
+            self.assertEqual(texts_of('[data-worker="w2"] tr[data-device="cpu"] .mode'), ['exclusive'])
+            click(f'{card} button[data-mode="shared"]')
+            wait().until(lambda d: text_of(f'{card} button[aria-pressed="true"]') == 'Shared by memory')
+            self.assertEqual(next(dev for dev in next(w for w in srv.request('GET', '/api/workers')[1]['workers']
+                                                      if w['name'] == 'w2')['devices']
+                                  if dev['name'] == 'sim:0')['mode'], 'shared')
+            ledger = ("const e = document.querySelector(arguments[0] + ' .ledger'); if (!e) return null;"
+                      "return {in_use: +e.dataset.inUse, may_take: +e.dataset.mayTake, total: +e.dataset.total,"
+                      " width: e.querySelector('.ledger-in-use').getBoundingClientRect().width};")
+            before = wait().until(lambda d: d.execute_script(ledger, card))
+            self.assertEqual((before['in_use'], before['may_take'], before['total'], before['width']),
+                             (0, 2**30, 2**30, 0))
+            budgeted = srv.submit(moons(1_000_000, 'sim:0'), 'budgeted', seed=1,
+                                  target={'worker': 'w2', 'devices': ['sim:0'], 'memory_gib': 0.25})
+            after = wait(timeout=60).until(lambda d: (lambda l: l if l and l['in_use'] > 0 else None)(
+                d.execute_script(ledger, card)))
+            self.assertEqual((after['in_use'], after['may_take']), (2**28, 2**30 - 2**28))
+            self.assertGreater(after['width'], 0)
+            self.assertIn('in use 256.0 MiB', text_of(f'{card} .ledger-figures'))
+            self.assertIn(budgeted, text_of(f'{card} .ledger-runs'))
+            screenshot(driver, 'dashboard-workers.png')
+            srv.request('POST', f'/api/runs/{budgeted}/cancel')
+            srv.await_status(budgeted, 'cancelled')
+            wait(timeout=60).until(lambda d: (d.execute_script(ledger, card) or {}).get('in_use') == 0)
+            click(f'{card} button[data-mode="exclusive"]')
+            wait().until(lambda d: text_of(f'{card} button[aria-pressed="true"]') == 'Exclusive')
+
+            # Remove asks a second time, saying what it does; "Keep it" keeps the worker.
+            click('[data-worker="w2"] button[data-action="remove"]')
+            wait().until(lambda d: d.execute_script('return document.getElementById("worker-dialog").open'))
+            question = text_of('#worker-dialog')
+            self.assertIn('Remove worker w2?', question)
+            self.assertIn('Its agent is disconnected and exits', question)
+            self.assertIn('end failed', question)
+            self.assertIn('w2', [w['name'] for w in srv.request('GET', '/api/workers')[1]['workers']])
+            click('#worker-dialog button[data-answer="no"]')
+            wait().until(lambda d: not d.execute_script('return document.getElementById("worker-dialog").open'))
+            self.assertIn('w2', [w['name'] for w in srv.request('GET', '/api/workers')[1]['workers']])
+            click('[data-worker="w2"] button[data-action="remove"]')
+            click('#worker-dialog button[data-answer="yes"]')
+            wait().until(lambda d: not text_of('[data-worker="w2"]'))
+            self.assertNotIn('w2', [w['name'] for w in srv.request('GET', '/api/workers')[1]['workers']])
+            self.assertEqual(agent.wait(60), 1)  # refused: removed by an operator
+        finally:
+            stop_process(agent)
+
+    def test_09b_add_worker_shows_the_enrollment_command_then_re_key_and_remove(self):
+        driver.get(srv.base + '/#/workers')
+        click('#add-worker')
+        driver.find_element(By.ID, 'enroll-name').send_keys('remote-1')
+        driver.find_element(By.ID, 'enroll-host').send_keys('10.0.0.5')
+        click('#enroll-submit')
+        wait().until(lambda d: text_of('#enroll-command'))
+        command = text_of('#enroll-command')
+        self.assertIn("> remote-1.credential && cdui agent start --name remote-1 --server tcp://10.0.0.5:", command)
+        self.assertIn('--credential remote-1.credential', command)
+        screenshot(driver, 'dashboard-add-worker.png')
+        click('#enroll-close')
+        wait().until(lambda d: text_of('[data-enrolled="remote-1"]'))
+        self.assertEqual(srv.request('GET', '/api/workers')[1]['enrolled'], [{'connected': False, 'name': 'remote-1'}])
+        # A second enrollment of the name: the server's sentence, in the dialog and the banner.
+        click('#add-worker')
+        driver.find_element(By.ID, 'enroll-name').send_keys('remote-1')
+        click('#enroll-submit')
+        wait().until(lambda d: 'is enrolled already' in text_of('#enroll-error'))
+        click('#enroll-close')
+        self.assertIn('Enroll remote-1: worker \'remote-1\' is enrolled already', text_of('#errors'))
+        # Re-key asks first, then shows the new command.
+        click('[data-enrolled="remote-1"] button[data-action="rekey"]')
+        click('#worker-dialog button[data-answer="yes"]')
+        wait().until(lambda d: text_of('#enroll-command'))
+        credential = re.compile('cdui-wk-[0-9a-f]{64}')
+        self.assertNotEqual(credential.search(text_of('#enroll-command')).group(), credential.search(command).group())
+        click('#enroll-close')
+        click('[data-enrolled="remote-1"] button[data-action="remove"]')
+        wait().until(lambda d: 'Remove worker remote-1?' in text_of('#worker-dialog'))
+        click('#worker-dialog button[data-answer="yes"]')
+        wait().until(lambda d: not text_of('[data-enrolled="remote-1"]'))
+        self.assertEqual(srv.request('GET', '/api/workers')[1]['enrolled'], [])
 
     def test_10_where_reads_need_the_token_the_page_loads_and_reads_with_the_cookie(self):
         other_home = os.path.join(home, 'reads-need-the-token')

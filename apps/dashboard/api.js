@@ -17,33 +17,37 @@ export class ApiError extends Error {
   }
 }
 
-/// GET (or `method`) `path`; the parsed JSON answer, or an ApiError.
-export async function api(path, {method = 'GET', signal} = {}) {
+/// GET (or `method`) `path`, with `body` as JSON if given; the parsed JSON answer, or an ApiError.
+export async function api(path, {method = 'GET', signal, body} = {}) {
+  const headers = {'X-CodefyUI-CSRF': csrf};
+  if (body !== undefined)
+    headers['Content-Type'] = 'application/json';
   let res;
   try {
-    res = await fetch(path, {method, signal, cache: 'no-store', credentials: 'same-origin',
-                             headers: {'X-CodefyUI-CSRF': csrf}});
+    res = await fetch(path, {method, signal, cache: 'no-store', credentials: 'same-origin', headers,
+                             body: body === undefined ? undefined : JSON.stringify(body)});
   } catch (e) {
     if (e.name === 'AbortError')
       throw e;
     throw new ApiError(0, `the server did not answer ${method} ${path} (${e.message}); is it still running?`);
   }
   const text = await res.text();
-  let body = null;
+  let answer = null;
   try {
-    body = text ? JSON.parse(text) : null;
+    answer = text ? JSON.parse(text) : null;
   } catch (e) {
-    body = null;
+    answer = null;
   }
   if (!res.ok) {
-    const detail = body && typeof body.detail === 'string' ? body.detail
-                                                           : `HTTP ${res.status}: ${text.slice(0, 200)}`;
+    const detail = answer && typeof answer.detail === 'string' ? answer.detail
+                                                               : `HTTP ${res.status}: ${text.slice(0, 200)}`;
     throw new ApiError(res.status, detail);
   }
-  return body;
+  return answer;
 }
 
-/// A POST that changes something (cancel, drain): the answer, or an ApiError.
-export function act(path) {
-  return api(path, {method: 'POST'});
+/// A request that changes something (a POST by default: cancel, drain; PUT sharing, DELETE a
+/// worker), with an optional JSON body: the answer, or an ApiError.
+export function act(path, {method = 'POST', body} = {}) {
+  return api(path, {method, body});
 }

@@ -1,16 +1,24 @@
 // The Workers view: each worker's status and why, version, heartbeat age, running runs and devices
-// (slots taken of the limit, memory free of total), with Drain and Undrain.
+// (slots taken of the limit, memory: a shared card's ledger as a bar, else free of total; the share
+// mode switch), with Drain and Undrain, Re-key and Remove (asked a second time), the enrolled
+// workers that have not joined, and the Add worker dialog that shows the enrollment command.
 import {act, api} from './api.js';
+import {commandView, confirm, closer, modal} from './dialogs.js';
 import {el, replace} from './dom.js';
 import {report} from './errors.js';
 import * as fmt from './format.js';
+import {ledgerBar} from './ledger.js';
 import {poll} from './poll.js';
 
 /// How often the view is refreshed. The seed's Workers panel refreshes every 5 s; 2 s shows a new
 /// worker within the issue's 6 s of its agent starting even when the agent takes 3 s to start.
 const refresh_ms = 2000;
+/// The device kinds a worker may share by memory (its CPU may not: http-api.md, sharing).
+const shareable = new Set(['cuda', 'mps', 'sim']);
 
 function memory(device) {
+  if (device.memory)
+    return ledgerBar(device.memory);
   if (!device.total_bytes)
     return '—';
   const used = 1 - device.free_bytes / device.total_bytes;
@@ -27,21 +35,35 @@ function slots(device) {
   return `${s.taken}/${s.limit}${s.waiting ? `, ${s.waiting} waiting` : ''}`;
 }
 
-function devicesTable(worker) {
+/// Exclusive | Shared by memory, the current one pressed; a CPU's mode is fixed.
+function modeSwitch(worker, device, on) {
+  const mode = device.mode || 'exclusive';
+  if (!shareable.has(device.kind))
+    return el('span', {class: 'mode'}, mode);
+  return el('span', {class: 'mode-switch', role: 'group'},
+            [['exclusive', 'Exclusive'], ['shared', 'Shared by memory']].map(([value, label]) => el(
+              'button', {type: 'button', dataset: {mode: value}, 'aria-pressed': String(mode === value),
+                         class: mode === value ? 'pressed' : null, disabled: mode === value,
+                         onclick: e => on.share(worker.name, device.name, value, e.target)},
+              label)));
+}
+
+function devicesTable(worker, on) {
   return el('table', {class: 'devices'},
             el('thead', {}, el('tr', {}, ['Device', 'Kind', 'Slots', 'Memory', 'Mode'].map(h => el('th', {}, h)))),
             el('tbody', {}, worker.devices.map(d => el('tr', {dataset: {device: d.name}},
                                                        el('td', {}, d.name), el('td', {}, d.kind),
                                                        el('td', {class: 'slots'}, slots(d)),
-                                                       el('td', {}, memory(d)),
-                                                       el('td', {}, d.mode || 'exclusive')))));
+                                                       el('td', {class: 'memory-cell'}, memory(d)),
+                                                       el('td', {}, modeSwitch(worker, d, on))))));
 }
 
-function workerPanel(worker, onAction) {
-  const verb = worker.draining ? 'undrain' : 'drain';
-  const button = el('button', {type: 'button', class: 'worker-action', dataset: {action: verb}},
-                    worker.draining ? 'Undrain' : 'Drain');
-  button.addEventListener('click', () => onAction(worker.name, verb, button));
+function actionButton(action, label, name, on, danger = false) {
+  return el('button', {type: 'button', class: danger ? 'worker-action danger' : 'worker-action',
+                       dataset: {action}, onclick: e => on[action](name, e.target)}, label);
+}
+
+function workerPanel(worker, on) {
   const runs = worker.running_runs.length === 0
                  ? 'none'
                  : worker.running_runs.map(id => el('a', {href: `#/runs/${encodeURIComponent(id)}`}, id, ' '));
@@ -50,13 +72,82 @@ function workerPanel(worker, onAction) {
                el('h2', {}, worker.name),
                el('span', {class: `status status-${worker.status}`}, worker.status),
                worker.reason ? el('span', {class: 'reason'}, worker.reason) : null,
-               button),
+               worker.draining ? actionButton('undrain', 'Undrain', worker.name, on)
+                               : actionButton('drain', 'Drain', worker.name, on),
+               worker.credential === 'enrolled' ? actionButton('rekey', 'Re-key', worker.name, on) : null,
+               actionButton('remove', 'Remove', worker.name, on, true)),
             el('dl', {class: 'summary'},
                el('dt', {}, 'Version'), el('dd', {}, worker.version),
                el('dt', {}, 'Heartbeat'), el('dd', {class: 'heartbeat'}, `${worker.heartbeat_age_s.toFixed(1)} s ago`),
                el('dt', {}, 'Running'), el('dd', {}, runs),
                el('dt', {}, 'Joined with'), el('dd', {}, worker.one_shot ? `${worker.credential}, one-shot` : worker.credential)),
-            devicesTable(worker));
+            devicesTable(worker, on));
+}
+
+/// The enrolled workers whose agent is not in the list (not joined since the server started).
+function enrolledPanel(answer, on) {
+  const joined = new Set(answer.workers.map(w => w.name));
+  const waiting = answer.enrolled.filter(e => !joined.has(e.name));
+  if (waiting.length === 0)
+    return [];
+  return el('section', {class: 'panel', id: 'enrolled'},
+            el('h2', {}, 'Enrolled, not joined yet'),
+            el('table', {}, el('tbody', {}, waiting.map(e => el(
+              'tr', {dataset: {enrolled: e.name}}, el('td', {}, e.name),
+              el('td', {}, actionButton('rekey', 'Re-key', e.name, on), ' ',
+                 actionButton('remove', 'Remove', e.name, on, true)))))));
+}
+
+/// What removing `name` does, for the second question (http-api.md, DELETE /api/workers/{name}).
+function removalConsequence(worker) {
+  const runs = worker ? worker.running_runs.length : 0;
+  return `Its enrollment, if it has one, is revoked: its credential no longer joins. `
+         + (worker && worker.status !== 'disconnected' ? 'Its agent is disconnected and exits. ' : '')
+         + `${runs === 0 ? 'No run is executing on it' : `The ${runs} run${runs === 1 ? '' : 's'} it executes end failed`}`
+         + `, and the runs waiting in its queues end failed, unstarted. It leaves this list until an agent of `
+         + 'that name joins again.';
+}
+
+/// The Add worker dialog: a name (and the host the other machine reaches this server by), then
+/// the command POST /api/workers/enroll answers.
+function addWorker(dialog, refresh) {
+  const name = el('input', {id: 'enroll-name', required: true, placeholder: 'gpu-box', autocomplete: 'off'});
+  const host = el('input', {id: 'enroll-host', placeholder: 'this page\'s host', autocomplete: 'off'});
+  const result = el('div', {id: 'enroll-result'});
+  const error = el('p', {class: 'error-line', id: 'enroll-error', hidden: true});
+  const submit = el('button', {type: 'submit', id: 'enroll-submit'}, 'Enroll');
+  const form = el('form', {class: 'enroll-form'},
+                  el('label', {}, 'Name ', name), el('label', {}, 'Server host (optional) ', host), submit);
+  form.addEventListener('submit', async e => {
+    e.preventDefault();
+    submit.disabled = true;
+    try {
+      const body = {name: name.value.trim()};
+      if (host.value.trim())
+        body.server_host = host.value.trim();
+      const answer = await act('/api/workers/enroll', {body});
+      error.hidden = true;
+      form.hidden = true;
+      replace(result, commandView(answer));
+      report('view:action', null);
+      refresh();
+    } catch (err) {
+      // In the dialog, which covers the banner, and in the banner for after it closes.
+      error.hidden = false;
+      error.textContent = err.detail || err.message;
+      report('view:action', `Enroll ${name.value.trim()}: ${err.detail || err.message}`);
+    } finally {
+      submit.disabled = false;
+    }
+  });
+  dialog.open(el('h2', {}, 'Add a worker'),
+              el('p', {}, 'A worker on another machine joins with a credential of its own. Enrolling it here '
+                          + 'makes one and gives the command that starts its agent there (`cdui workers enroll` '
+                          + 'does the same; see docs/workers.md). An agent on this machine needs none: '
+                          + '`cdui agent start` joins with the session token.'),
+              form, error, result,
+              el('div', {class: 'dialog-buttons'}, closer(dialog, 'close', 'Close', {id: 'enroll-close'})));
+  name.focus();
 }
 
 /// Starts the view in `view`.
@@ -64,26 +155,62 @@ export function startWorkers(view) {
   const list = el('div', {id: 'workers'});
   const empty = el('p', {class: 'muted', hidden: true},
                    'No worker has joined this server since it started. `cdui agent start` on a machine '
-                   + 'starts one; `cdui workers enroll NAME` gives another machine its command.');
+                   + 'starts one; Add worker gives another machine its command.');
+  const enrolled = el('div');
   const refused = el('div', {id: 'refused'});
-  replace(view, el('div', {class: 'toolbar'}, el('h1', {}, 'Workers')), empty, list, refused);
+  const add = el('button', {type: 'button', id: 'add-worker'}, 'Add worker');
+  replace(view, el('div', {class: 'toolbar'}, el('h1', {}, 'Workers'), add), empty, list, enrolled, refused);
+  const dialog = new modal(view, 'worker-dialog');
   let live = null;
-  const onAction = async (name, verb, button) => {
-    button.disabled = true;
+  let workers = [];
+  // An action: its request, then a refresh; its error in the banner with what was asked.
+  const perform = async (what, button, request) => {
+    if (button)
+      button.disabled = true;
     try {
-      await act(`/api/workers/${encodeURIComponent(name)}/${verb}`);
+      const answer = await request();
       report('view:action', null);
       await live.now();
+      return answer;
     } catch (e) {
-      report('view:action', `${verb === 'drain' ? 'Drain' : 'Undrain'} ${name}: ${e.detail || e.message}`);
-      button.disabled = false;
+      report('view:action', `${what}: ${e.detail || e.message}`);
+      if (button)
+        button.disabled = false;
+      return null;
     }
   };
+  const path = name => `/api/workers/${encodeURIComponent(name)}`;
+  const on = {
+    drain: (name, button) => perform(`Drain ${name}`, button, () => act(`${path(name)}/drain`)),
+    undrain: (name, button) => perform(`Undrain ${name}`, button, () => act(`${path(name)}/undrain`)),
+    share: (name, device, mode, button) => perform(
+      `${mode === 'shared' ? 'Share' : 'Make exclusive'} ${device} of ${name}`, button,
+      () => act(`${path(name)}/devices/${encodeURIComponent(device)}/sharing`, {method: 'PUT', body: {mode}})),
+    rekey: async (name, button) => {
+      if (!await confirm(dialog, `Re-key worker ${name}?`,
+                         'It gets a new credential, shown once; its old one no longer joins. Its current '
+                         + 'connection stays, but its agent needs the new credential in its file before it '
+                         + 'next says hello.', 'Re-key'))
+        return;
+      const answer = await perform(`Re-key ${name}`, button, () => act(`${path(name)}/rekey`, {body: {}}));
+      if (answer)
+        dialog.open(el('h2', {}, `Worker ${name} re-keyed`), commandView(answer),
+                    el('div', {class: 'dialog-buttons'}, closer(dialog, 'close', 'Close', {id: 'enroll-close'})));
+    },
+    remove: async (name, button) => {
+      if (await confirm(dialog, `Remove worker ${name}?`, removalConsequence(workers.find(w => w.name === name)),
+                        `Remove ${name}`))
+        perform(`Remove ${name}`, button, () => act(path(name), {method: 'DELETE'}));
+    },
+  };
+  add.addEventListener('click', () => addWorker(dialog, () => live.now()));
   live = poll(refresh_ms, async () => {
     try {
       const answer = await api('/api/workers');
-      replace(list, answer.workers.map(w => workerPanel(w, onAction)));
+      workers = answer.workers;
+      replace(list, answer.workers.map(w => workerPanel(w, on)));
       empty.hidden = answer.workers.length > 0;
+      replace(enrolled, enrolledPanel(answer, on));
       replace(refused, answer.refused_connections.length === 0 ? [] : el('section', {class: 'panel'},
         el('h2', {}, 'Refused connections'),
         el('ul', {}, answer.refused_connections.map(
@@ -93,5 +220,8 @@ export function startWorkers(view) {
       report('view:workers', `Workers: ${e.detail || e.message}`);
     }
   });
-  return () => live.stop();
+  return () => {
+    live.stop();
+    dialog.close();
+  };
 }
