@@ -329,6 +329,44 @@ class Dashboard(unittest.TestCase):
         self.assertEqual(text_of('#run-status'), 'running')
         self.assertTrue(driver.execute_script('return !document.getElementById("cancel-run").hidden'))
 
+    def test_06a_the_queues_show_positions_and_device_set_reservations(self):
+        # sim:0: the endless run, then `behind`; a set of sim:0 and cpu waits behind both on sim:0,
+        # and at the front of cpu's queue reserves cpu: a cpu run submitted after it waits behind it.
+        device_set = srv.submit(moons(1, 'sim:0'), 'set', seed=1, target={'devices': ['sim:0', 'cpu']})
+        after = srv.submit(moons(1, 'cpu'), 'after-set', seed=1)
+        try:
+            driver.get(srv.base + '/#/queues')
+            sim, cpu = '[data-queue="sim:0"]', '[data-queue="cpu"]'
+            wait().until(lambda d: text_of(f'{cpu} li[data-run-id="{after}"]'))
+            self.assertEqual(texts_of(f'{sim} .running li'), [runs['running']])
+            self.assertIn('1/1 running', text_of(f'{sim} .slot'))
+            self.assertEqual([t.split()[0] for t in texts_of(f'{sim} ol.waiting > li')], ['#1', '#2'])
+            self.assertIn(runs['queued'], text_of(f'{sim} li[data-run-id="{runs["queued"]}"]'))
+            self.assertIn('device set: cpu, sim:0', text_of(f'{sim} li[data-run-id="{device_set}"]'))
+            front = text_of(f'{cpu} li[data-run-id="{device_set}"]')
+            self.assertTrue(front.startswith('#1'), front)
+            self.assertIn('reserves cpu', front)
+            behind = text_of(f'{cpu} li[data-run-id="{after}"]')
+            self.assertTrue(behind.startswith('#2'), behind)
+            self.assertIn('reservation:', behind)
+            self.assertIn('waiting', text_of('#queues-summary'))
+            screenshot(driver, 'dashboard-queues.png')
+        finally:
+            for run_id in (device_set, after):
+                srv.request('POST', f'/api/runs/{run_id}/cancel')
+
+    def test_06b_the_actor_tree_shows_states_and_mailboxes(self):
+        driver.get(srv.base + '/#/actors')
+        run = f'#actor-tree li[data-kind="run"][data-name="{runs["running"]}"]'
+        wait().until(lambda d: text_of(run))
+        self.assertIn('running on sim:0', text_of(f'{run} > .actor-line'))
+        self.assertRegex(text_of(f'{run} > .mailbox'), r'^mailbox \d+$')
+        for kind in ('server', 'run_queue', 'cache_store', 'worker_registry', 'zmq_bridge'):
+            self.assertTrue(text_of(f'#actor-tree li[data-kind="{kind}"]'), kind)
+        click(f'{run} > details > summary')
+        wait().until(lambda d: '"long_polls"' in text_of(f'{run} > details pre'))
+        screenshot(driver, 'dashboard-actors.png')
+
     def test_07_cancel_on_a_queued_run_cancels_it(self):
         driver.get(srv.base + f'/#/runs/{runs["queued"]}')
         wait().until(lambda d: text_of('#run-status') == 'queued')

@@ -1,10 +1,12 @@
 // The dashboard's shell: the sign-in state, the error banner, and the views by the URL's hash
-// (#/runs, #/runs/<id>, #/workers). A view is started on a container and returns its stop().
+// (#/runs, #/runs/<id>, #/queues, #/workers, #/actors). A view is started on a container and returns its stop().
 import {api, useCsrf} from './api.js';
 import {el, replace} from './dom.js';
 import {clearReports, report} from './errors.js';
 import {startRuns} from './runs.js';
 import {startRun} from './run.js';
+import {startActors} from './actors.js';
+import {startQueues} from './queues.js';
 import {startWorkers} from './workers.js';
 
 /// Whether this browser has signed in. Actions are offered either way: without the sign-in the
@@ -20,7 +22,7 @@ async function loadSession() {
     banner.hidden = s.signed_in;
     if (!s.signed_in)
       replace(banner, s.sign_in.charAt(0).toUpperCase(), s.sign_in.slice(1),
-              '. Until then the server refuses Cancel, Drain and Undrain.');
+              '. Until then the server refuses every action (Cancel, Drain, sharing, enrolling, ...).');
     report('session', null);
   } catch (e) {
     report('session', `Sign-in state: ${e.detail || e.message}`);
@@ -51,8 +53,12 @@ function route() {
   const run = path.match(/^\/runs\/([^/]+)$/);
   if (run)
     stopView = startRun(view, decodeURIComponent(run[1]));
+  else if (path === '/queues')
+    stopView = startQueues(view, params);
   else if (path === '/workers')
     stopView = startWorkers(view);
+  else if (path === '/actors')
+    stopView = startActors(view);
   else
     stopView = startRuns(view, params);
 }
