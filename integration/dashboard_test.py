@@ -514,6 +514,38 @@ class Dashboard(unittest.TestCase):
         wait().until(lambda d: not text_of('[data-enrolled="remote-1"]'))
         self.assertEqual(srv.request('GET', '/api/workers')[1]['enrolled'], [])
 
+    def test_09c_a_sweeps_ranked_table_and_its_objective_by_each_param(self):
+        graph = moons(1, 'cpu')
+        body = {'graph': graph, 'name': 'lr-batch',
+                'spec': {'method': 'grid', 'params': [
+                    {'node': 'optimizer', 'param': 'lr', 'values': [0.05, 0.01]},
+                    {'node': 'train_loader', 'param': 'batch_size', 'values': [16, 64]}]},
+                'objective': {'metric': 'final_train_loss', 'direction': 'min'}, 'options': {'seed': 1}}
+        status, answer, _ = srv.request('POST', '/api/sweeps', body)
+        self.assertEqual(status, 200, answer)
+        sweep = answer['sweep_id']
+        driver.get(srv.base + '/#/sweeps')
+        wait().until(lambda d: text_of(f'tr[data-sweep-id="{sweep}"]'))
+        self.assertIn('min final_train_loss', text_of(f'tr[data-sweep-id="{sweep}"]'))
+        click(f'tr[data-sweep-id="{sweep}"] a')
+        wait(timeout=120).until(lambda d: text_of('#sweep-state') == 'finished')
+        ranked = srv.request('GET', f'/api/sweeps/{sweep}')[1]['variants']
+        self.assertEqual(texts_of('#sweep-variants tbody td:nth-child(3)'), [v['run_id'] for v in ranked])
+        self.assertEqual(text_of('#sweep-variants tbody tr td.rank'), '1')
+        self.assertEqual(texts_of('#sweep-variants thead th')[4:7],
+                         ['optimizer.lr', 'train_loader.batch_size', 'final_train_loss'])
+        points = ("return [...document.querySelectorAll('#sweep-charts canvas')].map(c => "
+                  "[c.dataset.param, Chart.getChart(c).data.datasets[0].data.length])")
+        wait().until(lambda d: d.execute_script(points) == [['optimizer.lr', 4], ['train_loader.batch_size', 4]])
+        self.assertIn(ranked[0]['run_id'], text_of('#sweep-summary [data-field="best"]'))
+        screenshot(driver, 'dashboard-sweep.png')
+        status, csv, _ = srv.request('GET', f'/api/sweeps/{sweep}/results.csv')
+        self.assertEqual(status, 200)
+        self.assertTrue(csv.startswith('rank,index,run_id,status,optimizer.lr,train_loader.batch_size,'), csv)
+        # An unknown sweep: the server's sentence in the banner.
+        driver.get(srv.base + '/#/sweeps/nope')
+        wait().until(lambda d: "Sweep nope: no sweep has the id 'nope'" in text_of('#errors'))
+
     def test_10_where_reads_need_the_token_the_page_loads_and_reads_with_the_cookie(self):
         other_home = os.path.join(home, 'reads-need-the-token')
         os.makedirs(other_home)

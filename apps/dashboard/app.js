@@ -1,5 +1,5 @@
 // The dashboard's shell: the sign-in state, the error banner, and the views by the URL's hash
-// (#/runs, #/runs/<id>, #/queues, #/workers, #/actors). A view is started on a container and returns its stop().
+// (#/runs, #/runs/<id>, #/queues, #/workers, #/sweeps, #/sweeps/<id>, #/actors). A view is started on a container and returns its stop().
 import {api, useCsrf} from './api.js';
 import {el, replace} from './dom.js';
 import {clearReports, report} from './errors.js';
@@ -7,6 +7,7 @@ import {startRuns} from './runs.js';
 import {startRun} from './run.js';
 import {startActors} from './actors.js';
 import {startQueues} from './queues.js';
+import {startSweep, startSweeps} from './sweeps.js';
 import {startWorkers} from './workers.js';
 
 /// Whether this browser has signed in. Actions are offered either way: without the sign-in the
@@ -51,8 +52,13 @@ function route() {
   for (const link of document.querySelectorAll('nav a'))
     link.classList.toggle('active', path.startsWith(link.getAttribute('href').slice(1)));
   const run = path.match(/^\/runs\/([^/]+)$/);
+  const sweep = path.match(/^\/sweeps\/([^/]+)$/);
   if (run)
     stopView = startRun(view, decodeURIComponent(run[1]));
+  else if (sweep)
+    stopView = startSweep(view, decodeURIComponent(sweep[1]));
+  else if (path === '/sweeps')
+    stopView = startSweeps(view, params);
   else if (path === '/queues')
     stopView = startQueues(view, params);
   else if (path === '/workers')
