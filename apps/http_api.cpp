@@ -1,6 +1,7 @@
 #include "apps/http_api.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/policy/run_options.hpp"
+#include "actors/policy/worker_table.hpp"
 #include "actors/server/server.hpp"
 #include "apps/dashboard.hpp"
 #include "apps/http_access.hpp"
@@ -408,14 +410,40 @@ void post_enroll(cdui::server& runtime, const httplib::Request& req, httplib::Re
     reply(res, 200, credential_json(runtime, e, req, *body));
 }
 
+/// GET /api/runs' `worker` and `device` filters: a worker's name or `local`; a device as its
+/// offerer names it (`sim:0`), which never holds a '/' (slot_key). False after a 400.
+bool runs_filter(const httplib::Request& req, httplib::Response& res, std::string& worker,
+                 std::string& device) {
+  worker = req.get_param_value("worker");
+  device = req.get_param_value("device");
+  if (req.has_param("worker") && worker != "local" && !policy::is_valid_worker_name(worker)) {
+    refuse(res, 400, "query parameter 'worker' must be local (this server) or a worker's name ("
+                       + std::string{policy::worker_name_rule} + "), not " + text::quoted(worker));
+    return false;
+  }
+  bool device_ok = !device.empty() && device.size() <= 64
+                   && std::all_of(device.begin(), device.end(), [](unsigned char c) {
+                        return std::isalnum(c) || c == ':' || c == '.' || c == '_' || c == '-';
+                      });
+  if (req.has_param("device") && !device_ok) {
+    refuse(res, 400, "query parameter 'device' must be a device as its machine names it (cpu, sim:0, "
+                     "cuda:1), not " + text::quoted(device));
+    return false;
+  }
+  return true;
+}
+
 void get_runs(cdui::server& runtime, const httplib::Request& req, httplib::Response& res) {
   std::uint64_t limit = default_page;
   std::uint64_t offset = 0;
-  if (!query_number(req, res, "limit", limit, 1) || !query_number(req, res, "offset", offset))
+  std::string worker;
+  std::string device;
+  if (!query_number(req, res, "limit", limit, 1) || !query_number(req, res, "offset", offset)
+      || !runs_filter(req, res, worker, device))
     return;
   limit = std::min<std::uint64_t>(limit, max_page);
   try {
-    auto page = runtime.runs(req.get_param_value("status"), limit, offset);
+    auto page = runtime.runs(req.get_param_value("status"), worker, device, limit, offset);
     json runs = json::array();
     for (const auto& r : page.runs)
       runs.push_back(run_object(runtime, r));

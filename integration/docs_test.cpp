@@ -135,6 +135,8 @@ BOOST_AUTO_TEST_CASE(the_refusals_http_api_md_quotes_are_the_servers) {
   const std::vector<ask> asks{
     {"GET", "/api/runs?status=done", ""},
     {"GET", "/api/runs?limit=x", ""},
+    {"GET", "/api/runs?worker=-bad", ""},
+    {"GET", "/api/runs?device=a/b", ""},
     {"GET", "/api/runs/nope", ""},
     {"GET", "/api/runs/nope/events", ""},
     {"GET", "/api/runs/nope/events?cursor=-1", ""},

@@ -480,13 +480,46 @@ std::optional<stored_run> run_store::find(const std::string& run_id) const {
 
 run_page run_store::list(std::optional<run_status> status, std::size_t limit,
                          std::size_t offset) const {
+  return list(run_filter{status, {}, {}}, limit, offset);
+}
+
+namespace {
+
+/// The WHERE clause of `filter` and the texts its `?` bind, in order. A worker's runs are those
+/// whose queue key is `<worker>/...`; this server's, those whose key names no worker, `any` and
+/// `one-shot` (not placed yet) aside.
+std::pair<std::string, std::vector<std::string>> where_clause(const run_filter& filter) {
+  std::string where;
+  std::vector<std::string> texts;
+  auto add = [&](const char* term) { where += (where.empty() ? " WHERE " : " AND ") + std::string{term}; };
+  if (filter.status) {
+    add("status=?");
+    texts.emplace_back(to_string(*filter.status));
+  }
+  if (filter.worker == "local") {
+    add("instr(queue_key, '/')=0 AND queue_key NOT IN ('any', 'one-shot')");
+  } else if (!filter.worker.empty()) {
+    add("substr(queue_key, 1, length(?))=?");
+    texts.insert(texts.end(), 2, filter.worker + "/");
+  }
+  if (!filter.device.empty()) {
+    add("(queue_key=? OR substr(queue_key, -length(?))=?)");
+    texts.push_back(filter.device);
+    texts.insert(texts.end(), 2, "/" + filter.device);
+  }
+  return {where, texts};
+}
+
+} // namespace
+
+run_page run_store::list(const run_filter& filter, std::size_t limit, std::size_t offset) const {
   std::lock_guard lock{mutex_};
-  std::string where = status ? " WHERE status=?" : "";
+  auto [where, texts] = where_clause(filter);
   run_page page;
   {
     statement s{db_, ("SELECT COUNT(*) FROM runs" + where).c_str()};
-    if (status)
-      s.bind(1, std::string{to_string(*status)});
+    for (std::size_t i = 0; i < texts.size(); ++i)
+      s.bind(static_cast<int>(i + 1), texts[i]);
     s.step();
     page.total = static_cast<std::uint64_t>(s.integer(0));
   }
@@ -494,8 +527,8 @@ run_page run_store::list(std::optional<run_status> status, std::size_t limit,
                     + " ORDER BY seq DESC LIMIT ? OFFSET ?")
                      .c_str()};
   int i = 1;
-  if (status)
-    s.bind(i++, std::string{to_string(*status)});
+  for (const auto& text : texts)
+    s.bind(i++, text);
   s.bind(i++, limit == 0 ? std::int64_t{-1} : static_cast<std::int64_t>(limit));
   s.bind(i, static_cast<std::int64_t>(offset));
   while (s.step())

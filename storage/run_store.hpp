@@ -63,6 +63,15 @@ struct enrolled_worker {
   std::int64_t rekeyed_ms = 0;
 };
 
+/// Which runs a page lists, each field unset for all: of one status; on one worker (its name, or
+/// `local` for this server); on one device (`sim:0`: the device of the run's queue key on any
+/// machine, the first of a device set; with a worker, that worker's).
+struct run_filter {
+  std::optional<run_status> status;
+  std::string worker;
+  std::string device;
+};
+
 /// One page of runs, newest first, and how many match in all.
 struct run_page {
   std::vector<run_info> runs;
@@ -150,6 +159,8 @@ public:
   /// Runs newest first, optionally of one status; `limit` 0 means all.
   [[nodiscard]] run_page list(std::optional<run_status> status, std::size_t limit,
                               std::size_t offset) const;
+  /// Runs newest first that `filter` admits; `limit` 0 means all.
+  [[nodiscard]] run_page list(const run_filter& filter, std::size_t limit, std::size_t offset) const;
 
   /// Runs that were queued or running, in submit order (what a restart picks up).
   [[nodiscard]] std::vector<stored_run> unfinished() const;

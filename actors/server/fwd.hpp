@@ -39,7 +39,7 @@ using run_queue_actor = caf::typed_actor<
   caf::reacts_to<atoms::flush>,
   caf::replies_to<atoms::sweep, sweep_submission>::with<sweep_submit_result>,
   caf::replies_to<atoms::info, std::string>::with<run_info>,
-  caf::replies_to<atoms::list, std::string, std::uint64_t, std::uint64_t>::with<storage::run_page>,
+  caf::replies_to<atoms::list, std::string, std::string, std::string, std::uint64_t, std::uint64_t>::with<storage::run_page>,
   caf::replies_to<atoms::cancel, std::string>::with<bool>,
   caf::replies_to<atoms::events, std::string, std::uint64_t, std::uint32_t>::with<event_batch>,
   caf::replies_to<atoms::wait, std::string>::with<run_info>,

@@ -362,12 +362,12 @@ run_queue_actor::behavior_type run_queue(self_ptr self, run_queue_config cfg) {
         return stored->info;
       return unknown_run(id);
     },
-    [=](atoms::list, const std::string& status, std::uint64_t limit,
-        std::uint64_t offset) -> caf::result<storage::run_page> {
-      std::optional<run_status> filter;
+    [=](atoms::list, const std::string& status, const std::string& worker, const std::string& device,
+        std::uint64_t limit, std::uint64_t offset) -> caf::result<storage::run_page> {
+      storage::run_filter filter{std::nullopt, worker, device};
       if (!status.empty()) {
-        filter = parse_run_status(status);
-        if (!filter)
+        filter.status = parse_run_status(status);
+        if (!filter.status)
           return caf::make_error(caf::sec::invalid_argument,
                                  "status '" + status + "' is not one of queued, running, succeeded, "
                                                        "failed, cancelled, interrupted");

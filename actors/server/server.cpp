@@ -398,7 +398,12 @@ std::vector<run_info> server::runs() {
 }
 
 storage::run_page server::runs(const std::string& status, std::size_t limit, std::size_t offset) {
-  return *impl_->ask<storage::run_page>(true, atoms::list::value, status,
+  return runs(status, "", "", limit, offset);
+}
+
+storage::run_page server::runs(const std::string& status, const std::string& worker,
+                               const std::string& device, std::size_t limit, std::size_t offset) {
+  return *impl_->ask<storage::run_page>(true, atoms::list::value, status, worker, device,
                                         static_cast<std::uint64_t>(limit),
                                         static_cast<std::uint64_t>(offset));
 }

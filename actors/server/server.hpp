@@ -112,6 +112,10 @@ public:
   /// for an unknown status.
   [[nodiscard]] storage::run_page runs(const std::string& status, std::size_t limit,
                                        std::size_t offset);
+  /// The same, also of one worker (`local`: this server) and one device (storage::run_filter);
+  /// empty: all.
+  [[nodiscard]] storage::run_page runs(const std::string& status, const std::string& worker,
+                                       const std::string& device, std::size_t limit, std::size_t offset);
 
   /// Events after `cursor`; waits up to `wait` for the first one unless the run has ended.
   /// Throws std::invalid_argument for an unknown id.

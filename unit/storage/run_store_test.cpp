@@ -156,6 +156,36 @@ BOOST_AUTO_TEST_CASE(the_list_is_newest_first_filtered_paged_and_counts_the_tota
   BOOST_TEST(counts[run_status::failed] == 1u);
 }
 
+BOOST_AUTO_TEST_CASE(the_list_filters_by_worker_and_device_through_the_queue_key) {
+  cdui::test::temp_home home;
+  run_store store{home.path() / "cdui.db"};
+  auto put = [&](const char* id, const char* key) {
+    auto r = make_run(id);
+    r.info.queue_key = key;
+    store.insert(r);
+  };
+  put("a", "sim:0");
+  put("b", "w1/sim:0");
+  put("c", "w1/cpu");
+  put("d", "w1_x/sim:0");  // '_' is no wildcard: not w1's
+  put("e", "any");
+  put("f", "cpu");
+  auto ids = [&](cdui::storage::run_filter f) {
+    std::vector<std::string> out;
+    for (const auto& r : store.list(f, 0, 0).runs)
+      out.push_back(r.id);
+    return out;
+  };
+  using v = std::vector<std::string>;
+  BOOST_TEST(ids({std::nullopt, "w1", ""}) == (v{"c", "b"}), boost::test_tools::per_element());
+  BOOST_TEST(ids({std::nullopt, "local", ""}) == (v{"f", "a"}), boost::test_tools::per_element());
+  BOOST_TEST(ids({std::nullopt, "", "sim:0"}) == (v{"d", "b", "a"}), boost::test_tools::per_element());
+  BOOST_TEST(ids({std::nullopt, "w1", "sim:0"}) == (v{"b"}), boost::test_tools::per_element());
+  BOOST_TEST(ids({run_status::queued, "local", "cpu"}) == (v{"f"}), boost::test_tools::per_element());
+  BOOST_TEST(ids({run_status::failed, "w1", ""}).empty());
+  BOOST_TEST(store.list(cdui::storage::run_filter{std::nullopt, "w1", ""}, 1, 0).total == 2u);
+}
+
 BOOST_AUTO_TEST_CASE(unfinished_runs_come_back_in_submit_order) {
   cdui::test::temp_home home;
   run_store store{home.path() / "cdui.db"};
