@@ -319,6 +319,25 @@ class Dashboard(unittest.TestCase):
         self.assertIn('execution_complete', text_of('#events'))
         self.assertIn('"seed": 1', text_of('#run-config'))
         screenshot(driver, 'dashboard-run.png')
+        # Per optimizer step and validation batch: one point per metric event of that axis.
+        metrics = srv.request('GET', f'/api/runs/{runs["finished"]}/metrics')[1]['metrics']
+        by_step = [m for m in metrics if m['name'] == 'train_loss_batch']
+        by_batch = [m for m in metrics if m['name'] == 'val_loss_step']
+        self.assertGreater(len(by_step), EPOCHS)
+        steps = ("return ['step-chart', 'batch-chart'].flatMap(id => "
+                 "Chart.getChart(document.getElementById(id)).data.datasets.map(d => [d.label, d.data.length]))")
+        expected = [['loop · train_loss_batch', len(by_step)]] + (
+            [['loop · val_loss_step', len(by_batch)]] if by_batch else [])
+        wait().until(lambda d: d.execute_script(steps) == expected)
+        # The output log: every event, one line each, as output.log has them.
+        events = srv.request('GET', f'/api/runs/{runs["finished"]}/events')[1]['events']
+        wait().until(lambda d: len(text_of('#output-log').splitlines()) == len(events))
+        lines = text_of('#output-log').splitlines()
+        self.assertRegex(lines[0], r'^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ execution_start \{"deterministic":')
+        self.assertTrue(lines[-1].split()[1] == 'execution_complete', lines[-1])
+        self.assertIn(f'{len(events)} lines', text_of('#output-log-note'))
+        driver.execute_script('document.getElementById("step-chart").scrollIntoView()')
+        screenshot(driver, 'dashboard-run-steps.png')
 
     def test_06_a_running_runs_events_arrive_as_they_come(self):
         driver.get(srv.base + f'/#/runs/{runs["running"]}')
@@ -446,8 +465,8 @@ class Dashboard(unittest.TestCase):
             before = wait().until(lambda d: d.execute_script(ledger, card))
             self.assertEqual((before['in_use'], before['may_take'], before['total'], before['width']),
                              (0, 2**30, 2**30, 0))
-            budgeted = srv.submit(moons(1_000_000, 'sim:0'), 'budgeted', seed=1,
-                                  target={'worker': 'w2', 'devices': ['sim:0'], 'memory_gib': 0.25})
+            budgeted = runs['budgeted'] = srv.submit(moons(1_000_000, 'sim:0'), 'budgeted', seed=1,
+                                                     target={'worker': 'w2', 'devices': ['sim:0'], 'memory_gib': 0.25})
             after = wait(timeout=60).until(lambda d: (lambda l: l if l and l['in_use'] > 0 else None)(
                 d.execute_script(ledger, card)))
             self.assertEqual((after['in_use'], after['may_take']), (2**28, 2**30 - 2**28))
@@ -545,6 +564,38 @@ class Dashboard(unittest.TestCase):
         # An unknown sweep: the server's sentence in the banner.
         driver.get(srv.base + '/#/sweeps/nope')
         wait().until(lambda d: "Sweep nope: no sweep has the id 'nope'" in text_of('#errors'))
+
+    def test_09d_the_runs_filter_by_worker_and_device(self):
+        def ids(query):
+            return [r['run_id'] for r in srv.request('GET', f'/api/runs?{query}')[1]['runs']]
+
+        driver.get(srv.base + '/#/runs')
+        wait().until(lambda d: d.find_element(By.CSS_SELECTOR, '#worker-filter option[value="w1"]'))
+        Select(driver.find_element(By.ID, 'worker-filter')).select_by_value('local')
+        wait().until(lambda d: 'worker=local' in d.current_url)
+        wait().until(lambda d: d.find_element(By.CSS_SELECTOR, '#device-filter option[value="sim:0"]'))
+        Select(driver.find_element(By.ID, 'device-filter')).select_by_value('sim:0')
+        wait().until(lambda d: 'device=sim' in d.current_url)
+        every = ids('worker=local&device=sim:0&limit=1000')
+        self.assertIn(runs['running'], every)
+        self.assertNotIn(runs['finished'], every)  # it ran on cpu
+        self.assertNotIn(runs['budgeted'], every)  # w2's sim:0
+        local_sim = every[:50]  # the first page
+        wait().until(lambda d: [e.get_attribute('data-run-id') for e in
+                                d.find_elements(By.CSS_SELECTOR, '#runs-table tbody tr')] == local_sim)
+        driver.get(srv.base + '/#/runs?worker=w2')
+        wait().until(lambda d: [e.get_attribute('data-run-id') for e in
+                                d.find_elements(By.CSS_SELECTOR, '#runs-table tbody tr')] == [runs['budgeted']])
+        self.assertEqual(text_of('#runs-count'), '1–1 of 1')
+        self.assertEqual(ids('worker=w2&device=sim:0'), [runs['budgeted']])
+        self.assertEqual(ids('worker=w2&device=sim:1'), [])
+        # A filter the server refuses: its sentence in the banner.
+        driver.get(srv.base + '/#/runs?worker=-bad')
+        wait().until(lambda d: "Runs: query parameter 'worker' must be" in text_of('#errors'))
+        status, answer, _ = srv.request('GET', '/api/runs?device=a/b')
+        self.assertEqual((status, answer['detail']),
+                         (400, "query parameter 'device' must be a device as its machine names it (cpu, sim:0, "
+                               "cuda:1), not 'a/b'"))
 
     def test_10_where_reads_need_the_token_the_page_loads_and_reads_with_the_cookie(self):
         other_home = os.path.join(home, 'reads-need-the-token')

@@ -1,9 +1,9 @@
-// A run's loss and accuracy curves by epoch, with Chart.js (window.Chart, from Debian's
-// libjs-chart.js), fed one metric event at a time.
+// A run's loss and accuracy curves by epoch, and its losses by optimizer step and by validation
+// batch, with Chart.js (window.Chart, from Debian's libjs-chart.js), fed one metric event at a time.
 
 const palette = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c', '#0891b2'];
 
-function lineChart(canvas, quantity) {
+function lineChart(canvas, quantity, axis = 'epoch') {
   return new window.Chart(canvas, {
     type: 'line',
     data: {datasets: []},
@@ -15,20 +15,23 @@ function lineChart(canvas, quantity) {
       // A run of many epochs: draw at most 500 points a series (the data keeps every one).
       plugins: {decimation: {enabled: true, algorithm: 'lttb', samples: 500}},
       scales: {
-        x: {type: 'linear', title: {display: true, text: 'epoch'}, ticks: {precision: 0}},
+        x: {type: 'linear', title: {display: true, text: axis}, ticks: {precision: 0}},
         y: {title: {display: true, text: quantity}},
       },
     },
   });
 }
 
-/// The two charts of a run's page: every series by epoch of its TrainingLoop nodes, loss and
-/// accuracy apart. Metrics by step or batch (`axis` set) are not drawn here.
+/// The charts of a run's page: every series by epoch of its TrainingLoop nodes, loss and accuracy
+/// apart; the series by optimizer step (`axis` "step": train_loss_batch) and by validation batch
+/// (`axis` "batch": val_loss_step), one point a step, apart again.
 export class run_curves {
-  constructor(lossCanvas, accuracyCanvas) {
+  constructor({loss, accuracy, step, batch}) {
     this.available = typeof window.Chart === 'function';
-    this.loss = this.available ? lineChart(lossCanvas, 'loss') : null;
-    this.accuracy = this.available ? lineChart(accuracyCanvas, 'accuracy') : null;
+    this.loss = this.available ? lineChart(loss, 'loss') : null;
+    this.accuracy = this.available ? lineChart(accuracy, 'accuracy') : null;
+    this.byAxis = this.available ? {step: lineChart(step, 'loss', 'optimizer step'),
+                                    batch: lineChart(batch, 'loss', 'validation batch')} : {};
     this.nodeTypes = new Map();
     this.dirty = new Set();
   }
@@ -37,17 +40,19 @@ export class run_curves {
   add(event) {
     if (event.type === 'node_status')
       this.nodeTypes.set(event.data.node, event.data.type);
-    if (!this.available || event.type !== 'metric' || event.data.axis !== undefined)
+    if (!this.available || event.type !== 'metric')
       return;
-    const {node, name, step, value} = event.data;
+    const {node, name, step, value, axis} = event.data;
     if (this.nodeTypes.get(node) !== 'TrainingLoop' || typeof value !== 'number')
       return;
-    const chart = name.includes('accuracy') ? this.accuracy : this.loss;
+    const chart = axis !== undefined ? this.byAxis[axis] : name.includes('accuracy') ? this.accuracy : this.loss;
+    if (!chart)
+      return;
     const label = `${node} · ${name}`;
     let dataset = chart.data.datasets.find(d => d.label === label);
     if (!dataset) {
       const color = palette[chart.data.datasets.length % palette.length];
-      dataset = {label, data: [], borderColor: color, backgroundColor: color, pointRadius: 3};
+      dataset = {label, data: [], borderColor: color, backgroundColor: color, pointRadius: axis === undefined ? 3 : 0};
       chart.data.datasets.push(dataset);
     }
     dataset.data.push({x: step, y: value});
@@ -61,18 +66,23 @@ export class run_curves {
     this.dirty.clear();
   }
 
-  /// Points drawn so far.
+  /// Points by epoch drawn so far.
   points() {
-    if (!this.available)
-      return 0;
-    return [this.loss, this.accuracy].reduce(
-      (n, c) => n + c.data.datasets.reduce((m, d) => m + d.data.length, 0), 0);
+    return this.available ? count([this.loss, this.accuracy]) : 0;
+  }
+
+  /// Points by step or batch drawn so far.
+  stepPoints() {
+    return this.available ? count(Object.values(this.byAxis)) : 0;
   }
 
   destroy() {
-    if (this.available) {
-      this.loss.destroy();
-      this.accuracy.destroy();
-    }
+    if (this.available)
+      for (const chart of [this.loss, this.accuracy, ...Object.values(this.byAxis)])
+        chart.destroy();
   }
+}
+
+function count(charts) {
+  return charts.reduce((n, c) => n + c.data.datasets.reduce((m, d) => m + d.data.length, 0), 0);
 }

@@ -1,11 +1,13 @@
 // A run's page: its summary and Cancel, its events as they arrive (the events long-poll), its loss
-// and accuracy curves by epoch, its final metrics, peak memory per card, and its config.
+// and accuracy curves by epoch, its losses by optimizer step and validation batch, its final
+// metrics, peak memory per card, its config, and its output log.
+import {perform} from './actions.js';
 import {act, api} from './api.js';
 import {run_curves} from './curves.js';
 import {el, replace} from './dom.js';
 import {report} from './errors.js';
 import * as fmt from './format.js';
-import {poll} from './poll.js';
+import {pollObject} from './poll.js';
 
 /// How often the run's summary is read while it is queued or running.
 const refresh_ms = 2000;
@@ -13,6 +15,14 @@ const refresh_ms = 2000;
 const long_poll_s = 10;
 /// Events listed at once; older ones are counted, not shown, so a long run's page stays small.
 const listed_events = 500;
+/// Lines of the output log shown at once, the newest; `cdui logs` prints them all.
+const log_lines = 1000;
+
+/// An event as a line of the run folder's output.log (docs/cli.md, Run folder): a UTC time to the
+/// second, the type, the data as compact JSON.
+function logLine(e) {
+  return `${new Date(e.time_ms).toISOString().replace(/\.\d{3}Z$/, 'Z')} ${e.type} ${JSON.stringify(e.data)}`;
+}
 
 /// One line of an event, in a person's words.
 function describe(e) {
@@ -88,11 +98,17 @@ export function startRun(view, id) {
   const cancel = el('button', {type: 'button', id: 'cancel-run', class: 'danger', hidden: true}, 'Cancel');
   const actionNote = el('span', {class: 'muted', id: 'action-note'});
   const summary = el('dl', {class: 'summary', id: 'run-summary'});
-  const lossCanvas = el('canvas', {id: 'loss-chart'});
-  const accuracyCanvas = el('canvas', {id: 'accuracy-chart'});
+  const canvases = {loss: el('canvas', {id: 'loss-chart'}), accuracy: el('canvas', {id: 'accuracy-chart'}),
+                    step: el('canvas', {id: 'step-chart'}), batch: el('canvas', {id: 'batch-chart'})};
   const noCurves = el('p', {class: 'muted'}, 'No metric by epoch yet.');
-  const chartBoxes = [el('div', {class: 'chart-box', hidden: true}, lossCanvas),
-                      el('div', {class: 'chart-box', hidden: true}, accuracyCanvas)];
+  const chartBoxes = [el('div', {class: 'chart-box', hidden: true}, canvases.loss),
+                      el('div', {class: 'chart-box', hidden: true}, canvases.accuracy)];
+  const noSteps = el('p', {class: 'muted'}, 'No metric by optimizer step or validation batch yet.');
+  const stepBoxes = [el('div', {class: 'chart-box', hidden: true}, canvases.step),
+                     el('div', {class: 'chart-box', hidden: true}, canvases.batch)];
+  const log = el('pre', {class: 'output-log', id: 'output-log'});
+  const logNote = el('p', {class: 'muted', id: 'output-log-note'},
+                     `Every event, one line each, as the run folder's output.log and \`cdui logs ${id}\` have them.`);
   const finals = el('tbody');
   const peaks = el('tbody');
   const config = el('div', {id: 'run-config'});
@@ -113,12 +129,15 @@ export function startRun(view, id) {
                      el('table', {id: 'peak-memory'},
                         el('thead', {}, el('tr', {}, el('th', {}, 'Card'), el('th', {}, 'Node'), el('th', {}, 'Peak'))),
                         peaks))),
+          section('Curves by optimizer step and validation batch', noSteps, el('div', {class: 'columns'}, stepBoxes)),
           section('Events', eventsNote, events),
-          section('Config', config));
+          section('Config', config),
+          section('Output log', logNote, log));
 
-  const curves = new run_curves(lossCanvas, accuracyCanvas);
+  const curves = new run_curves(canvases);
   if (!curves.available)
-    noCurves.textContent = 'Charts are unavailable: Chart.js did not load.';
+    noCurves.textContent = noSteps.textContent = 'Charts are unavailable: Chart.js did not load.';
+  let logged = 0;
   let run = null;
   let nodeConfigs = [];
   const showConfig = () => {
@@ -137,30 +156,30 @@ export function startRun(view, id) {
     replace(peaks, peakMemoryRows(r));
     showConfig();
   };
-  const info = poll(refresh_ms, async () => {
-    if (run && !run.active)
-      return;
-    try {
-      show(await api(path));
-      report('view:run', null);
-    } catch (e) {
-      report('view:run', `Run ${id}: ${e.detail || e.message}`);
-    }
-  });
+  const info = pollObject(refresh_ms, path, 'view:run', `Run ${id}`, show, r => !r.active);
   cancel.addEventListener('click', async () => {
-    cancel.disabled = true;
-    try {
-      const answer = await act(`${path}/cancel`);
+    const answer = await perform(`Cancel ${id}`, cancel, () => act(`${path}/cancel`));
+    if (answer) {
       actionNote.textContent = answer.cancelled ? `cancel requested (it was ${answer.was})`
                                                 : `not cancelled: it was ${answer.was}`;
-      report('view:action', null);
       await info.now();
-    } catch (e) {
-      report('view:action', `Cancel ${id}: ${e.detail || e.message}`);
-    } finally {
-      cancel.disabled = false;
     }
   });
+
+  // The output log keeps its last log_lines lines; the note counts them all.
+  const appendLog = lines => {
+    if (lines.length === 0)
+      return;
+    logged += lines.length;
+    const kept = (log.textContent ? `${log.textContent}\n` : '') + lines.join('\n');
+    const all = kept.split('\n');
+    const stick = log.scrollTop + log.clientHeight >= log.scrollHeight - 4;
+    log.textContent = all.slice(-log_lines).join('\n');
+    if (stick)
+      log.scrollTop = log.scrollHeight;
+    logNote.textContent = `${logged} lines${logged > log_lines ? `, the last ${log_lines} shown` : ''}: every `
+                          + `event, as the run folder's output.log and \`cdui logs ${id}\` have them.`;
+  };
 
   // The events, as they come: a long-poll from the last cursor until the run has ended.
   const stopEvents = new AbortController();
@@ -182,8 +201,10 @@ export function startRun(view, id) {
         await new Promise(resolve => setTimeout(resolve, refresh_ms));
         continue;
       }
+      const lines = [];
       for (const e of page.events) {
         curves.add(e);
+        lines.push(logLine(e));
         if (e.type === 'node_config') {
           nodeConfigs.push(e);
           showConfig();
@@ -200,6 +221,10 @@ export function startRun(view, id) {
       noCurves.hidden = curves.points() > 0;
       for (const box of chartBoxes)
         box.hidden = !noCurves.hidden;
+      noSteps.hidden = curves.stepPoints() > 0;
+      for (const box of stepBoxes)
+        box.hidden = !noSteps.hidden;
+      appendLog(lines);
       eventsNote.textContent = `${total} events${listed > listed_events ? `, the last ${listed_events} listed` : ''}`
                                + (page.finished ? '; the run has ended.' : '; more as they come.');
       cursor = page.cursor;

@@ -1,4 +1,6 @@
-// The Runs view: a page of runs, newest first, refreshed every 2 s; a status filter and paging.
+// The Runs view: a page of runs, newest first, refreshed every 2 s; filters by status, worker and
+// device (GET /api/runs does the filtering, so a page is one request whatever the store holds), and
+// paging.
 import {api} from './api.js';
 import {el, replace} from './dom.js';
 import {report} from './errors.js';
@@ -50,29 +52,63 @@ function row(run) {
             el('td', {}, fmt.runDuration(run)));
 }
 
-/// Starts the view in `view` for the filter and page of `params` (status, offset).
+/// The workers and devices the filters offer: this server's devices and each worker's, by name.
+async function filterChoices() {
+  const [workers, devices] = await Promise.all([api('/api/workers'), api('/api/devices')]);
+  const names = new Set([...workers.workers.map(w => w.name), ...workers.enrolled.map(e => e.name)]);
+  const kinds = new Set(devices.devices.map(d => d.device));
+  for (const w of workers.workers)
+    for (const d of w.devices)
+      kinds.add(d.name);
+  return {workers: [...names].sort(), devices: [...kinds].sort()};
+}
+
+/// A filter's menu: `all` first, then `choices` ([value, label]); the current value stays listed.
+function menu(id, all, current, choices, onchange) {
+  const known = choices.some(([value]) => value === current);
+  return el('select', {id, onchange},
+            el('option', {value: ''}, all),
+            (known || !current ? choices : [...choices, [current, current]])
+              .map(([value, label]) => el('option', {value, selected: value === current}, label)));
+}
+
+/// Starts the view in `view` for the filters and page of `params` (status, worker, device, offset).
 export function startRuns(view, params) {
   const status = statuses.includes(params.get('status')) ? params.get('status') : '';
+  const worker = params.get('worker') || '';
+  const device = params.get('device') || '';
   const offset = Math.max(0, Number.parseInt(params.get('offset') || '0', 10) || 0);
-  const go = (s, o) => {
+  const go = (changes, o) => {
     const query = new URLSearchParams();
-    if (s)
-      query.set('status', s);
+    for (const [key, value] of Object.entries({status, worker, device, ...changes}))
+      if (value)
+        query.set(key, value);
     if (o)
       query.set('offset', String(o));
     location.hash = `#/runs${query.toString() ? `?${query}` : ''}`;
   };
-  const filter = el('select', {id: 'status-filter', onchange: e => go(e.target.value, 0)},
-                    el('option', {value: ''}, 'all statuses'),
-                    statuses.map(s => el('option', {value: s, selected: s === status}, s)));
+  const filter = menu('status-filter', 'all statuses', status, statuses.map(s => [s, s]),
+                      e => go({status: e.target.value}, 0));
+  const workerSlot = el('span');
+  const deviceSlot = el('span');
+  const showChoices = choices => {
+    replace(workerSlot, menu('worker-filter', 'all workers', worker,
+                             [['local', 'this server'], ...choices.workers.map(n => [n, n])],
+                             e => go({worker: e.target.value}, 0)));
+    replace(deviceSlot, menu('device-filter', 'all devices', device, choices.devices.map(n => [n, n]),
+                             e => go({device: e.target.value}, 0)));
+  };
+  showChoices({workers: [], devices: []});
+  filterChoices().then(showChoices, e => report('view:filters', `Filters: ${e.detail || e.message}`));
   const counter = el('span', {class: 'muted', id: 'runs-count'});
-  const newer = el('button', {type: 'button', id: 'runs-newer', onclick: () => go(status, Math.max(0, offset - page_size))},
+  const newer = el('button', {type: 'button', id: 'runs-newer', onclick: () => go({}, Math.max(0, offset - page_size))},
                    '‹ newer');
-  const older = el('button', {type: 'button', id: 'runs-older', onclick: () => go(status, offset + page_size)}, 'older ›');
+  const older = el('button', {type: 'button', id: 'runs-older', onclick: () => go({}, offset + page_size)}, 'older ›');
   const body = el('tbody');
-  const empty = el('p', {class: 'muted', hidden: true}, status ? `No ${status} runs.` : 'No runs yet.');
+  const empty = el('p', {class: 'muted', hidden: true},
+                   status || worker || device ? 'No run matches these filters.' : 'No runs yet.');
   replace(view,
-          el('div', {class: 'toolbar'}, el('h1', {}, 'Runs'), filter, counter, newer, older),
+          el('div', {class: 'toolbar'}, el('h1', {}, 'Runs'), filter, workerSlot, deviceSlot, counter, newer, older),
           el('table', {class: 'runs', id: 'runs-table'},
              el('thead', {}, el('tr', {}, ['Status', 'Run', 'Target', 'Devices', 'Budget', 'Waiting',
                                           'Progress', 'Duration'].map(h => el('th', {}, h)))),
@@ -81,8 +117,9 @@ export function startRuns(view, params) {
   const refresh = async () => {
     try {
       const query = new URLSearchParams({limit: String(page_size), offset: String(offset)});
-      if (status)
-        query.set('status', status);
+      for (const [key, value] of Object.entries({status, worker, device}))
+        if (value)
+          query.set(key, value);
       const page = await api(`/api/runs?${query}`);
       replace(body, page.runs.map(row));
       const last = offset + page.runs.length;

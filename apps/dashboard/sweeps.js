@@ -1,11 +1,12 @@
 // The Sweeps views: the sweeps, newest first (GET /api/sweeps), and a sweep's page
 // (GET /api/sweeps/{id}): its state and counts, Cancel, the variants ranked by the objective, and a
 // chart of the objective against each swept param (Chart.js scatter).
+import {perform} from './actions.js';
 import {act, api} from './api.js';
 import {el, replace} from './dom.js';
 import {report} from './errors.js';
 import * as fmt from './format.js';
-import {poll} from './poll.js';
+import {poll, pollObject} from './poll.js';
 
 const refresh_ms = 2000;
 /// Sweeps a page of the list shows; GET /api/sweeps answers them all, the page draws 50.
@@ -105,7 +106,7 @@ export function startSweep(view, id) {
           el('section', {class: 'panel'}, el('h2', {}, 'Variants, ranked'),
              el('table', {id: 'sweep-variants'}, head, body)));
   const chartsByKey = new Map();
-  let sweep = null;
+  let sweep = null;  // the last answer, which drawCharts() reads
   const drawCharts = () => {
     if (typeof window.Chart !== 'function') {
       noCharts.textContent = 'Charts are unavailable: Chart.js did not load.';
@@ -154,27 +155,12 @@ export function startSweep(view, id) {
       el('td', {class: 'reason'}, v.error || ''))));
     drawCharts();
   };
-  const live = poll(refresh_ms, async () => {
-    if (sweep && ended.has(sweep.state))
-      return;
-    try {
-      show(await api(path));
-      report('view:sweep', null);
-    } catch (e) {
-      report('view:sweep', `Sweep ${id}: ${e.detail || e.message}`);
-    }
-  });
+  const live = pollObject(refresh_ms, path, 'view:sweep', `Sweep ${id}`, show, s => ended.has(s.state));
   cancel.addEventListener('click', async () => {
-    cancel.disabled = true;
-    try {
-      const answer = await act(`${path}/cancel`);
+    const answer = await perform(`Cancel sweep ${id}`, cancel, () => act(`${path}/cancel`));
+    if (answer) {
       actionNote.textContent = answer.cancelled ? `cancel asked (now ${answer.state})` : `not cancelled: it is ${answer.state}`;
-      report('view:action', null);
       await live.now();
-    } catch (e) {
-      report('view:action', `Cancel sweep ${id}: ${e.detail || e.message}`);
-    } finally {
-      cancel.disabled = false;
     }
   });
   return () => {
