@@ -597,6 +597,19 @@ class Dashboard(unittest.TestCase):
                          (400, "query parameter 'device' must be a device as its machine names it (cpu, sim:0, "
                                "cuda:1), not 'a/b'"))
 
+    def test_09e_this_servers_sim_card_shared_by_memory_shows_its_ledger(self):
+        driver.get(srv.base + '/#/workers')
+        card = '#this-server tr[data-device="sim:0"]'
+        wait().until(lambda d: text_of(f'{card} button[aria-pressed="true"]') == 'Exclusive')
+        self.assertEqual(text_of('#this-server tr[data-device="cpu"] button[aria-pressed="true"]'), 'Exclusive')
+        click(f'{card} button[data-mode="shared"]')
+        wait().until(lambda d: text_of(f'{card} button[aria-pressed="true"]') == 'Shared by memory')
+        wait().until(lambda d: 'a new budget may take 1.0 GiB · of 1.0 GiB' in text_of(f'{card} .ledger-figures'))
+        devices = srv.request('GET', '/api/devices')[1]['devices']
+        self.assertEqual(next(d for d in devices if d['device'] == 'sim:0')['mode'], 'shared')
+        click(f'{card} button[data-mode="exclusive"]')
+        wait().until(lambda d: text_of(f'{card} button[aria-pressed="true"]') == 'Exclusive')
+
     def test_10_where_reads_need_the_token_the_page_loads_and_reads_with_the_cookie(self):
         other_home = os.path.join(home, 'reads-need-the-token')
         os.makedirs(other_home)

@@ -1,7 +1,9 @@
-// The Workers view: each worker's status and why, version, heartbeat age, running runs and devices
+// The Workers view: this server's devices (GET /api/devices), then each worker's status and why,
+// version, heartbeat age, running runs and devices
 // (slots taken of the limit, memory: a shared card's ledger as a bar, else free of total; the share
 // mode switch), with Drain and Undrain, Re-key and Remove (asked a second time), the enrolled
 // workers that have not joined, and the Add worker dialog that shows the enrollment command.
+import {perform as performAction} from './actions.js';
 import {act, api} from './api.js';
 import {commandView, confirm, closer, modal} from './dialogs.js';
 import {el, replace} from './dom.js';
@@ -13,8 +15,10 @@ import {poll} from './poll.js';
 /// How often the view is refreshed. The seed's Workers panel refreshes every 5 s; 2 s shows a new
 /// worker within the issue's 6 s of its agent starting even when the agent takes 3 s to start.
 const refresh_ms = 2000;
-/// The device kinds a worker may share by memory (its CPU may not: http-api.md, sharing).
-const shareable = new Set(['cuda', 'mps', 'sim']);
+/// The device kinds a worker may share by memory (its CPU may not), and those this server may
+/// (its CUDA cards may not): http-api.md, PUT .../sharing.
+const worker_shareable = new Set(['cuda', 'mps', 'sim']);
+const server_shareable = new Set(['cpu', 'sim']);
 
 function memory(device) {
   if (device.memory)
@@ -35,27 +39,38 @@ function slots(device) {
   return `${s.taken}/${s.limit}${s.waiting ? `, ${s.waiting} waiting` : ''}`;
 }
 
-/// Exclusive | Shared by memory, the current one pressed; a CPU's mode is fixed.
-function modeSwitch(worker, device, on) {
+/// Exclusive | Shared by memory, the current one pressed, for a device whose mode can change.
+/// `owner`: the worker's name, or null for this server.
+function modeSwitch(owner, device, on) {
   const mode = device.mode || 'exclusive';
-  if (!shareable.has(device.kind))
+  if (!(owner === null ? server_shareable : worker_shareable).has(device.kind))
     return el('span', {class: 'mode'}, mode);
   return el('span', {class: 'mode-switch', role: 'group'},
             [['exclusive', 'Exclusive'], ['shared', 'Shared by memory']].map(([value, label]) => el(
               'button', {type: 'button', dataset: {mode: value}, 'aria-pressed': String(mode === value),
                          class: mode === value ? 'pressed' : null, disabled: mode === value,
-                         onclick: e => on.share(worker.name, device.name, value, e.target)},
+                         onclick: e => on.share(owner, device.name, value, e.target)},
               label)));
 }
 
-function devicesTable(worker, on) {
+function devicesTable(owner, devices, on) {
   return el('table', {class: 'devices'},
             el('thead', {}, el('tr', {}, ['Device', 'Kind', 'Slots', 'Memory', 'Mode'].map(h => el('th', {}, h)))),
-            el('tbody', {}, worker.devices.map(d => el('tr', {dataset: {device: d.name}},
-                                                       el('td', {}, d.name), el('td', {}, d.kind),
-                                                       el('td', {class: 'slots'}, slots(d)),
-                                                       el('td', {class: 'memory-cell'}, memory(d)),
-                                                       el('td', {}, modeSwitch(worker, d, on))))));
+            el('tbody', {}, devices.map(d => el('tr', {dataset: {device: d.name}},
+                                                el('td', {}, d.name), el('td', {}, d.kind),
+                                                el('td', {class: 'slots'}, slots(d)),
+                                                el('td', {class: 'memory-cell'}, memory(d)),
+                                                el('td', {}, modeSwitch(owner, d, on))))));
+}
+
+/// This server's devices, in a worker's device shape (GET /api/devices has no free figure for an
+/// exclusive device).
+function serverPanel(answer, on) {
+  const devices = answer.devices.map(d => ({name: d.device, kind: d.device.split(':')[0], slots: d.slots,
+                                            mode: d.mode, memory: d.memory}));
+  return el('section', {class: 'panel', id: 'this-server'},
+            el('div', {class: 'toolbar'}, el('h2', {}, 'This server')),
+            devicesTable(null, devices, on));
 }
 
 function actionButton(action, label, name, on, danger = false) {
@@ -81,7 +96,7 @@ function workerPanel(worker, on) {
                el('dt', {}, 'Heartbeat'), el('dd', {class: 'heartbeat'}, `${worker.heartbeat_age_s.toFixed(1)} s ago`),
                el('dt', {}, 'Running'), el('dd', {}, runs),
                el('dt', {}, 'Joined with'), el('dd', {}, worker.one_shot ? `${worker.credential}, one-shot` : worker.credential)),
-            devicesTable(worker, on));
+            devicesTable(worker.name, worker.devices, on));
 }
 
 /// The enrolled workers whose agent is not in the list (not joined since the server started).
@@ -158,34 +173,26 @@ export function startWorkers(view) {
                    + 'starts one; Add worker gives another machine its command.');
   const enrolled = el('div');
   const refused = el('div', {id: 'refused'});
+  const local = el('div');
   const add = el('button', {type: 'button', id: 'add-worker'}, 'Add worker');
-  replace(view, el('div', {class: 'toolbar'}, el('h1', {}, 'Workers'), add), empty, list, enrolled, refused);
+  replace(view, el('div', {class: 'toolbar'}, el('h1', {}, 'Workers'), add), local, empty, list, enrolled, refused);
   const dialog = new modal(view, 'worker-dialog');
   let live = null;
   let workers = [];
-  // An action: its request, then a refresh; its error in the banner with what was asked.
+  // An action, then a refresh that shows what it changed.
   const perform = async (what, button, request) => {
-    if (button)
-      button.disabled = true;
-    try {
-      const answer = await request();
-      report('view:action', null);
-      await live.now();
-      return answer;
-    } catch (e) {
-      report('view:action', `${what}: ${e.detail || e.message}`);
-      if (button)
-        button.disabled = false;
-      return null;
-    }
+    const answer = await performAction(what, button, request);
+    await live.now();
+    return answer;
   };
   const path = name => `/api/workers/${encodeURIComponent(name)}`;
   const on = {
     drain: (name, button) => perform(`Drain ${name}`, button, () => act(`${path(name)}/drain`)),
     undrain: (name, button) => perform(`Undrain ${name}`, button, () => act(`${path(name)}/undrain`)),
     share: (name, device, mode, button) => perform(
-      `${mode === 'shared' ? 'Share' : 'Make exclusive'} ${device} of ${name}`, button,
-      () => act(`${path(name)}/devices/${encodeURIComponent(device)}/sharing`, {method: 'PUT', body: {mode}})),
+      `${mode === 'shared' ? 'Share' : 'Make exclusive'} ${device}${name === null ? '' : ` of ${name}`}`, button,
+      () => act(`${name === null ? '/api' : path(name)}/devices/${encodeURIComponent(device)}/sharing`,
+                {method: 'PUT', body: {mode}})),
     rekey: async (name, button) => {
       if (!await confirm(dialog, `Re-key worker ${name}?`,
                          'It gets a new credential, shown once; its old one no longer joins. Its current '
@@ -206,7 +213,8 @@ export function startWorkers(view) {
   add.addEventListener('click', () => addWorker(dialog, () => live.now()));
   live = poll(refresh_ms, async () => {
     try {
-      const answer = await api('/api/workers');
+      const [answer, own] = await Promise.all([api('/api/workers'), api('/api/devices')]);
+      replace(local, serverPanel(own, on));
       workers = answer.workers;
       replace(list, answer.workers.map(w => workerPanel(w, on)));
       empty.hidden = answer.workers.length > 0;
