@@ -341,7 +341,9 @@ class Dashboard(unittest.TestCase):
 
     def test_06_a_running_runs_events_arrive_as_they_come(self):
         driver.get(srv.base + f'/#/runs/{runs["running"]}')
-        count = 'return document.querySelectorAll("#events li").length'
+        # Every event counts in the note; the list keeps the last 500 only, which a run that has
+        # trained a while fills at once.
+        count = 'return parseInt(document.getElementById("events-note").innerText, 10) || 0'
         wait().until(lambda d: d.execute_script(count) > 0)
         seen = driver.execute_script(count)
         wait().until(lambda d: d.execute_script(count) > seen)
@@ -473,6 +475,7 @@ class Dashboard(unittest.TestCase):
             self.assertGreater(after['width'], 0)
             self.assertIn('in use 256.0 MiB', text_of(f'{card} .ledger-figures'))
             self.assertIn(budgeted, text_of(f'{card} .ledger-runs'))
+            driver.execute_script('document.querySelector(\'[data-worker="w2"]\').scrollIntoView()')
             screenshot(driver, 'dashboard-workers.png')
             srv.request('POST', f'/api/runs/{budgeted}/cancel')
             srv.await_status(budgeted, 'cancelled')
@@ -509,6 +512,7 @@ class Dashboard(unittest.TestCase):
         command = text_of('#enroll-command')
         self.assertIn("> remote-1.credential && cdui agent start --name remote-1 --server tcp://10.0.0.5:", command)
         self.assertIn('--credential remote-1.credential', command)
+        self.assertIn('which no other machine can reach', text_of('#enroll-warning'))  # a loopback server
         screenshot(driver, 'dashboard-add-worker.png')
         click('#enroll-close')
         wait().until(lambda d: text_of('[data-enrolled="remote-1"]'))

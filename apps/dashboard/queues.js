@@ -46,7 +46,7 @@ function queuePanel(queue, why, sets) {
                   queue.open ? 'open' : 'closed'),
                el('span', {class: 'slot'}, `${queue.running.length}/${queue.limit} running`),
                el('span', {class: 'muted'}, `${queue.queue_length} waiting`)),
-            queue.shared.length ? el('p', {class: 'muted shared'}, queue.shared.map(
+            (queue.shared || []).length ? el('p', {class: 'muted shared'}, queue.shared.map(
               s => `shared budget ${s.group}: ${s.running} of ${s.limit} running, with ${s.with.join(', ')}`).join('; '))
               : null,
             el('h3', {}, 'Running'),
