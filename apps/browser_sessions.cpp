@@ -52,6 +52,14 @@ std::optional<browser_session> browser_sessions::find(std::string_view id, clock
   return found->second.session;
 }
 
+bool browser_sessions::end(std::string_view id) {
+  if (id.empty())
+    return false;
+  auto key = storage::credential_hash(id);
+  std::lock_guard<std::mutex> lock{mutex_};
+  return sessions_.erase(key) > 0;
+}
+
 void browser_sessions::forget_expired(clock::time_point now) {
   for (auto it = codes_.begin(); it != codes_.end();)
     it = it->second <= now ? codes_.erase(it) : std::next(it);

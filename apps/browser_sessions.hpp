@@ -41,6 +41,8 @@ public:
   [[nodiscard]] std::optional<browser_session> redeem(std::string_view code, clock::time_point now);
   /// The live session whose cookie value is `id`; nullopt when there is none or it has expired.
   [[nodiscard]] std::optional<browser_session> find(std::string_view id, clock::time_point now) const;
+  /// Ends the session whose cookie value is `id` (signing out); false when there was none.
+  bool end(std::string_view id);
 
 private:
   struct session_entry {

@@ -114,6 +114,20 @@ void mount_dashboard(httplib::Server& http, std::shared_ptr<browser_sessions> se
     res.set_header("Cache-Control", "no-store");
     reply(res, 200, session_json(rules, req));
   });
+  // Signing out: a change, so the cookie counts only with its anti-CSRF header; the cookie is
+  // cleared in any case.
+  http.Delete("/api/ui/session", [sessions, rules](const httplib::Request& req, httplib::Response& res) {
+    auto decision = check_access(credentials_of(req), request_kind::change, rules,
+                                 browser_sessions::clock::now());
+    if (!decision.allowed) {
+      refuse(res, 403, decision.refusal);
+      return;
+    }
+    bool ended = sessions->end(cookie_value(req.get_header_value("Cookie"), rules.cookie_name));
+    res.set_header("Set-Cookie", rules.cookie_name + "=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0");
+    res.set_header("Cache-Control", "no-store");
+    reply(res, 200, {{"signed_out", ended}});
+  });
 }
 
 } // namespace cdui::apps

@@ -644,6 +644,23 @@ class Dashboard(unittest.TestCase):
     def test_11_no_page_broke_the_content_security_policy(self):
         self.assertEqual(csp_violations(driver), [])
 
+    def test_12_sign_out_ends_the_sign_in(self):
+        driver.get(srv.base + '/#/runs')
+        wait().until(lambda d: text_of('#sign-in-state') == 'signed in')
+        cookie = next(c for c in driver.get_cookies() if c['name'] == f'cdui_session_{srv.port}')
+        jar = {'Cookie': f'{cookie["name"]}={cookie["value"]}'}
+        # Without the page's anti-CSRF header, as another site's request: refused, still signed in.
+        status, answer, _ = srv.request('DELETE', '/api/ui/session', token=False, headers=jar)
+        self.assertEqual((status, answer['detail']), (403, CSRF_REFUSAL))
+        click('#sign-out')
+        wait().until(lambda d: text_of('#sign-in-state') == 'read-only')
+        self.assertIn('cdui ui', text_of('#read-only'))
+        self.assertTrue(driver.execute_script('return document.getElementById("sign-out").hidden'))
+        self.assertEqual([c for c in driver.get_cookies() if c['name'] == cookie['name']], [])
+        # The old cookie, sent again, is no sign-in any more.
+        self.assertFalse(srv.request('GET', '/api/ui/session', token=False, headers=jar)[1]['signed_in'])
+        self.assertEqual(csp_violations(driver), [])
+
 
 if __name__ == '__main__':
     unittest.main(verbosity=2)

@@ -168,6 +168,7 @@ BOOST_AUTO_TEST_CASE(the_refusals_http_api_md_quotes_are_the_servers) {
     {"POST", "/api/runs/nope/cancel", "", false,
      {{"Cookie", cookie_name + "=" + std::string(64, 'f')}, {"X-CodefyUI-CSRF", "none"}}},
     {"POST", "/api/ui/links", "", false, {{"Cookie", cookie}}},
+    {"DELETE", "/api/ui/session", "", false, {{"Cookie", cookie}}},
     {"GET", "/ui/x.js", ""},
   };
   for (const auto& a : asks) {

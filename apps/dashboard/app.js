@@ -1,6 +1,7 @@
 // The dashboard's shell: the sign-in state, the error banner, and the views by the URL's hash
 // (#/runs, #/runs/<id>, #/queues, #/workers, #/sweeps, #/sweeps/<id>, #/actors). A view is started on a container and returns its stop().
-import {api, useCsrf} from './api.js';
+import {perform} from './actions.js';
+import {act, api, useCsrf} from './api.js';
 import {el, replace} from './dom.js';
 import {clearReports, report} from './errors.js';
 import {startRuns} from './runs.js';
@@ -19,6 +20,7 @@ async function loadSession() {
     const state = document.getElementById('sign-in-state');
     state.textContent = s.signed_in ? 'signed in' : 'read-only';
     state.className = `sign-in-state ${s.signed_in ? 'signed-in' : 'read-only'}`;
+    document.getElementById('sign-out').hidden = !s.signed_in;
     const banner = document.getElementById('read-only');
     banner.hidden = s.signed_in;
     if (!s.signed_in)
@@ -37,6 +39,12 @@ async function loadVersion() {
   } catch (e) {
     report('version', `Version: ${e.detail || e.message}`);
   }
+}
+
+/// Ends this browser's sign-in (the server forgets it and clears the cookie): read-only again.
+async function signOut(e) {
+  if (await perform('Sign out', e.target, () => act('/api/ui/session', {method: 'DELETE'})))
+    await loadSession();
 }
 
 let stopView = () => {};
@@ -70,5 +78,6 @@ function route() {
 }
 
 window.addEventListener('hashchange', route);
+document.getElementById('sign-out').addEventListener('click', signOut);
 loadSession().then(route);
 loadVersion();

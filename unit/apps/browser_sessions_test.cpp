@@ -31,6 +31,18 @@ BOOST_AUTO_TEST_CASE(a_code_opens_one_session_and_only_once) {
   BOOST_TEST(found->csrf == session->csrf);
 }
 
+BOOST_AUTO_TEST_CASE(signing_out_ends_the_session_once) {
+  browser_sessions sessions;
+  auto one = sessions.redeem(sessions.new_code(t0), t0);
+  auto other = sessions.redeem(sessions.new_code(t0), t0);
+  BOOST_REQUIRE(one && other);
+  BOOST_TEST(sessions.end(one->id));
+  BOOST_TEST(!sessions.find(one->id, t0 + 1s));
+  BOOST_TEST(!sessions.end(one->id));
+  BOOST_TEST(!sessions.end(""));
+  BOOST_TEST(sessions.find(other->id, t0 + 1s).has_value());  // another browser stays signed in
+}
+
 BOOST_AUTO_TEST_CASE(a_code_expires_after_five_minutes) {
   browser_sessions sessions;
   auto late = sessions.new_code(t0);
