@@ -82,6 +82,15 @@ json session_json(const access_rules& rules, const httplib::Request& req) {
   return answer;
 }
 
+/// Whether `rules` let `req` change something; false after a 403 with the refusal's sentence.
+bool may_change(const httplib::Request& req, httplib::Response& res, const access_rules& rules) {
+  auto decision = check_access(credentials_of(req), request_kind::change, rules,
+                               browser_sessions::clock::now());
+  if (!decision.allowed)
+    refuse(res, 403, decision.refusal);
+  return decision.allowed;
+}
+
 } // namespace
 
 bool is_dashboard_page(std::string_view path) {
@@ -100,12 +109,8 @@ void mount_dashboard(httplib::Server& http, std::shared_ptr<browser_sessions> se
   http.Get("/", serve_file);
   http.Get(R"(/ui/.+)", serve_file);
   http.Post("/api/ui/links", [sessions, token_only](const httplib::Request& req, httplib::Response& res) {
-    auto decision = check_access(credentials_of(req), request_kind::change, token_only,
-                                 browser_sessions::clock::now());
-    if (!decision.allowed) {
-      refuse(res, 403, decision.refusal);
+    if (!may_change(req, res, token_only))
       return;
-    }
     auto code = sessions->new_code(browser_sessions::clock::now());
     reply(res, 200, {{"path", "/ui/login?code=" + code},
                      {"expires_in_s", duration_cast<seconds>(sign_in_link_lifetime).count()}});
@@ -117,12 +122,8 @@ void mount_dashboard(httplib::Server& http, std::shared_ptr<browser_sessions> se
   // Signing out: a change, so the cookie counts only with its anti-CSRF header; the cookie is
   // cleared in any case.
   http.Delete("/api/ui/session", [sessions, rules](const httplib::Request& req, httplib::Response& res) {
-    auto decision = check_access(credentials_of(req), request_kind::change, rules,
-                                 browser_sessions::clock::now());
-    if (!decision.allowed) {
-      refuse(res, 403, decision.refusal);
+    if (!may_change(req, res, rules))
       return;
-    }
     bool ended = sessions->end(cookie_value(req.get_header_value("Cookie"), rules.cookie_name));
     res.set_header("Set-Cookie", rules.cookie_name + "=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0");
     res.set_header("Cache-Control", "no-store");

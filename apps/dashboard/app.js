@@ -2,7 +2,7 @@
 // (#/runs, #/runs/<id>, #/queues, #/workers, #/sweeps, #/sweeps/<id>, #/actors). A view is started on a container and returns its stop().
 import {perform} from './actions.js';
 import {act, api, useCsrf} from './api.js';
-import {el, replace} from './dom.js';
+import {replace} from './dom.js';
 import {clearReports, report} from './errors.js';
 import {startRuns} from './runs.js';
 import {startRun} from './run.js';
