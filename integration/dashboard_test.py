@@ -455,6 +455,17 @@ class Dashboard(unittest.TestCase):
             driver.get(srv.base + '/#/workers')
             card = '[data-worker="w2"] tr[data-device="sim:0"]'
             wait(timeout=60).until(lambda d: text_of(f'[data-worker="w2"] .status') == 'online')
+            # Paged: one worker a page here (20 by default), in name order.
+            driver.get(srv.base + '/#/workers?per_page=1')
+            wait().until(lambda d: text_of('#workers-count') == '1–1 of 2')
+            self.assertEqual(driver.execute_script(
+                'return [...document.querySelectorAll("#workers > [data-worker]")].map(e => e.dataset.worker)'), ['w1'])
+            click('#workers-next')
+            wait().until(lambda d: text_of('#workers-count') == '2–2 of 2')
+            self.assertIn('offset=1', driver.current_url)
+            self.assertTrue(text_of('[data-worker="w2"]'))
+            driver.get(srv.base + '/#/workers')
+            wait().until(lambda d: text_of('#workers-count') == '1–2 of 2')
             self.assertEqual(texts_of('[data-worker="w2"] tr[data-device="cpu"] .mode'), ['exclusive'])
             click(f'{card} button[data-mode="shared"]')
             wait().until(lambda d: text_of(f'{card} button[aria-pressed="true"]') == 'Shared by memory')

@@ -70,7 +70,7 @@ function route() {
   else if (path === '/queues')
     stopView = startQueues(view, params);
   else if (path === '/workers')
-    stopView = startWorkers(view);
+    stopView = startWorkers(view, params);
   else if (path === '/actors')
     stopView = startActors(view);
   else

@@ -15,6 +15,10 @@ import {poll} from './poll.js';
 /// How often the view is refreshed. The seed's Workers panel refreshes every 5 s; 2 s shows a new
 /// worker within the issue's 6 s of its agent starting even when the agent takes 3 s to start.
 const refresh_ms = 2000;
+/// Workers a page shows unless the URL asks for another number (per_page, 1 to 200): a server with
+/// 200 workers draws 20 panels a refresh, not 200.
+const page_size = 20;
+const max_page_size = 200;
 /// The device kinds a worker may share by memory (its CPU may not), and those this server may
 /// (its CUDA cards may not): http-api.md, PUT .../sharing.
 const worker_shareable = new Set(['cuda', 'mps', 'sim']);
@@ -165,8 +169,22 @@ function addWorker(dialog, refresh) {
   name.focus();
 }
 
-/// Starts the view in `view`.
-export function startWorkers(view) {
+/// Starts the view in `view`, at the page of `params` (offset, per_page).
+export function startWorkers(view, params) {
+  const perPage = Math.min(max_page_size, Math.max(1, Number.parseInt(params.get('per_page') || '', 10) || page_size));
+  const offset = Math.max(0, Number.parseInt(params.get('offset') || '0', 10) || 0);
+  const go = o => {
+    const query = new URLSearchParams();
+    if (o)
+      query.set('offset', String(o));
+    if (perPage !== page_size)
+      query.set('per_page', String(perPage));
+    location.hash = `#/workers${query.toString() ? `?${query}` : ''}`;
+  };
+  const counter = el('span', {class: 'muted', id: 'workers-count'});
+  const previous = el('button', {type: 'button', id: 'workers-previous', onclick: () => go(Math.max(0, offset - perPage))},
+                      '‹ previous');
+  const next = el('button', {type: 'button', id: 'workers-next', onclick: () => go(offset + perPage)}, 'next ›');
   const list = el('div', {id: 'workers'});
   const empty = el('p', {class: 'muted', hidden: true},
                    'No worker has joined this server since it started. `cdui agent start` on a machine '
@@ -175,7 +193,8 @@ export function startWorkers(view) {
   const refused = el('div', {id: 'refused'});
   const local = el('div');
   const add = el('button', {type: 'button', id: 'add-worker'}, 'Add worker');
-  replace(view, el('div', {class: 'toolbar'}, el('h1', {}, 'Workers'), add), local, empty, list, enrolled, refused);
+  replace(view, el('div', {class: 'toolbar'}, el('h1', {}, 'Workers'), add), local,
+          el('div', {class: 'toolbar'}, el('h2', {}, 'Workers that joined'), counter, previous, next), empty, list, enrolled, refused);
   const dialog = new modal(view, 'worker-dialog');
   let live = null;
   let workers = [];
@@ -216,7 +235,11 @@ export function startWorkers(view) {
       const [answer, own] = await Promise.all([api('/api/workers'), api('/api/devices')]);
       replace(local, serverPanel(own, on));
       workers = answer.workers;
-      replace(list, answer.workers.map(w => workerPanel(w, on)));
+      const page = answer.workers.slice(offset, offset + perPage);
+      replace(list, page.map(w => workerPanel(w, on)));
+      counter.textContent = answer.workers.length ? `${offset + 1}–${offset + page.length} of ${answer.workers.length}` : '';
+      previous.disabled = offset === 0;
+      next.disabled = offset + page.length >= answer.workers.length;
       empty.hidden = answer.workers.length > 0;
       replace(enrolled, enrolledPanel(answer, on));
       replace(refused, answer.refused_connections.length === 0 ? [] : el('section', {class: 'panel'},
