@@ -194,6 +194,12 @@ struct server::impl {
     if (bridge) {
       // The registry hears of the queue before the bridge gives it anything (its mailbox is in order).
       caf::anon_send(registry, atoms::attach::value, queue);
+      // ... and of the worker runs the last server left running, which the queue adopts as it
+      // starts (resume: an adopt each to the registry): the queue's first answer says that is
+      // done, so no agent's hello reaches the registry before them. A hello that came first was
+      // told to forget a run whose end its agent still held, and the adoption after it failed
+      // the run as come back without it.
+      (void)ask<run_queue_status>(false, atoms::status::value);
       bridge->start(registry);
     }
     std::vector<actors::watched_actor> watched{
