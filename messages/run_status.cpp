@@ -7,13 +7,14 @@ namespace cdui {
 
 namespace {
 
-constexpr std::array<std::pair<run_status, std::string_view>, 6> names{{
+constexpr std::array<std::pair<run_status, std::string_view>, 7> names{{
   {run_status::queued, "queued"},
   {run_status::running, "running"},
   {run_status::succeeded, "succeeded"},
   {run_status::failed, "failed"},
   {run_status::cancelled, "cancelled"},
   {run_status::interrupted, "interrupted"},
+  {run_status::pruned, "pruned"},
 }};
 
 } // namespace

@@ -7,7 +7,8 @@
 
 namespace cdui {
 
-/// Where a run is in its life: queued -> running -> one of the four ends.
+/// Where a run is in its life: queued -> running -> one of the five ends. `pruned`: a study
+/// stopped the trial because it fell behind (its error is the pruner's reason).
 enum class run_status {
   queued,
   running,
@@ -15,7 +16,14 @@ enum class run_status {
   failed,
   cancelled,
   interrupted,
+  pruned,
 };
+
+/// Every status, in the order above (tables, counts, the status filter's help).
+inline constexpr run_status all_run_statuses[] = {run_status::queued,    run_status::running,
+                                                  run_status::succeeded, run_status::failed,
+                                                  run_status::cancelled, run_status::interrupted,
+                                                  run_status::pruned};
 
 [[nodiscard]] std::string_view to_string(run_status x);
 

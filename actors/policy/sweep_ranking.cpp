@@ -14,9 +14,6 @@ constexpr std::pair<sweep_state, const char*> state_names[] = {
   {sweep_state::cancelling, "cancelling"}, {sweep_state::finished, "finished"},
   {sweep_state::failed, "failed"},         {sweep_state::cancelled, "cancelled"}};
 
-constexpr run_status all_statuses[] = {run_status::queued,    run_status::running,
-                                       run_status::succeeded, run_status::failed,
-                                       run_status::cancelled, run_status::interrupted};
 
 std::optional<double> number_in(const nlohmann::json& node, const std::string& name) {
   if (!node.is_object())
@@ -60,7 +57,7 @@ sweep_state state_of(const std::vector<run_status>& children, bool cancel_asked)
 
 std::map<std::string, std::size_t> count_by_status(const std::vector<run_status>& children) {
   std::map<std::string, std::size_t> out;
-  for (auto s : all_statuses)
+  for (auto s : all_run_statuses)
     out[std::string{to_string(s)}] = 0;
   for (auto s : children)
     ++out[std::string{to_string(s)}];

@@ -18,21 +18,6 @@ constexpr std::uint64_t max_range_count = 1'000'000;
 const std::set<std::string> spec_fields{"method", "params", "samples", "seed"};
 const std::set<std::string> param_fields{"node", "param", "values", "min", "max", "scale", "type", "count"};
 
-std::string known(const std::set<std::string>& fields) {
-  std::string out;
-  for (const auto& f : fields)
-    out += (out.empty() ? "" : ", ") + f;
-  return out;
-}
-
-/// The first field of `object` that is not in `fields`, as a refusal under `where`; empty if none.
-std::string unknown_field(const json& object, const std::set<std::string>& fields, const std::string& where) {
-  for (const auto& [key, unused] : object.items())
-    if (!fields.count(key))
-      return where + ": unknown field '" + key + "' (known: " + known(fields) + ")";
-  return "";
-}
-
 /// A whole number of at least `min` (a JSON integer, or a float with no fraction).
 std::optional<std::uint64_t> whole_number(const json& j, std::uint64_t min) {
   if (j.is_number_unsigned())
@@ -125,12 +110,6 @@ double along(const sweep_param& p, double t) {
   return p.min + t * (p.max - p.min);
 }
 
-json range_value(const sweep_param& p, double x) {
-  x = std::min(std::max(x, p.min), p.max);
-  if (p.integer)
-    return json(static_cast<std::int64_t>(std::llround(x)));
-  return json(x);
-}
 
 /// The values a grid takes of one param: its list, or `count` points evenly spaced on the range's
 /// scale from min to max (an int range's rounded, each value once).
@@ -147,8 +126,27 @@ std::vector<json> grid_values(const sweep_param& p) {
   return out;
 }
 
-/// One random draw of a param.
-json draw(const sweep_param& p, sweep_random& rng) {
+} // namespace
+
+std::string unknown_field(const json& object, const std::set<std::string>& fields, const std::string& where) {
+  for (const auto& [key, unused] : object.items())
+    if (!fields.count(key)) {
+      std::string known;
+      for (const auto& f : fields)
+        known += (known.empty() ? "" : ", ") + f;
+      return where + ": unknown field '" + key + "' (known: " + known + ")";
+    }
+  return "";
+}
+
+json range_value(const sweep_param& p, double x) {
+  x = std::min(std::max(x, p.min), p.max);
+  if (p.integer)
+    return json(static_cast<std::int64_t>(std::llround(x)));
+  return json(x);
+}
+
+json draw_value(const sweep_param& p, sweep_random& rng) {
   if (!p.is_range())
     return p.values[rng.below(p.values.size())];
   if (!p.integer)
@@ -160,8 +158,6 @@ json draw(const sweep_param& p, sweep_random& rng) {
   double lo = std::log(p.min - 0.5), hi = std::log(p.max + 0.5);
   return range_value(p, std::exp(lo + rng.uniform() * (hi - lo)));
 }
-
-} // namespace
 
 std::uint64_t sweep_random::next() {
   std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
@@ -182,6 +178,25 @@ std::uint64_t sweep_random::below(std::uint64_t n) {
       return x % n;
 }
 
+std::variant<std::vector<sweep_param>, std::string> parse_sweep_params(const json& params,
+                                                                      const std::string& where, bool grid) {
+  if (!params.is_array() || params.empty())
+    return where + ": must be a list of at least one param";
+  std::vector<sweep_param> out;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    auto at = where + "[" + std::to_string(i) + "]";
+    auto read = read_param(params[i], at, grid);
+    if (auto* bad = std::get_if<std::string>(&read))
+      return *bad;
+    auto& p = std::get<sweep_param>(read);
+    for (std::size_t k = 0; k < out.size(); ++k)
+      if (out[k].node == p.node && out[k].param == p.param)
+        return at + ": " + p.label() + " is swept already by " + where + "[" + std::to_string(k) + "]";
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
 std::variant<sweep_spec, std::string> parse_sweep_spec(const json& j) {
   if (!j.is_object())
     return std::string{"spec: must be an object {method, params, samples?, seed?}"};
@@ -193,20 +208,10 @@ std::variant<sweep_spec, std::string> parse_sweep_spec(const json& j) {
     return std::string{"spec.method: must be \"grid\" or \"random\""};
   spec.how = method == "grid" ? sweep_spec::method::grid : sweep_spec::method::random;
   bool grid = spec.how == sweep_spec::method::grid;
-  auto params = j.value("params", json());
-  if (!params.is_array() || params.empty())
-    return std::string{"spec.params: must be a list of at least one param"};
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    auto where = "spec.params[" + std::to_string(i) + "]";
-    auto read = read_param(params[i], where, grid);
-    if (auto* bad = std::get_if<std::string>(&read))
-      return *bad;
-    auto& p = std::get<sweep_param>(read);
-    for (std::size_t k = 0; k < spec.params.size(); ++k)
-      if (spec.params[k].node == p.node && spec.params[k].param == p.param)
-        return where + ": " + p.label() + " is swept already by spec.params[" + std::to_string(k) + "]";
-    spec.params.push_back(std::move(p));
-  }
+  auto params = parse_sweep_params(j.value("params", json()), "spec.params", grid);
+  if (auto* bad = std::get_if<std::string>(&params))
+    return *bad;
+  spec.params = std::get<std::vector<sweep_param>>(std::move(params));
   if (j.contains("samples")) {
     if (grid)
       return std::string{"spec.samples: only for method \"random\" (a grid takes every combination)"};
@@ -241,9 +246,9 @@ std::variant<sweep_objective, std::string> parse_objective(const json& j) {
   return sweep_objective{metric.get<std::string>(), direction == "max"};
 }
 
-json spec_json(const sweep_spec& spec) {
+json params_spec_json(const std::vector<sweep_param>& space) {
   json params = json::array();
-  for (const auto& p : spec.params) {
+  for (const auto& p : space) {
     json j{{"node", p.node}, {"param", p.param}};
     if (!p.is_range()) {
       j["values"] = p.values;
@@ -257,7 +262,12 @@ json spec_json(const sweep_spec& spec) {
     }
     params.push_back(std::move(j));
   }
-  json out{{"method", spec.how == sweep_spec::method::grid ? "grid" : "random"}, {"params", params}};
+  return params;
+}
+
+json spec_json(const sweep_spec& spec) {
+  json out{{"method", spec.how == sweep_spec::method::grid ? "grid" : "random"},
+           {"params", params_spec_json(spec.params)}};
   if (spec.how == sweep_spec::method::random)
     out["samples"] = spec.samples;
   if (spec.has_seed)
@@ -298,7 +308,7 @@ std::vector<variant_params> expand(const sweep_spec& spec) {
     for (std::uint64_t s = 0; s < spec.samples; ++s) {
       variant_params v;
       for (const auto& p : spec.params)
-        v.push_back({p.node, p.param, draw(p, rng)});
+        v.push_back({p.node, p.param, draw_value(p, rng)});
       out.push_back(std::move(v));
     }
     return out;

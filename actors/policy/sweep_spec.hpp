@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -63,12 +64,24 @@ using variant_params = std::vector<param_setting>;
 /// must be "linear" or "log"`).
 [[nodiscard]] std::variant<sweep_spec, std::string> parse_sweep_spec(const nlohmann::json& spec);
 
+/// The first field of `object` that is not in `fields`, as a refusal under `where` (`spec: unknown
+/// field 'x' (known: ...)`); empty if none.
+[[nodiscard]] std::string unknown_field(const nlohmann::json& object, const std::set<std::string>& fields,
+                                        const std::string& where);
+
+/// Reads a list of params (a sweep's spec.params, a study's space) at `where`; `grid`: a range
+/// needs its count. The refusal names the field (`space[1].scale: ...`).
+[[nodiscard]] std::variant<std::vector<sweep_param>, std::string>
+parse_sweep_params(const nlohmann::json& params, const std::string& where, bool grid);
+
 /// Reads `objective` {metric, direction: "min"|"max"}; the refusal names the field.
 [[nodiscard]] std::variant<sweep_objective, std::string> parse_objective(const nlohmann::json& objective);
 
 /// The spec as JSON, its seed included when it has one: what the store keeps and GET shows.
 [[nodiscard]] nlohmann::json spec_json(const sweep_spec& spec);
 [[nodiscard]] nlohmann::json objective_json(const sweep_objective& objective);
+/// Params as JSON, as parse_sweep_params reads them back.
+[[nodiscard]] nlohmann::json params_spec_json(const std::vector<sweep_param>& space);
 
 /// How many variants the spec makes (saturating at UINT64_MAX), without making them.
 [[nodiscard]] std::uint64_t variant_count(const sweep_spec& spec);
@@ -83,6 +96,15 @@ using variant_params = std::vector<param_setting>;
 
 /// A variant's settings as {"node.param": value}.
 [[nodiscard]] nlohmann::json params_json(const variant_params& params);
+
+class sweep_random;
+
+/// A range's value at `x` (on its linear axis): clamped to [min, max], rounded for an int.
+[[nodiscard]] nlohmann::json range_value(const sweep_param& p, double x);
+
+/// One random draw of a param: a value of its list, or a point of its range, uniform on its scale
+/// (an int on a log scale: each whole number's share of the log axis, as Optuna draws it).
+[[nodiscard]] nlohmann::json draw_value(const sweep_param& p, sweep_random& rng);
 
 /// Sets `node`'s param in `graph` (a graph JSON object). The refusal names the node and the
 /// graph's nodes; empty when set. A param the node does not take is left for validation, which

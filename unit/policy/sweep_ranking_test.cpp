@@ -52,7 +52,7 @@ BOOST_AUTO_TEST_CASE(a_sweeps_state_follows_its_children) {
   BOOST_TEST(counts["succeeded"] == 2u);
   BOOST_TEST(counts["queued"] == 1u);
   BOOST_TEST(counts["running"] == 0u);
-  BOOST_TEST(counts.size() == 6u);
+  BOOST_TEST(counts.size() == 7u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
