@@ -17,6 +17,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/policy/run_options.hpp"
+#include "actors/policy/study_plan.hpp"
 #include "actors/policy/worker_table.hpp"
 #include "actors/server/server.hpp"
 #include "apps/dashboard.hpp"
@@ -24,6 +25,7 @@
 #include "apps/http_edge.hpp"
 #include "apps/run_json.hpp"
 #include "apps/status_json.hpp"
+#include "apps/study_json.hpp"
 #include "apps/sweep_json.hpp"
 #include "devices/device.hpp"
 #include "messages/clock.hpp"
@@ -71,7 +73,8 @@ bool authorized(const httplib::Request& req, httplib::Response& res, const acces
 /// so that no handler carries such bytes into a message, a log or the store.
 std::string non_utf8_refusal(const httplib::Request& req) {
   static const std::map<std::string_view, const char*> segment_names{
-    {"runs", "run id"}, {"workers", "worker name"}, {"sessions", "session id"}, {"sweeps", "sweep id"}};
+    {"runs", "run id"}, {"workers", "worker name"}, {"sessions", "session id"}, {"sweeps", "sweep id"},
+    {"studies", "study id"}};
   if (!text::is_utf8(req.path)) {
     // /api/<collection>/<name>/...: a bad <name> is named, anything else is "the path".
     std::vector<std::string_view> segments;
@@ -218,6 +221,49 @@ void post_sweep(cdui::server& runtime, const httplib::Request& req, httplib::Res
                    {"runs", result.run_ids.size()},
                    {"run_ids", result.run_ids},
                    {"spec", sweep ? json::parse(sweep->spec, nullptr, false) : json(nullptr)}});
+}
+
+/// POST /api/studies {graph, name?, space, objective, budget, sampler?, pruner?, seed?, options?}:
+/// the study and its first trial queued, or nothing.
+void post_study(cdui::server& runtime, const httplib::Request& req, httplib::Response& res) {
+  auto body = json::parse(req.body, nullptr, false);
+  if (body.is_discarded()) {
+    refuse(res, 400, "the body is not valid JSON");
+    return;
+  }
+  auto parsed = policy::parse_study_body(body);
+  if (auto* err = std::get_if<policy::submission_error>(&parsed)) {
+    refuse(res, err->unprocessable ? 422 : 400, err->message);
+    return;
+  }
+  auto result = runtime.submit_study(std::get<policy::study_request>(std::move(parsed)));
+  if (!result.ok()) {
+    refuse(res, result.unavailable ? 503 : 400, result.error);
+    return;
+  }
+  auto study = runtime.study(result.run_id);
+  reply(res, 200, {{"study_id", result.run_id},
+                   {"name", study ? study->name : ""},
+                   {"spec", study ? json::parse(study->spec, nullptr, false) : json(nullptr)}});
+}
+
+/// A study's trials with their objective's values per epoch, from their runs' metric points.
+std::vector<apps::trial_view> study_trials(cdui::server& runtime, const study_record& study) {
+  auto objective = json::parse(study.objective, nullptr, false);
+  auto metric = objective.is_object() ? objective.value("metric", std::string{}) : std::string{};
+  auto dot = metric.find('.');
+  auto name = dot == std::string::npos ? metric : metric.substr(dot + 1);
+  std::vector<apps::trial_view> out;
+  for (auto& t : runtime.study_trials(study.id)) {
+    apps::trial_view v{std::move(t), {}};
+    for (const auto& p : runtime.metrics(v.trial.run.id, name).value_or(std::vector<storage::metric_point>{}))
+      if (auto point = policy::objective_point(json{{"node", p.node}, {"name", p.name}, {"step", p.step},
+                                                    {"value", p.value}},
+                                               metric))
+        v.intermediate[point->first] = point->second;
+    out.push_back(std::move(v));
+  }
+  return out;
 }
 
 /// GET /api/sweeps/{id} and its results.csv; 404 for an unknown id.
@@ -620,8 +666,7 @@ std::string prometheus_text(cdui::server& runtime) {
          "# TYPE cdui_uptime_seconds gauge\n"
       << "cdui_uptime_seconds " << seconds_text(uptime_s(runtime)) << '\n';
   out << "# HELP cdui_runs Runs in the store, by status.\n# TYPE cdui_runs gauge\n";
-  for (auto status : {run_status::queued, run_status::running, run_status::succeeded,
-                      run_status::failed, run_status::cancelled, run_status::interrupted})
+  for (auto status : all_run_statuses)
     out << "cdui_runs{status=\"" << to_string(status) << "\"} "
         << runtime.runs(std::string{to_string(status)}, 1, 0).total << '\n';
   auto status = runtime.status();
@@ -790,6 +835,39 @@ void mount_http_api(httplib::Server& http, cdui::server& runtime, http_api_optio
               reply(res, 200, {{"sweep_id", id},
                                {"cancelled", *cancelled},
                                {"state", sweep_json(*sweep, rt.sweep_runs(id))["state"]}});
+            });
+  http.Post("/api/studies", [&rt, gate](const httplib::Request& req, httplib::Response& res) {
+    if (authorized(req, res, *gate))
+      post_study(rt, req, res);
+  });
+  http.Get("/api/studies", [&rt](const httplib::Request&, httplib::Response& res) {
+    json all = json::array();
+    for (const auto& study : rt.studies())
+      all.push_back(study_summary_json(study, study_trials(rt, study)));
+    reply(res, 200, {{"studies", all}});
+  });
+  http.Get(R"(/api/studies/([^/]+))", [&rt](const httplib::Request& req, httplib::Response& res) {
+    auto study = rt.study(req.matches[1]);
+    if (!study) {
+      refuse(res, 404, "no study has the id '" + std::string{req.matches[1]} + "'");
+      return;
+    }
+    reply(res, 200, study_json(*study, study_trials(rt, *study)));
+  });
+  http.Post(R"(/api/studies/([^/]+)/cancel)",
+            [&rt, gate](const httplib::Request& req, httplib::Response& res) {
+              if (!authorized(req, res, *gate))
+                return;
+              std::string id = req.matches[1];
+              auto cancelled = rt.cancel_study(id);
+              if (!cancelled) {
+                refuse(res, 404, "no study has the id '" + id + "'");
+                return;
+              }
+              auto study = rt.study(id);
+              reply(res, 200, {{"study_id", id},
+                               {"cancelled", *cancelled},
+                               {"state", study_json(*study, study_trials(rt, *study))["state"]}});
             });
   http.Post("/api/estimate", [gate](const httplib::Request& req, httplib::Response& res) {
     if (authorized(req, res, *gate))

@@ -88,7 +88,7 @@ int runs_command(const runs_options& options) {
   std::optional<run_status> filter;
   if (!options.status.empty() && !(filter = parse_run_status(options.status))) {
     std::fprintf(stderr, "cdui: --status '%s' is not one of queued, running, succeeded, failed, "
-                         "cancelled, interrupted\n", options.status.c_str());
+                         "cancelled, interrupted, pruned\n", options.status.c_str());
     return exit_usage;
   }
   auto home = storage::default_home();

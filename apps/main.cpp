@@ -216,7 +216,7 @@ int run_cli(int argc, char** argv) {
   auto* runs = app.add_subcommand("runs", "list the newest runs of this home");
   runs->add_option("--status", runs_opts.status,
                    "only runs of this status: queued, running, succeeded, failed, cancelled, "
-                   "interrupted");
+                   "interrupted, pruned");
   runs->add_option("--limit", runs_opts.limit, "how many runs (default 20)")
     ->check(CLI::Range(std::size_t{1}, std::size_t{1000}));
   runs->add_flag("--wide", runs_opts.wide, "whole names and reasons, and when runs started and ended");
@@ -327,6 +327,16 @@ int run_cli(int argc, char** argv) {
     ->required();
   sweep->add_option("--name", sweep_opts.name, "the sweep's name (default: the graph file's name)");
   sweep->add_flag("--detach", sweep_opts.detach, "submit and return; the sweep goes on");
+  sweep_command_options study_opts;
+  auto* study = app.add_subcommand("study", "run an adaptive search (TPE or random, with median or ASHA pruning) "
+                                            "of a graph's params on the server, printing its live trials");
+  study->add_option("graph", study_opts.graph_file, "the graph JSON file")->required();
+  study->add_option("spec", study_opts.spec_file,
+                    "the study JSON file: {space, objective, budget, sampler?, pruner?, seed?, options?, name?} "
+                    "(docs/http-api.md)")
+    ->required();
+  study->add_option("--name", study_opts.name, "the study's name (default: the graph file's name)");
+  study->add_flag("--detach", study_opts.detach, "submit and return; the study goes on");
 
   bool ui_open = false;
   auto* ui = app.add_subcommand("ui", "print the dashboard's address and a one-time link that signs "
@@ -379,6 +389,8 @@ int run_cli(int argc, char** argv) {
     return sweep_command(sweep_opts);
   if (*ui)
     return ui_command(ui_open);
+  if (*study)
+    return study_command(study_opts);
   if (*show)
     return show_command(run_word, show_json);
   if (*logs)

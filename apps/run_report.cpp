@@ -39,6 +39,8 @@ void print_run_end(const run_info& run) {
   std::fflush(stdout);
   if (run.status == run_status::failed)
     std::fprintf(stderr, "cdui: run %s failed: %s\n", run.id.c_str(), run.error.c_str());
+  if (run.status == run_status::pruned)
+    std::fprintf(stderr, "cdui: run %s was %s\n", run.id.c_str(), run.error.c_str());
 }
 
 } // namespace cdui::apps

@@ -19,4 +19,8 @@ struct sweep_command_options {
 /// was cancelled, or Ctrl+C stopped following it (the sweep goes on), 2 when it was refused.
 [[nodiscard]] int sweep_command(const sweep_command_options& options);
 
+/// `cdui study GRAPH.json SPEC.json` (SPEC: a POST /api/studies body without its graph): the same
+/// for a study, its table the trials in number order with their last value and epochs.
+[[nodiscard]] int study_command(const sweep_command_options& options);
+
 } // namespace cdui::apps

@@ -43,6 +43,8 @@ using outputs = caf::atom_constant<caf::atom("cd_outputs")>;
 using deadline = caf::atom_constant<caf::atom("cd_dline")>;
 /// A sweep submitted to the run queue (all its runs or none).
 using sweep = caf::atom_constant<caf::atom("cd_sweep")>;
+/// A study's trial submitted to the run queue (its run recorded with the trial).
+using trial = caf::atom_constant<caf::atom("cd_trial")>;
 /// The worker registry and its worker actors (actors/server/worker_proxy.hpp):
 /// registry -> worker (join, identity, hello, enrolled, draining): an accepted hello;
 /// worker -> registry (worker_lost, name, identity): its heartbeats stopped, the connection is gone;

@@ -9,19 +9,22 @@ const char* to_string(stop_reason r) {
     case stop_reason::timeout: return "timeout";
     case stop_reason::given_up: return "given_up";
     case stop_reason::not_placed: return "not_placed";
+    case stop_reason::pruned: return "pruned";
   }
   return "cancelled";
 }
 
 std::optional<stop_reason> parse_stop_reason(std::string_view word) {
   for (auto r : {stop_reason::cancelled, stop_reason::interrupted, stop_reason::timeout,
-                 stop_reason::given_up, stop_reason::not_placed})
+                 stop_reason::given_up, stop_reason::not_placed, stop_reason::pruned})
     if (word == to_string(r))
       return r;
   return std::nullopt;
 }
 
 stop_reason stop_reason_of(run_status status) {
+  if (status == run_status::pruned)
+    return stop_reason::pruned;
   return status == run_status::cancelled ? stop_reason::cancelled : stop_reason::interrupted;
 }
 

@@ -20,6 +20,7 @@ enum class stop_reason {
   given_up,     // its worker was not connected for the resume grace
   not_placed,   // it failed before it started: nothing can take it (a card or worker gone, a
                 // memory budget no card holds, a restart that could not queue it again)
+  pruned,       // its study's pruner stopped it: it fell behind (the message says how)
 };
 
 [[nodiscard]] const char* to_string(stop_reason r);
@@ -28,7 +29,7 @@ enum class stop_reason {
 [[nodiscard]] std::optional<stop_reason> parse_stop_reason(std::string_view word);
 
 /// The word of a run a stop ended with `status`, when nothing more precise is known: a cancel
-/// for `cancelled`, the server's stop otherwise.
+/// for `cancelled`, a study's pruner for `pruned`, the server's stop otherwise.
 [[nodiscard]] stop_reason stop_reason_of(run_status status);
 
 /// execution_stopped's data: {"reason": the word, "message": the sentence}.

@@ -12,6 +12,13 @@
 
 namespace cdui::storage {
 
+/// A sweep's or a study's tables: its record, and its runs with their params by place.
+struct search_tables {
+  const char* records;
+  const char* links;
+  const char* owner;  // the links' column naming the record
+};
+
 namespace {
 
 constexpr const char* schema = R"sql(
@@ -86,6 +93,26 @@ CREATE TABLE IF NOT EXISTS sweep_runs (
   run_id TEXT NOT NULL,
   params TEXT NOT NULL,
   PRIMARY KEY (sweep_id, idx)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS studies (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  id TEXT NOT NULL UNIQUE,
+  name TEXT NOT NULL,
+  graph TEXT NOT NULL,
+  spec TEXT NOT NULL,
+  objective TEXT NOT NULL,
+  options TEXT NOT NULL,
+  state TEXT NOT NULL,
+  cancel_asked INTEGER NOT NULL,
+  created_ms INTEGER NOT NULL,
+  finished_ms INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS study_trials (
+  study_id TEXT NOT NULL,
+  idx INTEGER NOT NULL,
+  run_id TEXT NOT NULL,
+  params TEXT NOT NULL,
+  PRIMARY KEY (study_id, idx)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS shared_cards (
   offerer TEXT NOT NULL,
@@ -187,6 +214,9 @@ constexpr const char* required_columns[] = {
   ("SELECT seq, id, name, graph, spec, objective, options, state, cancel_asked, created_ms, "
    "finished_ms FROM sweeps LIMIT 0"),
   "SELECT sweep_id, idx, run_id, params FROM sweep_runs LIMIT 0",
+  ("SELECT seq, id, name, graph, spec, objective, options, state, cancel_asked, created_ms, "
+   "finished_ms FROM studies LIMIT 0"),
+  "SELECT study_id, idx, run_id, params FROM study_trials LIMIT 0",
 };
 
 /// SQLite's codes for a file that is not a database in working order.
@@ -242,6 +272,16 @@ void insert_run(statement& s, const stored_run& run) {
 
 constexpr const char* sweep_columns =
   "id, name, graph, spec, objective, options, state, cancel_asked, created_ms, finished_ms";
+
+constexpr search_tables sweep_tables{"sweeps", "sweep_runs", "sweep_id"};
+constexpr search_tables study_tables{"studies", "study_trials", "study_id"};
+
+std::string sql(std::initializer_list<std::string_view> parts) {
+  std::string out;
+  for (auto p : parts)
+    out += p;
+  return out;
+}
 
 sweep_record read_sweep(const statement& s) {
   sweep_record w;
@@ -330,16 +370,20 @@ void run_store::insert(const std::vector<stored_run>& runs) {
   tx.commit();
 }
 
+void run_store::insert_record(const search_tables& t, const sweep_record& record) {
+  statement w{db_, sql({"INSERT INTO ", t.records, " (id, name, graph, spec, objective, options, state, "
+                        "cancel_asked, created_ms, finished_ms) VALUES (?,?,?,?,?,?,?,?,?,?)"}).c_str()};
+  w.bind(1, record.id).bind(2, record.name).bind(3, record.graph_json).bind(4, record.spec);
+  w.bind(5, record.objective).bind(6, record.options).bind(7, record.state);
+  w.bind(8, std::int64_t{record.cancel_asked}).bind(9, record.created_ms).bind(10, record.finished_ms);
+  w.step();
+}
+
 void run_store::insert_sweep(const sweep_record& sweep, const std::vector<stored_run>& runs,
                              const std::vector<std::string>& params) {
   std::lock_guard lock{mutex_};
   transaction tx{db_};
-  statement w{db_, "INSERT INTO sweeps (id, name, graph, spec, objective, options, state, cancel_asked, "
-                   "created_ms, finished_ms) VALUES (?,?,?,?,?,?,?,?,?,?)"};
-  w.bind(1, sweep.id).bind(2, sweep.name).bind(3, sweep.graph_json).bind(4, sweep.spec);
-  w.bind(5, sweep.objective).bind(6, sweep.options).bind(7, sweep.state);
-  w.bind(8, std::int64_t{sweep.cancel_asked}).bind(9, sweep.created_ms).bind(10, sweep.finished_ms);
-  w.step();
+  insert_record(sweep_tables, sweep);
   statement r{db_, insert_run_sql};
   statement link{db_, "INSERT INTO sweep_runs (sweep_id, idx, run_id, params) VALUES (?,?,?,?)"};
   for (std::size_t i = 0; i < runs.size(); ++i) {
@@ -353,27 +397,41 @@ void run_store::insert_sweep(const sweep_record& sweep, const std::vector<stored
   tx.commit();
 }
 
-void run_store::update_sweep(const sweep_record& sweep) {
+void run_store::insert_trial(const sweep_record* study, const std::string& study_id, std::size_t number,
+                             const stored_run& run, const std::string& params) {
   std::lock_guard lock{mutex_};
-  statement s{db_, "UPDATE sweeps SET state=?, cancel_asked=?, finished_ms=? WHERE id=?"};
-  s.bind(1, sweep.state).bind(2, std::int64_t{sweep.cancel_asked}).bind(3, sweep.finished_ms);
-  s.bind(4, sweep.id);
+  transaction tx{db_};
+  if (study)
+    insert_record(study_tables, *study);
+  statement r{db_, insert_run_sql};
+  insert_run(r, run);
+  statement link{db_, "INSERT OR REPLACE INTO study_trials (study_id, idx, run_id, params) VALUES (?,?,?,?)"};
+  link.bind(1, study_id).bind(2, static_cast<std::int64_t>(number)).bind(3, run.info.id).bind(4, params);
+  link.step();
+  tx.commit();
+}
+
+void run_store::update_record(const search_tables& t, const sweep_record& record) {
+  std::lock_guard lock{mutex_};
+  statement s{db_, sql({"UPDATE ", t.records, " SET state=?, cancel_asked=?, finished_ms=? WHERE id=?"}).c_str()};
+  s.bind(1, record.state).bind(2, std::int64_t{record.cancel_asked}).bind(3, record.finished_ms);
+  s.bind(4, record.id);
   s.step();
 }
 
-std::optional<sweep_record> run_store::find_sweep(const std::string& id) const {
+std::optional<sweep_record> run_store::find_record(const search_tables& t, const std::string& id) const {
   std::lock_guard lock{mutex_};
-  statement s{db_, (std::string{"SELECT "} + sweep_columns + " FROM sweeps WHERE id=?").c_str()};
+  statement s{db_, sql({"SELECT ", sweep_columns, " FROM ", t.records, " WHERE id=?"}).c_str()};
   s.bind(1, id);
   if (!s.step())
     return std::nullopt;
   return read_sweep(s);
 }
 
-std::vector<sweep_record> run_store::sweeps(bool active_only) const {
+std::vector<sweep_record> run_store::records(const search_tables& t, bool active_only) const {
   std::lock_guard lock{mutex_};
-  statement s{db_, (std::string{"SELECT "} + sweep_columns + " FROM sweeps"
-                    + (active_only ? " WHERE state='active' ORDER BY seq" : " ORDER BY seq DESC"))
+  statement s{db_, sql({"SELECT ", sweep_columns, " FROM ", t.records,
+                        active_only ? " WHERE state='active' ORDER BY seq" : " ORDER BY seq DESC"})
                      .c_str()};
   std::vector<sweep_record> out;
   while (s.step())
@@ -381,13 +439,12 @@ std::vector<sweep_record> run_store::sweeps(bool active_only) const {
   return out;
 }
 
-std::vector<sweep_child> run_store::sweep_children(const std::string& sweep_id) const {
+std::vector<sweep_child> run_store::children(const search_tables& t, const std::string& owner_id) const {
   std::lock_guard lock{mutex_};
-  statement s{db_, (std::string{"SELECT "} + prefixed_run_columns
-                    + ", l.idx, l.params FROM sweep_runs l JOIN runs r ON r.id = l.run_id "
-                      "WHERE l.sweep_id=? ORDER BY l.idx")
+  statement s{db_, sql({"SELECT ", prefixed_run_columns, ", l.idx, l.params FROM ", t.links,
+                        " l JOIN runs r ON r.id = l.run_id WHERE l.", t.owner, "=? ORDER BY l.idx"})
                      .c_str()};
-  s.bind(1, sweep_id);
+  s.bind(1, owner_id);
   std::vector<sweep_child> out;
   while (s.step()) {
     sweep_child c;
@@ -397,6 +454,38 @@ std::vector<sweep_child> run_store::sweep_children(const std::string& sweep_id) 
     out.push_back(std::move(c));
   }
   return out;
+}
+
+void run_store::update_sweep(const sweep_record& sweep) {
+  update_record(sweep_tables, sweep);
+}
+
+std::optional<sweep_record> run_store::find_sweep(const std::string& id) const {
+  return find_record(sweep_tables, id);
+}
+
+std::vector<sweep_record> run_store::sweeps(bool active_only) const {
+  return records(sweep_tables, active_only);
+}
+
+std::vector<sweep_child> run_store::sweep_children(const std::string& sweep_id) const {
+  return children(sweep_tables, sweep_id);
+}
+
+void run_store::update_study(const sweep_record& study) {
+  update_record(study_tables, study);
+}
+
+std::optional<sweep_record> run_store::find_study(const std::string& id) const {
+  return find_record(study_tables, id);
+}
+
+std::vector<sweep_record> run_store::studies(bool active_only) const {
+  return records(study_tables, active_only);
+}
+
+std::vector<sweep_child> run_store::study_trials(const std::string& study_id) const {
+  return children(study_tables, study_id);
 }
 
 void run_store::update(const run_info& i) {

@@ -18,6 +18,9 @@ struct sqlite3;
 
 namespace cdui::storage {
 
+/// A sweep's or a study's tables (run_store.cpp).
+struct search_tables;
+
 /// A run as the store keeps it: what anyone may ask, plus the graph it executes.
 struct stored_run {
   run_info info;
@@ -130,6 +133,20 @@ public:
   /// A sweep's variants in order, each with its run as stored now (an erased run is left out).
   [[nodiscard]] std::vector<sweep_child> sweep_children(const std::string& sweep_id) const;
 
+  /// A study keeps the fields a sweep does (its spec is the search, study_spec_json) in `studies`,
+  /// and its trials in `study_trials` (number, run, params). Records trial `number` of study
+  /// `study_id` with its run in one transaction, and the study itself when `study` is given (with
+  /// its first trial). A trial recorded already (its run ended interrupted by a restart) is linked
+  /// to the new run instead.
+  void insert_trial(const sweep_record* study, const std::string& study_id, std::size_t number,
+                    const stored_run& run, const std::string& params);
+  void update_study(const sweep_record& study);
+  [[nodiscard]] std::optional<sweep_record> find_study(const std::string& id) const;
+  /// Studies newest first; `active_only`: those still active, oldest first.
+  [[nodiscard]] std::vector<sweep_record> studies(bool active_only = false) const;
+  /// A study's trials by number, each with its run as stored now.
+  [[nodiscard]] std::vector<sweep_child> study_trials(const std::string& study_id) const;
+
   /// Writes the run's status, error, times, queue key, final metrics and options (a budget given or
   /// raised while it waited).
   void update(const run_info& info);
@@ -202,6 +219,13 @@ public:
   [[nodiscard]] std::optional<measured_peak_row> peak(const std::string& memory_key, int cards) const;
 
 private:
+  /// Writes a sweep's or a study's row, under the caller's lock and transaction.
+  void insert_record(const search_tables& t, const sweep_record& record);
+  void update_record(const search_tables& t, const sweep_record& record);
+  [[nodiscard]] std::optional<sweep_record> find_record(const search_tables& t, const std::string& id) const;
+  [[nodiscard]] std::vector<sweep_record> records(const search_tables& t, bool active_only) const;
+  [[nodiscard]] std::vector<sweep_child> children(const search_tables& t, const std::string& owner_id) const;
+
   sqlite3* db_ = nullptr;
   mutable std::mutex mutex_;
 };

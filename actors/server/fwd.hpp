@@ -19,6 +19,7 @@
 #include "messages/run_event.hpp"
 #include "messages/run_outcome.hpp"
 #include "messages/run_request.hpp"
+#include "messages/study.hpp"
 #include "messages/sweep.hpp"
 #include "messages/worker.hpp"
 #include "storage/run_store.hpp"
@@ -38,9 +39,11 @@ using run_queue_actor = caf::typed_actor<
   caf::replies_to<atoms::submit, run_request>::with<submit_result>,
   caf::reacts_to<atoms::flush>,
   caf::replies_to<atoms::sweep, sweep_submission>::with<sweep_submit_result>,
+  caf::replies_to<atoms::trial, trial_submission>::with<submit_result>,
   caf::replies_to<atoms::info, std::string>::with<run_info>,
   caf::replies_to<atoms::list, std::string, std::string, std::string, std::uint64_t, std::uint64_t>::with<storage::run_page>,
   caf::replies_to<atoms::cancel, std::string>::with<bool>,
+  caf::replies_to<atoms::cancel, std::string, std::string>::with<bool>,
   caf::replies_to<atoms::events, std::string, std::uint64_t, std::uint32_t>::with<event_batch>,
   caf::replies_to<atoms::wait, std::string>::with<run_info>,
   caf::replies_to<atoms::erase, std::string>::with<erase_result>,
@@ -57,6 +60,10 @@ using run_queue_actor = caf::typed_actor<
 /// A sweep (sweep_actor.hpp): the supervisor of its runs through the run queue; (cancel) -> false
 /// when it has ended already.
 using sweep_actor = caf::typed_actor<caf::replies_to<atoms::cancel>::with<bool>>;
+
+/// A study (study_actor.hpp): proposes, follows and prunes its trials through the run queue;
+/// (cancel) -> false when it has ended already. The same protocol as a sweep's.
+using study_actor = sweep_actor;
 
 /// One card shared by memory (device_slot.hpp): a thin shell over policy::card_ledger.
 using device_slot_actor = caf::typed_actor<

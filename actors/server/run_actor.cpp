@@ -53,6 +53,15 @@ void wake_waiters(self_ptr self) {
   }
 }
 
+/// A pruned run's execution_stopped: the engine (or the worker's) said `cancelled`, since a prune
+/// stops a run as a cancel does; the log says `pruned` and why.
+std::string pruned_stop(const std::string& data, const std::string& reason) {
+  auto stopped = stopped_reason(nlohmann::json::parse(data, nullptr, false));
+  if (stopped && *stopped != stop_reason::cancelled)
+    return data;  // a missed stop deadline stays a timeout
+  return json_text(stopped_data(stop_reason::pruned, reason));
+}
+
 /// Appends events with this run's next cursors; `events` keep their time, or get now when it is 0.
 void append_events(self_ptr self, std::vector<run_event> events) {
   auto& st = self->state;
@@ -60,6 +69,8 @@ void append_events(self_ptr self, std::vector<run_event> events) {
     return;
   auto time = now_ms();
   for (std::size_t i = 0; i < events.size(); ++i) {
+    if (!st.prune_reason.empty() && events[i].type == "execution_stopped")
+      events[i].data = pruned_stop(events[i].data, st.prune_reason);
     events[i].cursor = st.last_cursor + i + 1;
     if (events[i].time_ms == 0)
       events[i].time_ms = time;
@@ -112,8 +123,13 @@ void record_artifacts(const run_state& st) {
 
 /// Ends the run with `outcome`; `stopped` is the word of the execution_stopped it adds for a run in
 /// a process of its own that ended cancelled or interrupted without its end event.
-void finish(self_ptr self, const run_outcome& outcome, stop_reason stopped) {
+void finish(self_ptr self, run_outcome outcome, stop_reason stopped) {
   auto& st = self->state;
+  if (!st.prune_reason.empty() && outcome.status == run_status::cancelled) {
+    outcome.status = run_status::pruned;
+    outcome.error = st.prune_reason;
+    stopped = stop_reason::pruned;
+  }
   if (st.executor.joinable())
     st.executor.join();
   flush(self);
@@ -298,11 +314,27 @@ void miss_stop_deadline(self_ptr self) {
   finish(self, run_outcome{run_status::interrupted, reason, "{}"});
 }
 
-/// Ends a run that never started: cancelled, or failed because nothing can take it.
+/// Ends a run that never started: cancelled (or pruned), or failed because nothing can take it.
 void end_unstarted(self_ptr self, run_status status, const std::string& message) {
   auto reason = status == run_status::cancelled ? stop_reason::cancelled : stop_reason::not_placed;
   append(self, "execution_stopped", json_text(stopped_data(reason, message)));
   finish(self, run_outcome{status, status == run_status::cancelled ? "" : message, "{}"});
+}
+
+/// A cancel (dequeued: the queue took the run out of its queue, so it never starts), or with a
+/// reason a study's prune. False when it had ended or a cancel is already on its way.
+bool cancel(self_ptr self, bool dequeued, const std::string& prune_reason) {
+  auto& st = self->state;
+  if (is_final(st.setup.info.status) || st.stop->load())
+    return false;
+  st.stop->store(true);
+  st.prune_reason = prune_reason;
+  if (dequeued)
+    end_unstarted(self, run_status::cancelled, "cancelled before it started");
+  else if (!st.setup.worker.empty() && st.setup.info.status == run_status::running)
+    self->send(st.setup.registry, atoms::stop::value, st.setup.info.id, false);
+  arm_stop_deadline(self);
+  return true;
 }
 
 } // namespace
@@ -404,18 +436,9 @@ caf::behavior run_actor(self_ptr self, run_setup setup, run_queue_actor queue) {
         finish(self, outcome, stopped);
     },
     [=](atoms::deadline) { miss_stop_deadline(self); },
-    [=](atoms::cancel, bool dequeued) {
-      // The queue took the run out of its queue: it never starts.
-      auto& st = self->state;
-      if (is_final(st.setup.info.status) || st.stop->load())
-        return false;  // ended, or a cancel is already on its way
-      st.stop->store(true);
-      if (dequeued)
-        end_unstarted(self, run_status::cancelled, "cancelled before it started");
-      else if (!st.setup.worker.empty() && st.setup.info.status == run_status::running)
-        self->send(st.setup.registry, atoms::stop::value, st.setup.info.id, false);
-      arm_stop_deadline(self);
-      return true;
+    [=](atoms::cancel, bool dequeued) { return cancel(self, dequeued, ""); },
+    [=](atoms::cancel, bool dequeued, const std::string& prune_reason) {
+      return cancel(self, dequeued, prune_reason);
     },
     [=](atoms::stop, const std::string& reason) {
       // The queue took a waiting run out because what it waits for is gone: it fails unstarted.

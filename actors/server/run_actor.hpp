@@ -92,6 +92,8 @@ struct run_state {
   std::shared_ptr<event_buffer> buffer = std::make_shared<event_buffer>();
   std::thread executor;
   std::uint64_t next_waiter = 0;
+  /// A study's pruner stopped the run: it ends `pruned` with this reason instead of `cancelled`.
+  std::string prune_reason;
   ~run_state();
   static inline const char* name = "run";
 };
@@ -99,14 +101,16 @@ struct run_state {
 /// Most events one answer carries; a reader asks again from the last cursor.
 inline constexpr std::size_t max_events_per_answer = 1000;
 
-/// One run: queued -> running -> succeeded | failed | cancelled | interrupted. Every event and
+/// One run: queued -> running -> succeeded | failed | cancelled | interrupted | pruned. Every event and
 /// status change is in the run store before anyone is told. A grant starts the engine on a thread
 /// of its own (never on a CAF scheduler thread); the thread posts events and the outcome back as
 /// messages. When the run has ended it tells the queue (ended, id) and quits on (quit).
 /// Protocol: (grant, run id or "interactive"); (append, type, data); (flush); (finished, run_outcome);
 /// (finished, run_outcome, stop_reason): a worker run the server ended, with its stop's word;
 /// (cancel, dequeued) -> bool (dequeued: the queue took it out of its queue, so it never starts;
-/// false when it had ended or a cancel was already sent); (interrupt) -> bool;
+/// false when it had ended or a cancel was already sent); (cancel, dequeued, prune reason) -> bool:
+/// the same stop, which a study's pruner asks for: the run ends `pruned` with the reason as its
+/// error and its execution_stopped's message; (interrupt) -> bool;
 /// (stop, reason): a waiting run the queue took out fails unstarted with the reason;
 /// (info) -> run_info; (events, cursor, wait_ms) -> event_batch; (wait) -> run_info once ended;
 /// (status) -> run_actor_status.

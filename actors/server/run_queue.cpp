@@ -334,11 +334,26 @@ run_queue_actor::behavior_type run_queue(self_ptr self, run_queue_config cfg) {
     auto i = self->state.runs.find(id);
     return i == self->state.runs.end() ? caf::actor{} : i->second;
   };
+  // A cancel, or with a reason a study's prune: a queued run leaves its queue, a running one stops.
+  auto cancel = [=](const std::string& id, const std::string& prune_reason) -> caf::result<bool> {
+    auto run = active(id);
+    if (!run) {
+      if (self->state.cfg.store->find(id))
+        return false;
+      return unknown_run(id);
+    }
+    bool dequeued = self->state.slots.remove(id) || remove_floating(self->state, id);
+    if (dequeued)
+      pump(self);  // the runs behind it move up; a device set it blocked may start
+    return ask_run<bool>(self, run, caf::duration{request_deadline}, [](auto& rp) { rp.deliver(false); },
+                         atoms::cancel::value, dequeued, prune_reason);
+  };
   return guarded_typed_behavior<run_queue_actor>(
     "run queue",
     [=](atoms::submit, run_request& req) { return submit(self, req); },
     [=](atoms::flush) { record_submits(self); },
     [=](atoms::sweep, sweep_submission& s) { return submit_sweep(self, s); },
+    [=](atoms::trial, trial_submission& t) { return submit_trial(self, t); },
     [=](atoms::info, const std::string& id) -> caf::result<run_info> {
       if (auto run = active(id)) {
         auto rp = self->make_response_promise<run_info>();
@@ -370,7 +385,7 @@ run_queue_actor::behavior_type run_queue(self_ptr self, run_queue_config cfg) {
         if (!filter.status)
           return caf::make_error(caf::sec::invalid_argument,
                                  "status '" + status + "' is not one of queued, running, succeeded, "
-                                                       "failed, cancelled, interrupted");
+                                                       "failed, cancelled, interrupted, pruned");
       }
       auto page = self->state.cfg.store->list(filter, limit, offset);
       for (auto& info : page.runs)
@@ -378,18 +393,10 @@ run_queue_actor::behavior_type run_queue(self_ptr self, run_queue_config cfg) {
           note_wait(self->state, info);
       return page;
     },
-    [=](atoms::cancel, const std::string& id) -> caf::result<bool> {
-      auto run = active(id);
-      if (!run) {
-        if (self->state.cfg.store->find(id))
-          return false;
-        return unknown_run(id);
-      }
-      bool dequeued = self->state.slots.remove(id) || remove_floating(self->state, id);
-      if (dequeued)
-        pump(self);  // the runs behind it move up; a device set it blocked may start
-      return ask_run<bool>(self, run, caf::duration{request_deadline},
-                           [](auto& rp) { rp.deliver(false); }, atoms::cancel::value, dequeued);
+    [=](atoms::cancel, const std::string& id) -> caf::result<bool> { return cancel(id, ""); },
+    [=](atoms::cancel, const std::string& id, const std::string& prune_reason) -> caf::result<bool> {
+      // A study's pruner: stopped as a cancel stops it, but ends `pruned` with the reason.
+      return cancel(id, prune_reason);
     },
     [=](atoms::events, const std::string& id, std::uint64_t cursor,
         std::uint32_t wait_ms) -> caf::result<event_batch> {

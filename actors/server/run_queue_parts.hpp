@@ -46,6 +46,9 @@ void give_identity(run_queue_state& st, prepared_run& p, const run_request& req,
 /// in one transaction and queued, or, when one is refused, none, with its refusal. Variants with a
 /// budget on cards shared by memory are judged on the memory ledger's figures first (answered then).
 [[nodiscard]] caf::result<sweep_submit_result> submit_sweep(self_ptr self, sweep_submission& s);
+/// A study's trial (run_queue_studies.cpp): checked as a submit is, recorded with its trial in one
+/// transaction of its own (after the submits waiting for theirs) and queued.
+[[nodiscard]] submit_result submit_trial(self_ptr self, trial_submission& t);
 
 /// Spawns a run's actor and monitors it (run_actor_down).
 caf::actor spawn_run(self_ptr self, run_setup setup);

@@ -16,6 +16,8 @@
 #include "actors/server/cache_store.hpp"
 #include "actors/server/run_preparation.hpp"
 #include "actors/server/run_queue.hpp"
+#include "actors/policy/study_plan.hpp"
+#include "actors/server/study_actor.hpp"
 #include "actors/server/sweep_actor.hpp"
 #include "actors/policy/slot_limits.hpp"
 #include "actors/server/watchdog.hpp"
@@ -222,6 +224,23 @@ struct server::impl {
           runs.push_back(child.run.id);
         follow_sweep(sweep, std::move(runs));
       }
+    if (c.resume)
+      for (const auto& study : store->studies(true))
+        follow_study(study);
+  }
+
+  /// Spawns the actor of a study that has not ended, which goes on from its trials in cdui.db.
+  void follow_study(const study_record& study) {
+    auto actor = system.spawn(actors::study_supervisor, study, queue, store);
+    std::lock_guard lock{sweeps_mutex};
+    studies[study.id] = actor;
+  }
+
+  /// A sweep's or a study's actor, if it was spawned.
+  actors::sweep_actor search_actor(const std::map<std::string, actors::sweep_actor>& actors, const std::string& id) {
+    std::lock_guard lock{sweeps_mutex};
+    auto i = actors.find(id);
+    return i == actors.end() ? actors::sweep_actor{} : i->second;
   }
 
   /// Spawns the actor of a sweep that has not ended, which follows its runs to their end.
@@ -295,6 +314,7 @@ struct server::impl {
   std::uint64_t max_sweep_runs = policy::default_max_sweep_runs;
   std::mutex sweeps_mutex;
   std::map<std::string, actors::sweep_actor> sweeps;  // by id; an ended one's handle stays
+  std::map<std::string, actors::study_actor> studies;  // the same, for studies (under sweeps_mutex)
   std::once_flag stopped;
 };
 
@@ -313,6 +333,8 @@ server::~server() {
     std::lock_guard lock{impl_->sweeps_mutex};
     for (const auto& [id, sweep] : impl_->sweeps)
       quit(sweep);
+    for (const auto& [id, study] : impl_->studies)
+      quit(study);
   }
   quit(impl_->queue);
   quit(impl_->stores.execution_cache);
@@ -382,15 +404,71 @@ std::vector<sweep_record> server::sweeps() {
 std::optional<bool> server::cancel_sweep(const std::string& sweep_id) {
   if (!impl_->store->find_sweep(sweep_id))
     return std::nullopt;
-  actors::sweep_actor actor;
-  {
-    std::lock_guard lock{impl_->sweeps_mutex};
-    if (auto i = impl_->sweeps.find(sweep_id); i != impl_->sweeps.end())
-      actor = i->second;
-  }
+  auto actor = impl_->search_actor(impl_->sweeps, sweep_id);
   if (!actor)
     return false;
   // An actor that has quit (its sweep ended) answers with an error: nothing to cancel.
+  return impl_->ask_actor<bool>(actor, false, atoms::cancel::value).value_or(false);
+}
+
+submit_result server::submit_study(policy::study_request request) {
+  if (request.spec.trials > impl_->max_sweep_runs)
+    return actors::refusal("budget.trials: " + std::to_string(request.spec.trials) + " trials, more than the "
+                           + std::to_string(impl_->max_sweep_runs) + " a study may have (" + policy::max_sweep_runs_env
+                           + "); nothing was queued");
+  if (!request.spec.has_seed) {
+    request.spec.has_seed = true;
+    request.spec.seed = std::random_device{}();
+  }
+  study_record study;
+  for (study.id = actors::random_id(); impl_->store->find_study(study.id); study.id = actors::random_id()) {
+  }
+  study.name = request.base.name.empty() ? "study " + study.id : request.base.name;
+  study.graph_json = request.base.graph_json;
+  study.spec = json_text(policy::study_spec_json(request.spec));
+  study.objective = json_text(policy::objective_json(request.objective));
+  study.options = json_text(policy::options_json(request.base));
+  study.created_ms = now_ms();
+  // Trial 0 is checked as a submit is and recorded with the study, or the study is refused whole.
+  auto params = policy::propose(request.spec, request.objective.maximize, {}, 0);
+  auto runs = policy::variant_runs(request.base, {params}, study.name, 0, "space");
+  if (auto* why = std::get_if<std::string>(&runs))
+    return actors::refusal(*why);
+  trial_submission first{study.id, 0, json_text(policy::params_json(params)),
+                         std::get<std::vector<run_request>>(runs).front(), study};
+  auto answer = impl_->ask<submit_result>(false, atoms::trial::value, std::move(first));
+  if (!answer)
+    return actors::refusal("the run queue did not answer", true);
+  if (!answer->ok()) {
+    if (!answer->unavailable)
+      answer->error = "trial 0 " + json_text(policy::params_json(params)) + ": " + answer->error + "; nothing was queued";
+    return *answer;
+  }
+  impl_->follow_study(study);
+  // The study's id, and its first trial's run in warnings' place: the caller reads study_id.
+  submit_result r = *answer;
+  r.run_id = study.id;
+  return r;
+}
+
+std::optional<study_record> server::study(const std::string& study_id) {
+  return impl_->store->find_study(study_id);
+}
+
+std::vector<study_trial> server::study_trials(const std::string& study_id) {
+  return impl_->store->study_trials(study_id);
+}
+
+std::vector<study_record> server::studies() {
+  return impl_->store->studies();
+}
+
+std::optional<bool> server::cancel_study(const std::string& study_id) {
+  if (!impl_->store->find_study(study_id))
+    return std::nullopt;
+  auto actor = impl_->search_actor(impl_->studies, study_id);
+  if (!actor)
+    return false;
   return impl_->ask_actor<bool>(actor, false, atoms::cancel::value).value_or(false);
 }
 

@@ -13,7 +13,9 @@
 #include "messages/memory_ledger.hpp"
 #include "messages/run_event.hpp"
 #include "messages/run_outcome.hpp"
+#include "actors/policy/study_spec.hpp"
 #include "actors/policy/sweep_request.hpp"
+#include "messages/study.hpp"
 #include "messages/run_request.hpp"
 #include "messages/sweep.hpp"
 #include "messages/worker.hpp"
@@ -101,6 +103,21 @@ public:
   /// Stops a sweep: its queued runs are cancelled, its running ones stopped. nullopt for an
   /// unknown id; false when it had ended.
   std::optional<bool> cancel_sweep(const std::string& sweep_id);
+
+  /// A study (POST /api/studies): its seed drawn and kept when none is given, more trials than
+  /// the sweep limit refused; trial 0 is proposed, checked as a submit is and recorded with the
+  /// study, or the study is refused whole; then the study's actor runs the rest. The answer's
+  /// run_id is the study's id.
+  [[nodiscard]] submit_result submit_study(policy::study_request request);
+  /// A study as cdui.db has it; nullopt for an unknown id.
+  [[nodiscard]] std::optional<study_record> study(const std::string& study_id);
+  /// A study's trials by number, each with its run as stored now.
+  [[nodiscard]] std::vector<study_trial> study_trials(const std::string& study_id);
+  /// Every study, newest first.
+  [[nodiscard]] std::vector<study_record> studies();
+  /// Stops a study: no more trials; its queued ones are cancelled, its running ones stopped.
+  /// nullopt for an unknown id; false when it had ended.
+  std::optional<bool> cancel_study(const std::string& study_id);
 
   /// The run's current state; nullopt for an unknown id.
   [[nodiscard]] std::optional<run_info> info(const std::string& run_id);

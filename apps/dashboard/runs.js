@@ -11,7 +11,7 @@ import {poll} from './poll.js';
 const page_size = 50;
 /// How often the table is refreshed.
 const refresh_ms = 2000;
-const statuses = ['queued', 'running', 'succeeded', 'failed', 'cancelled', 'interrupted'];
+const statuses = ['queued', 'running', 'succeeded', 'failed', 'cancelled', 'interrupted', 'pruned'];
 
 /// Where a run is: a running one's latest progress event (the run object's `progress`), what a
 /// succeeded one trained.

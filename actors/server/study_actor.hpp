@@ -1,0 +1,54 @@
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <caf/stateful_actor.hpp>
+
+#include "actors/policy/study_plan.hpp"
+#include "actors/server/fwd.hpp"
+#include "messages/study.hpp"
+#include "storage/run_store.hpp"
+
+namespace cdui::actors {
+
+struct study_actor_state {
+  study_record study;
+  policy::study_spec spec;
+  policy::sweep_objective objective;
+  /// What every trial's run shares: the graph, the options, the study's name.
+  run_request base;
+  run_queue_actor queue;
+  std::shared_ptr<storage::run_store> store;
+  /// By number, with each one's run and the last event cursor read of it.
+  std::vector<policy::trial> trials;
+  std::vector<std::string> runs;
+  std::vector<std::uint64_t> cursors;
+  /// Runs a prune was sent for.
+  std::vector<bool> pruning;
+  /// A trial's submit is on its way to the queue (one at a time: numbers are in order).
+  bool submitting = false;
+  /// Some trial's run was refused: no more are proposed.
+  bool refused = false;
+  static inline const char* name = "study";
+};
+
+/// One study (issue 16, "Studies"): keeps budget.max_parallel trials queued or running through the
+/// run queue (each recorded with its run in cdui.db before it is queued: `trial`), follows each
+/// trial's events (the queue's `events` long poll) for its objective's metric per epoch, asks the
+/// pruner after each and prunes a trial that falls behind (the queue's cancel with a reason: the
+/// run ends `pruned`), proposes the next trial from the sampler when one ends, and writes the
+/// study's final state and quits when the budget's trials have all ended. Spawned after a submit
+/// recorded trial 0, and at a restart for each active study: its trials come back from cdui.db
+/// (their metrics from the stored events), and a trial whose run the restart interrupted runs
+/// again under its number, so none is lost or repeated. (cancel): recorded, no more trials, each
+/// unfinished one cancelled.
+study_actor::behavior_type study_supervisor(study_actor::stateful_pointer<study_actor_state> self,
+                                            study_record study, run_queue_actor queue,
+                                            std::shared_ptr<storage::run_store> store);
+
+/// A trial's params ({"node.param": value} JSON text) in the space's order.
+[[nodiscard]] policy::variant_params trial_params(const policy::study_spec& spec, const std::string& params_json);
+
+} // namespace cdui::actors
