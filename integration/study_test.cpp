@@ -1,0 +1,151 @@
+// Studies through a real server: a study with ASHA against the grid over the same space on the
+// moons example, a pruned trial's status and reason, and a kill -9 of the server mid-study.
+
+#include <boost/test/unit_test.hpp>
+
+#include <csignal>
+#include <set>
+
+#include "integration/worker_helpers.hpp"
+
+using namespace cdui::test;
+
+namespace {
+
+/// The moons example, short: 9 epochs (ASHA's rungs at 1, 3 and 9), validated after each epoch.
+json validated_moons(int epochs) {
+  moons_options o;
+  o.epochs = epochs;
+  o.max_steps = std::nullopt;
+  o.evaluate = true;
+  auto g = moons_graph_json(o);
+  g["edges"].push_back({{"from", "test_loader.dataloader"}, {"to", "loop.val_dataloader"}});
+  return g;
+}
+
+json space() {
+  return json::array({{{"node", "opt"}, {"param", "lr"}, {"min", 0.0003}, {"max", 0.3}, {"scale", "log"}, {"count", 6}}});
+}
+
+json objective() {
+  return {{"metric", "val_accuracy"}, {"direction", "max"}};
+}
+
+httplib::Result post(const server_process& srv, const std::string& path, const json& body) {
+  return srv.client().Post(path.c_str(), srv.auth(), body.dump(), "application/json");
+}
+
+std::string accepted(const server_process& srv, const std::string& path, const json& body, const char* id_field) {
+  auto res = post(srv, path, body);
+  BOOST_REQUIRE(res);
+  BOOST_REQUIRE_MESSAGE(res->status == 200, res->body);
+  return json::parse(res->body)[id_field].get<std::string>();
+}
+
+/// Polls `path` until its state is final; the answer.
+json await_final(const server_process& srv, const std::string& path,
+                 std::chrono::seconds timeout = std::chrono::seconds(300)) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    auto j = srv.get_json(path);
+    auto state = j.value("state", std::string{});
+    if (state == "finished" || state == "failed" || state == "cancelled")
+      return j;
+    if (std::chrono::steady_clock::now() > deadline)
+      throw std::runtime_error(path + " did not end in time: " + j.dump());
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+json study_body(int epochs, int trials, int parallel, const json& pruner) {
+  return {{"graph", validated_moons(epochs)}, {"name", "moons-lr"}, {"space", space()},
+          {"objective", objective()}, {"budget", {{"trials", trials}, {"max_parallel", parallel}}},
+          {"sampler", "random"}, {"pruner", pruner}, {"seed", 3}, {"options", {{"seed", 1}}}};
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(study_test)
+
+BOOST_AUTO_TEST_CASE(asha_reaches_the_grids_best_with_half_its_epochs_and_prunes_with_a_reason) {
+  temp_home home;
+  server_process srv{home};
+  constexpr int epochs = 9;
+  auto grid_id = accepted(srv, "/api/sweeps",
+                          {{"graph", validated_moons(epochs)}, {"spec", {{"method", "grid"}, {"params", space()}}},
+                           {"objective", {{"metric", "final_val_accuracy"}, {"direction", "max"}}},
+                           {"options", {{"seed", 1}}}},
+                          "sweep_id");
+  auto grid = await_final(srv, "/api/sweeps/" + grid_id);
+  BOOST_REQUIRE(grid["state"] == "finished");
+  double grid_best = grid["best"]["objective"].get<double>();
+  int grid_epochs = epochs * static_cast<int>(grid["variants"].size());
+
+  auto id = accepted(srv, "/api/studies", study_body(epochs, 6, 2, "asha"), "study_id");
+  auto study = await_final(srv, "/api/studies/" + id);
+  BOOST_TEST_MESSAGE("grid: best " << grid_best << " in " << grid_epochs << " epochs; study: best "
+                                   << study["best"].dump() << " in " << study["epochs"] << " epochs");
+  BOOST_REQUIRE(study["state"] == "finished");
+  BOOST_TEST(study["trials"].size() == 6u);
+  BOOST_TEST(study["best"]["value"].get<double>() >= grid_best - 0.01, study.dump());
+  BOOST_TEST(study["epochs"].get<int>() * 2 <= grid_epochs, study.dump());
+  bool pruned = false;
+  for (const auto& t : study["trials"]) {
+    BOOST_TEST(!t["intermediate_values"].empty(), t.dump());
+    if (t["status"] == "pruned") {
+      pruned = true;
+      BOOST_TEST(t["error"].get<std::string>().rfind("pruned at epoch ", 0) == 0, t.dump());
+      auto run = srv.get_json("/api/runs/" + t["run_id"].get<std::string>());
+      BOOST_TEST(run["status"] == "pruned");
+      BOOST_TEST(run["error"] == t["error"]);
+    }
+  }
+  BOOST_TEST(pruned, study.dump());
+  BOOST_TEST(srv.get_json("/api/studies")["studies"].size() == 1u);
+
+  auto res = post(srv, "/api/studies", study_body(epochs, 0, 1, "asha"));
+  BOOST_REQUIRE(res);
+  BOOST_TEST(res->status == 400);
+  BOOST_TEST(json::parse(res->body)["detail"] == "budget.trials: must be a whole number from 1 to 1000000000");
+  auto unknown = study_body(epochs, 2, 1, "none");
+  unknown["space"][0]["node"] = "nope";
+  res = post(srv, "/api/studies", unknown);
+  BOOST_REQUIRE(res);
+  BOOST_TEST(res->status == 400);
+  BOOST_TEST(json::parse(res->body)["detail"].get<std::string>().rfind("space[0].node: the graph has no node", 0) == 0,
+             res->body);
+  BOOST_TEST(srv.get_json("/api/studies")["studies"].size() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(after_kill_9_of_the_server_the_study_goes_on_without_losing_or_repeating_a_trial) {
+  temp_home home;
+  std::string id, interrupted_run;
+  {
+    server_process srv{home};
+    id = accepted(srv, "/api/studies", study_body(40, 3, 1, "none"), "study_id");
+    // Trial 1 running, with an epoch behind it.
+    for (;;) {
+      auto s = srv.get_json("/api/studies/" + id);
+      if (s["trials"].size() == 2u && !s["trials"][1]["intermediate_values"].empty()) {
+        interrupted_run = s["trials"][1]["run_id"];
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    srv.proc().signal(SIGKILL);
+    srv.proc().wait_for(std::chrono::seconds(10));
+  }
+  server_process srv{home};
+  auto study = await_final(srv, "/api/studies/" + id);
+  BOOST_TEST(study["state"] == "finished", study.dump());
+  std::set<int> numbers;
+  for (const auto& t : study["trials"]) {
+    numbers.insert(t["number"].get<int>());
+    BOOST_TEST(t["status"] == "succeeded", t.dump());
+  }
+  BOOST_TEST(numbers == (std::set<int>{0, 1, 2}));
+  BOOST_TEST(study["trials"][1]["run_id"] != interrupted_run);
+  BOOST_TEST(srv.get_json("/api/runs/" + interrupted_run)["status"] == "interrupted");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
