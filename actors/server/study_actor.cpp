@@ -40,12 +40,12 @@ void submit(self_ptr self, std::uint64_t number, policy::variant_params params) 
   }
   trial_submission t{st.study.id, number, json_text(policy::params_json(params)),
                      std::get<std::vector<run_request>>(runs).front(), {}};
-  st.submitting = true;
+  ++st.submitting;
   self->request(st.queue, caf::infinite, atoms::trial::value, std::move(t))
     .then(
       [=](submit_result& r) {
         auto& st = self->state;
-        st.submitting = false;
+        --st.submitting;
         if (!r.ok()) {
           if (r.unavailable) {
             self->quit();  // the server stops: the next start goes on with the study
@@ -150,7 +150,7 @@ void follow(self_ptr self, std::size_t i) {
 /// Starts what the budget allows, or, with every trial ended, writes the final state and quits.
 void advance(self_ptr self) {
   auto& st = self->state;
-  if (st.submitting)
+  if (st.submitting > 0)
     return;
   if (!st.refused)
     if (auto n = policy::trials_to_start(st.spec, st.trials, st.study.cancel_asked); n > 0) {
@@ -219,8 +219,8 @@ study_actor::behavior_type study_supervisor(self_ptr self, study_record study, r
   // TPE the history after a restart.
   for (std::size_t i = 0; i < st.trials.size(); ++i)
     follow(self, i);
-  if (st.trials.empty())
-    advance(self);
+  // Trial 0 is queued with the study: the trials next to it start now, up to max_parallel.
+  advance(self);
   return guarded_typed_behavior<study_actor>("study", [=](atoms::cancel) {
     auto& st = self->state;
     if (policy::is_final(policy::study_state(st.spec, st.trials, st.study.cancel_asked, true))

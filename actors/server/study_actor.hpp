@@ -27,8 +27,9 @@ struct study_actor_state {
   std::vector<std::uint64_t> cursors;
   /// Runs a prune was sent for.
   std::vector<bool> pruning;
-  /// A trial's submit is on its way to the queue (one at a time: numbers are in order).
-  bool submitting = false;
+  /// Trial submits on their way to the queue: a new trial is proposed only when none is, so
+  /// numbers are given in order and never twice (a rerun of an interrupted one may be on its way).
+  std::size_t submitting = 0;
   /// Some trial's run was refused: no more are proposed.
   bool refused = false;
   static inline const char* name = "study";
