@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "messages/study.hpp"
 #include "storage/run_store.hpp"
 #include "testkit/home.hpp"
 
@@ -26,6 +27,17 @@ stored_run make_run(const std::string& id, run_status status = run_status::queue
   r.info.created_ms = 1000;
   r.info.options = R"({"device":"sim:0"})";
   r.graph_json = R"({"nodes":[]})";
+  return r;
+}
+
+/// A sweep's or a study's record, active.
+cdui::sweep_record make_record(const std::string& id, const std::string& name, const std::string& spec) {
+  cdui::sweep_record r;
+  r.id = id;
+  r.name = name;
+  r.graph_json = R"({"nodes":[]})";
+  r.spec = spec;
+  r.created_ms = 5;
   return r;
 }
 
@@ -347,12 +359,7 @@ BOOST_AUTO_TEST_CASE(a_graphs_last_measured_peak_is_kept_per_number_of_cards) {
 BOOST_AUTO_TEST_CASE(a_sweep_and_its_runs_are_written_together_and_read_back_in_order) {
   cdui::test::temp_home home;
   run_store store{home.path() / "cdui.db"};
-  cdui::sweep_record sweep;
-  sweep.id = "w1";
-  sweep.name = "lr sweep";
-  sweep.graph_json = R"({"nodes":[]})";
-  sweep.spec = R"({"method":"grid"})";
-  sweep.created_ms = 5;
+  auto sweep = make_record("w1", "lr sweep", R"({"method":"grid"})");
   store.insert_sweep(sweep, {make_run("c"), make_run("a"), make_run("b")},
                      {R"({"opt.lr":0.1})", R"({"opt.lr":0.2})", R"({"opt.lr":0.3})"});
   auto children = store.sweep_children("w1");
@@ -394,6 +401,40 @@ BOOST_AUTO_TEST_CASE(runs_inserted_together_are_recorded_in_their_order_all_or_n
   BOOST_CHECK_THROW(store.insert(std::vector<stored_run>{make_run("d"), make_run("a")}), std::exception);
   BOOST_TEST(!store.find("d"));
   BOOST_TEST(store.unfinished().size() == 3u);
+}
+
+BOOST_AUTO_TEST_CASE(a_trial_is_written_with_its_run_and_a_trial_run_again_is_linked_to_its_new_run) {
+  cdui::test::temp_home home;
+  run_store store{home.path() / "cdui.db"};
+  cdui::study_record study = make_record("s1", "lr study", R"({"budget":{"trials":3}})");
+  store.insert_trial(&study, "s1", 0, make_run("t0"), R"({"opt.lr":0.1})");
+  store.insert_trial(nullptr, "s1", 1, make_run("t1"), R"({"opt.lr":0.2})");
+  BOOST_TEST(store.find_study("s1")->name == "lr study");
+  BOOST_TEST(store.studies(true).size() == 1u);
+  BOOST_TEST(store.sweeps().empty());
+  auto trials = store.study_trials("s1");
+  BOOST_REQUIRE_EQUAL(trials.size(), 2u);
+  BOOST_TEST(trials[0].run.id == "t0");
+  BOOST_TEST(trials[1].index == 1u);
+  BOOST_TEST(trials[1].params == R"({"opt.lr":0.2})");
+  // Trial 1 run again after a restart interrupted it: the same number, the new run.
+  store.insert_trial(nullptr, "s1", 1, make_run("t1b"), R"({"opt.lr":0.2})");
+  trials = store.study_trials("s1");
+  BOOST_REQUIRE_EQUAL(trials.size(), 2u);
+  BOOST_TEST(trials[1].run.id == "t1b");
+  BOOST_TEST(store.find("t1").has_value());
+  // A run id taken already: neither the run nor the trial is written.
+  BOOST_CHECK_THROW(store.insert_trial(nullptr, "s1", 2, make_run("t0"), "{}"), std::exception);
+  BOOST_TEST(store.study_trials("s1").size() == 2u);
+  // A study id taken already: its first trial's run is not written either.
+  BOOST_CHECK_THROW(store.insert_trial(&study, "s1", 0, make_run("u0"), "{}"), std::exception);
+  BOOST_TEST(!store.find("u0"));
+  study.state = "finished";
+  study.finished_ms = 9;
+  store.update_study(study);
+  BOOST_TEST(store.find_study("s1")->state == "finished");
+  BOOST_TEST(store.studies(true).empty());
+  BOOST_TEST(store.studies().size() == 1u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
