@@ -198,19 +198,28 @@ void post_run(cdui::server& runtime, const httplib::Request& req, httplib::Respo
          {"warnings", warnings}});
 }
 
-/// POST /api/sweeps {graph, name?, spec, objective, options?}: every variant queued, or none.
-void post_sweep(cdui::server& runtime, const httplib::Request& req, httplib::Response& res) {
+/// A sweep's or a study's body, read by `parse`; nullopt once the refusal is answered.
+template <class Request, class Parse>
+std::optional<Request> read_search_body(const httplib::Request& req, httplib::Response& res, Parse parse) {
   auto body = json::parse(req.body, nullptr, false);
   if (body.is_discarded()) {
     refuse(res, 400, "the body is not valid JSON");
-    return;
+    return std::nullopt;
   }
-  auto parsed = policy::parse_sweep_body(body);
+  auto parsed = parse(body);
   if (auto* err = std::get_if<policy::submission_error>(&parsed)) {
     refuse(res, err->unprocessable ? 422 : 400, err->message);
-    return;
+    return std::nullopt;
   }
-  auto result = runtime.submit_sweep(std::get<policy::sweep_request>(std::move(parsed)));
+  return std::get<Request>(std::move(parsed));
+}
+
+/// POST /api/sweeps {graph, name?, spec, objective, options?}: every variant queued, or none.
+void post_sweep(cdui::server& runtime, const httplib::Request& req, httplib::Response& res) {
+  auto request = read_search_body<policy::sweep_request>(req, res, policy::parse_sweep_body);
+  if (!request)
+    return;
+  auto result = runtime.submit_sweep(std::move(*request));
   if (!result.ok()) {
     refuse(res, result.unavailable ? 503 : 400, result.error);
     return;
@@ -226,17 +235,10 @@ void post_sweep(cdui::server& runtime, const httplib::Request& req, httplib::Res
 /// POST /api/studies {graph, name?, space, objective, budget, sampler?, pruner?, seed?, options?}:
 /// the study and its first trial queued, or nothing.
 void post_study(cdui::server& runtime, const httplib::Request& req, httplib::Response& res) {
-  auto body = json::parse(req.body, nullptr, false);
-  if (body.is_discarded()) {
-    refuse(res, 400, "the body is not valid JSON");
+  auto request = read_search_body<policy::study_request>(req, res, policy::parse_study_body);
+  if (!request)
     return;
-  }
-  auto parsed = policy::parse_study_body(body);
-  if (auto* err = std::get_if<policy::submission_error>(&parsed)) {
-    refuse(res, err->unprocessable ? 422 : 400, err->message);
-    return;
-  }
-  auto result = runtime.submit_study(std::get<policy::study_request>(std::move(parsed)));
+  auto result = runtime.submit_study(std::move(*request));
   if (!result.ok()) {
     refuse(res, result.unavailable ? 503 : 400, result.error);
     return;

@@ -236,11 +236,19 @@ struct server::impl {
     studies[study.id] = actor;
   }
 
-  /// A sweep's or a study's actor, if it was spawned.
-  actors::sweep_actor search_actor(const std::map<std::string, actors::sweep_actor>& actors, const std::string& id) {
-    std::lock_guard lock{sweeps_mutex};
-    auto i = actors.find(id);
-    return i == actors.end() ? actors::sweep_actor{} : i->second;
+  /// Cancels a sweep or a study (`actors`: sweeps or studies) through its actor; false when it
+  /// has none, or it has ended.
+  bool cancel_search(const std::map<std::string, actors::sweep_actor>& actors, const std::string& id) {
+    actors::sweep_actor actor;
+    {
+      std::lock_guard lock{sweeps_mutex};
+      if (auto i = actors.find(id); i != actors.end())
+        actor = i->second;
+    }
+    if (!actor)
+      return false;
+    // An actor that has quit (its search ended) answers with an error: nothing to cancel.
+    return ask_actor<bool>(actor, false, atoms::cancel::value).value_or(false);
   }
 
   /// Spawns the actor of a sweep that has not ended, which follows its runs to their end.
@@ -404,11 +412,7 @@ std::vector<sweep_record> server::sweeps() {
 std::optional<bool> server::cancel_sweep(const std::string& sweep_id) {
   if (!impl_->store->find_sweep(sweep_id))
     return std::nullopt;
-  auto actor = impl_->search_actor(impl_->sweeps, sweep_id);
-  if (!actor)
-    return false;
-  // An actor that has quit (its sweep ended) answers with an error: nothing to cancel.
-  return impl_->ask_actor<bool>(actor, false, atoms::cancel::value).value_or(false);
+  return impl_->cancel_search(impl_->sweeps, sweep_id);
 }
 
 submit_result server::submit_study(policy::study_request request) {
@@ -466,10 +470,7 @@ std::vector<study_record> server::studies() {
 std::optional<bool> server::cancel_study(const std::string& study_id) {
   if (!impl_->store->find_study(study_id))
     return std::nullopt;
-  auto actor = impl_->search_actor(impl_->studies, study_id);
-  if (!actor)
-    return false;
-  return impl_->ask_actor<bool>(actor, false, atoms::cancel::value).value_or(false);
+  return impl_->cancel_search(impl_->studies, study_id);
 }
 
 std::optional<run_info> server::info(const std::string& run_id) {
