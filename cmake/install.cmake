@@ -41,6 +41,7 @@ install(TARGETS ${cdui_exported_targets} EXPORT cduiTargets
 # integration/embed_test builds examples/embed against the installed set alone.
 set(cdui_public_headers
   actors/policy/run_options.hpp
+  actors/policy/study_spec.hpp
   actors/policy/sweep_request.hpp
   actors/policy/sweep_spec.hpp
   actors/server/server.hpp
@@ -52,6 +53,7 @@ set(cdui_public_headers
   messages/run_outcome.hpp
   messages/run_request.hpp
   messages/run_status.hpp
+  messages/study.hpp
   messages/sweep.hpp
   messages/version.hpp
   messages/worker.hpp

@@ -9,14 +9,14 @@
 #include <string>
 #include <vector>
 
+#include "actors/policy/study_spec.hpp"
+#include "actors/policy/sweep_request.hpp"
 #include "messages/actor_status.hpp"
 #include "messages/memory_ledger.hpp"
 #include "messages/run_event.hpp"
 #include "messages/run_outcome.hpp"
-#include "actors/policy/study_spec.hpp"
-#include "actors/policy/sweep_request.hpp"
-#include "messages/study.hpp"
 #include "messages/run_request.hpp"
+#include "messages/study.hpp"
 #include "messages/sweep.hpp"
 #include "messages/worker.hpp"
 #include "storage/run_store.hpp"
