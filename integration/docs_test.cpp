@@ -132,6 +132,19 @@ BOOST_AUTO_TEST_CASE(the_refusals_http_api_md_quotes_are_the_servers) {
                 {"objective", json::parse(R"({"metric": "final_train_loss", "direction": "min"})")}}
       .dump();
   };
+  // A study of `graph` over opt.lr, maximizing the accuracy, with these fields replaced.
+  auto study_with = [&](const json& fields) {
+    json body{{"graph", graph},
+              {"space", json::parse(R"([{"node": "opt", "param": "lr", "min": 0.001, "max": 0.1, "scale": "log"}])")},
+              {"objective", json::parse(R"({"metric": "val_accuracy", "direction": "max"})")},
+              {"budget", json::parse(R"({"trials": 2})")}};
+    for (const auto& [field, value] : fields.items())
+      if (value.is_null())
+        body.erase(field);
+      else
+        body[field] = value;
+    return body.dump();
+  };
   const std::vector<ask> asks{
     {"GET", "/api/runs?status=done", ""},
     {"GET", "/api/runs?limit=x", ""},
@@ -163,6 +176,13 @@ BOOST_AUTO_TEST_CASE(the_refusals_http_api_md_quotes_are_the_servers) {
     {"POST", "/api/sweeps", sweep_with(R"({"method": "grid", "params": [{"node": "opt", "param": "lr", "min": 0.1, "max": 1, "scale": "cubic"}]})")},
     {"POST", "/api/sweeps", sweep_with(R"({"method": "grid", "params": [{"node": "optimizer", "param": "lr", "values": [1]}]})")},
     {"POST", "/api/sweeps", sweep_with(R"({"method": "grid", "params": [{"node": "opt", "param": "lr", "min": 0.1, "max": 1, "count": 1001}]})")},
+    {"GET", "/api/studies/nope", ""},
+    {"POST", "/api/studies/nope/cancel", ""},
+    {"POST", "/api/studies", study_with({{"budget", nullptr}})},
+    {"POST", "/api/studies", study_with({{"budget", {{"trials", 0}}}})},
+    {"POST", "/api/studies", study_with({{"budget", {{"trials", 1001}}}})},
+    {"POST", "/api/studies", study_with({{"space", json::parse(R"([{"node": "optimizer", "param": "lr", "values": [1]}])")}})},
+    {"POST", "/api/studies", study_with({{"options", {{"lane", "interactive"}}}})},
     {"POST", "/api/runs/nope/cancel", "", false, {{"X-CodefyUI-CSRF", "none"}}},
     {"POST", "/api/runs/nope/cancel", "", false, {{"Cookie", cookie}}},
     {"POST", "/api/runs/nope/cancel", "", false,
