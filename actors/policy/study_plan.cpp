@@ -1,7 +1,9 @@
 #include "actors/policy/study_plan.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <string_view>
 
 #include "actors/policy/asha_pruner.hpp"
 #include "actors/policy/median_pruner.hpp"
@@ -37,6 +39,18 @@ std::string prune_reason(const study_spec& spec, const sweep_objective& objectiv
     case pruner_kind::none: break;
   }
   return "";
+}
+
+std::optional<std::int64_t> pruned_step(const std::string& reason) {
+  constexpr std::string_view prefix = "pruned at epoch ";
+  if (reason.compare(0, prefix.size(), prefix) != 0)
+    return std::nullopt;
+  std::int64_t step = 0;
+  auto digits = reason.data() + prefix.size();
+  auto [end, ec] = std::from_chars(digits, reason.data() + reason.size(), step);
+  if (ec != std::errc{} || end == digits || (end != reason.data() + reason.size() && *end != ' '))
+    return std::nullopt;
+  return step;
 }
 
 std::optional<std::size_t> best_trial(const std::vector<trial>& trials, bool maximize) {

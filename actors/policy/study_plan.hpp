@@ -26,6 +26,10 @@ namespace cdui::policy {
 [[nodiscard]] std::string prune_reason(const study_spec& spec, const sweep_objective& objective,
                                        const std::vector<trial>& trials, std::size_t index, std::int64_t step);
 
+/// The step a prune reason names: both pruners begin theirs "pruned at epoch N ", which a restart
+/// reads back from the run's error. nullopt for any other text.
+[[nodiscard]] std::optional<std::int64_t> pruned_step(const std::string& reason);
+
 /// The best complete trial with a value (the first of equals); nullopt while there is none.
 [[nodiscard]] std::optional<std::size_t> best_trial(const std::vector<trial>& trials, bool maximize);
 

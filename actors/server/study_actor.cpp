@@ -1,5 +1,7 @@
 #include "actors/server/study_actor.hpp"
 
+#include <limits>
+
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
@@ -63,13 +65,13 @@ void submit(self_ptr self, std::uint64_t number, policy::variant_params params) 
           st.trials.push_back(std::move(t));
           st.runs.push_back(r.run_id);
           st.cursors.push_back(0);
-          st.pruning.push_back(false);
+          st.pruned_at.push_back(std::nullopt);
         } else {  // a trial run again: its old run's metrics are gone with it
           st.trials[number].state = policy::trial_state::running;
           st.trials[number].intermediate.clear();
           st.runs[number] = r.run_id;
           st.cursors[number] = 0;
-          st.pruning[number] = false;
+          st.pruned_at[number] = std::nullopt;
         }
         follow(self, number);
         advance(self);
@@ -104,13 +106,15 @@ void read(self_ptr self, std::size_t i, const event_batch& batch) {
     auto point = policy::objective_point(json::parse(e.data, nullptr, false), st.objective.metric);
     if (!point)
       continue;
+    if (st.pruned_at[i] && point->first > *st.pruned_at[i])
+      continue;  // reported after its prune, before the cancel stopped the run
     st.trials[i].intermediate[point->first] = point->second;
-    if (st.pruning[i] || st.study.cancel_asked)
+    if (st.pruned_at[i] || st.study.cancel_asked)
       continue;
     auto why = policy::prune_reason(st.spec, st.objective, st.trials, i, point->first);
     if (why.empty())
       continue;
-    st.pruning[i] = true;
+    st.pruned_at[i] = point->first;
     spdlog::info("study {}: trial {} {}", st.study.id, i, why);
     self->request(st.queue, caf::infinite, atoms::cancel::value, st.runs[i], why).then([](bool) {}, [](caf::error&) {});
   }
@@ -213,7 +217,12 @@ study_actor::behavior_type study_supervisor(self_ptr self, study_record study, r
     st.trials.push_back(std::move(t));
     st.runs.push_back(stored.run.id);
     st.cursors.push_back(0);
-    st.pruning.push_back(stored.run.status == run_status::pruned);
+    // A pruned trial's points count up to its prune, as they did before the restart (an
+    // unreadable reason: all of them).
+    std::optional<std::int64_t> pruned_at;
+    if (stored.run.status == run_status::pruned)
+      pruned_at = policy::pruned_step(stored.run.error).value_or(std::numeric_limits<std::int64_t>::max());
+    st.pruned_at.push_back(pruned_at);
   }
   // Every trial's events from the start: ended runs' from the store, which gives the pruners and
   // TPE the history after a restart.

@@ -1,6 +1,8 @@
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,8 +27,10 @@ struct study_actor_state {
   std::vector<policy::trial> trials;
   std::vector<std::string> runs;
   std::vector<std::uint64_t> cursors;
-  /// Runs a prune was sent for.
-  std::vector<bool> pruning;
+  /// The step each trial's prune was decided at (nullopt: none was). What it reports after that is
+  /// not the study's: an Optuna trial stops at its prune, while a run goes on until the cancel
+  /// reaches it, and its later values would stand at rungs it never passed.
+  std::vector<std::optional<std::int64_t>> pruned_at;
   /// Trial submits on their way to the queue: a new trial is proposed only when none is, so
   /// numbers are given in order and never twice (a rerun of an interrupted one may be on its way).
   std::size_t submitting = 0;

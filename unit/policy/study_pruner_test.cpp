@@ -122,4 +122,18 @@ BOOST_AUTO_TEST_CASE(the_study_dispatches_to_its_pruner_for_running_trials_only)
   BOOST_TEST(prune_reason(spec, objective, trials, 1, 1).empty());
 }
 
+BOOST_AUTO_TEST_CASE(a_restart_reads_the_prune_step_back_from_either_pruners_reason) {
+  asha_settings a;
+  std::vector<trial> trials{curve(0, trial_state::running, {0.9, 0.9, 0.9}),
+                            curve(1, trial_state::running, {0.1, 0.1, 0.1})};
+  BOOST_TEST(pruned_step(asha_prune(a, "acc", true, trials, 1, 1)).value_or(-1) == 1);
+  median_settings m;
+  m.n_startup_trials = 1;
+  trials[0].state = trial_state::complete;
+  BOOST_TEST(pruned_step(median_prune(m, "acc", true, trials, 1, 3)).value_or(-1) == 3);
+  BOOST_TEST(!pruned_step("cancelled while it was running"));
+  BOOST_TEST(!pruned_step("pruned at epoch "));
+  BOOST_TEST(!pruned_step("pruned at epoch 3x"));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
