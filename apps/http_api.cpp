@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -282,6 +283,17 @@ void get_sweep(cdui::server& runtime, const std::string& id, bool csv, httplib::
   } else {
     reply(res, 200, sweep_json(*sweep, runs));
   }
+}
+
+/// The answer to POST /api/sweeps/{id}/cancel and /api/studies/{id}/cancel: 404 when there is no
+/// such `kind` (cancelled is nullopt), else whether the cancel was taken and the state it left.
+void reply_cancel(httplib::Response& res, const std::string& kind, const std::string& id,
+                  std::optional<bool> cancelled, const std::function<json()>& search_json) {
+  if (!cancelled) {
+    refuse(res, 404, "no " + kind + " has the id '" + id + "'");
+    return;
+  }
+  reply(res, 200, {{kind + "_id", id}, {"cancelled", *cancelled}, {"state", search_json()["state"]}});
 }
 
 /// POST /api/estimate {"parameters": N, ...}: the weights, gradients and optimizer state of a model
@@ -823,21 +835,12 @@ void mount_http_api(httplib::Server& http, cdui::server& runtime, http_api_optio
   http.Get(R"(/api/sweeps/([^/]+)/results\.csv)", [&rt](const httplib::Request& req, httplib::Response& res) {
     get_sweep(rt, req.matches[1], true, res);
   });
-  http.Post(R"(/api/sweeps/([^/]+)/cancel)",
-            [&rt, gate](const httplib::Request& req, httplib::Response& res) {
-              if (!authorized(req, res, *gate))
-                return;
-              std::string id = req.matches[1];
-              auto cancelled = rt.cancel_sweep(id);
-              if (!cancelled) {
-                refuse(res, 404, "no sweep has the id '" + id + "'");
-                return;
-              }
-              auto sweep = rt.sweep(id);
-              reply(res, 200, {{"sweep_id", id},
-                               {"cancelled", *cancelled},
-                               {"state", sweep_json(*sweep, rt.sweep_runs(id))["state"]}});
-            });
+  http.Post(R"(/api/sweeps/([^/]+)/cancel)", [&rt, gate](const httplib::Request& req, httplib::Response& res) {
+    if (!authorized(req, res, *gate))
+      return;
+    std::string id = req.matches[1];
+    reply_cancel(res, "sweep", id, rt.cancel_sweep(id), [&] { return sweep_json(*rt.sweep(id), rt.sweep_runs(id)); });
+  });
   http.Post("/api/studies", [&rt, gate](const httplib::Request& req, httplib::Response& res) {
     if (authorized(req, res, *gate))
       post_study(rt, req, res);
@@ -856,21 +859,15 @@ void mount_http_api(httplib::Server& http, cdui::server& runtime, http_api_optio
     }
     reply(res, 200, study_json(*study, study_trials(rt, *study)));
   });
-  http.Post(R"(/api/studies/([^/]+)/cancel)",
-            [&rt, gate](const httplib::Request& req, httplib::Response& res) {
-              if (!authorized(req, res, *gate))
-                return;
-              std::string id = req.matches[1];
-              auto cancelled = rt.cancel_study(id);
-              if (!cancelled) {
-                refuse(res, 404, "no study has the id '" + id + "'");
-                return;
-              }
-              auto study = rt.study(id);
-              reply(res, 200, {{"study_id", id},
-                               {"cancelled", *cancelled},
-                               {"state", study_json(*study, study_trials(rt, *study))["state"]}});
-            });
+  http.Post(R"(/api/studies/([^/]+)/cancel)", [&rt, gate](const httplib::Request& req, httplib::Response& res) {
+    if (!authorized(req, res, *gate))
+      return;
+    std::string id = req.matches[1];
+    reply_cancel(res, "study", id, rt.cancel_study(id), [&] {
+      auto study = rt.study(id);
+      return study_json(*study, study_trials(rt, *study));
+    });
+  });
   http.Post("/api/estimate", [gate](const httplib::Request& req, httplib::Response& res) {
     if (authorized(req, res, *gate))
       post_estimate(req, res);
