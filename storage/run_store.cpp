@@ -1,6 +1,8 @@
 #include "storage/run_store.hpp"
 
 #include <stdexcept>
+#include <string>
+#include <unordered_map>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -122,14 +124,63 @@ CREATE TABLE IF NOT EXISTS shared_cards (
 ) WITHOUT ROWID;
 )sql";
 
-/// A prepared statement, finalized when it goes out of scope.
+} // namespace
+
+/// Prepared statements kept for the store's life, one per SQL text: preparing a run's INSERT
+/// cost more than stepping it (issue 16's profile of a submit). Used under the store's mutex.
+class statement_cache {
+public:
+  struct entry {
+    sqlite3_stmt* stmt = nullptr;
+    bool in_use = false;
+  };
+  statement_cache() = default;
+  statement_cache(const statement_cache&) = delete;
+  statement_cache& operator=(const statement_cache&) = delete;
+  ~statement_cache() { clear(); }
+
+  /// Finalizes every statement: before the connection closes.
+  void clear() {
+    for (auto& [sql, e] : entries_)
+      sqlite3_finalize(e.stmt);
+    entries_.clear();
+  }
+  /// The entry for `sql`, created empty when new.
+  entry& operator[](const char* sql) { return entries_[sql]; }
+
+private:
+  std::unordered_map<std::string, entry> entries_;
+};
+
+namespace {
+
+/// A prepared statement. Made from the store's cache it is borrowed and reset for the next use
+/// when it goes out of scope; otherwise (or when the cached one is in use) finalized then.
 class statement {
 public:
-  statement(sqlite3* db, const char* sql) : db_(db) {
-    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK)
-      throw std::runtime_error(std::string{"SQLite cannot prepare a statement: "} + sqlite3_errmsg(db));
+  statement(sqlite3* db, const char* sql) : db_(db) { prepare(sql); }
+  statement(sqlite3* db, statement_cache& cache, const char* sql) : db_(db) {
+    auto& e = cache[sql];
+    if (e.in_use) {
+      prepare(sql);
+      return;
+    }
+    if (!e.stmt) {
+      prepare(sql);
+      e.stmt = stmt_;
+    }
+    stmt_ = e.stmt;
+    borrowed_ = &e;
+    e.in_use = true;
   }
-  ~statement() { sqlite3_finalize(stmt_); }
+  ~statement() {
+    if (!borrowed_) {
+      sqlite3_finalize(stmt_);
+      return;
+    }
+    reset();
+    borrowed_->in_use = false;
+  }
   /// Ready to step again with new bindings.
   void reset() {
     sqlite3_reset(stmt_);
@@ -169,8 +220,14 @@ public:
   double real(int col) const { return sqlite3_column_double(stmt_, col); }
 
 private:
+  void prepare(const char* sql) {
+    if (sqlite3_prepare_v2(db_, sql, -1, &stmt_, nullptr) != SQLITE_OK)
+      throw std::runtime_error(std::string{"SQLite cannot prepare a statement: "} + sqlite3_errmsg(db_));
+  }
+
   sqlite3* db_;
   sqlite3_stmt* stmt_ = nullptr;
+  statement_cache::entry* borrowed_ = nullptr;
 };
 
 void exec(sqlite3* db, const char* sql) {
@@ -259,15 +316,24 @@ constexpr const char* prefixed_run_columns =
 
 constexpr const char* insert_run_sql =
   "INSERT INTO runs (id, name, graph, options, status, error, queue_key, created_ms, started_ms, "
-  "finished_ms, final_metrics) VALUES (?,?,?,?,?,?,?,?,?,?,?)";
+  "finished_ms, final_metrics) VALUES (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING";
 
-/// Binds a run to insert_run_sql and steps it.
-void insert_run(statement& s, const stored_run& run) {
-  const auto& i = run.info;
-  s.bind(1, i.id).bind(2, i.name).bind(3, run.graph_json).bind(4, i.options);
-  s.bind(5, std::string{to_string(i.status)}).bind(6, i.error).bind(7, i.queue_key);
-  s.bind(8, i.created_ms).bind(9, i.started_ms).bind(10, i.finished_ms).bind(11, i.final_metrics);
-  s.step();
+/// Inserts `run` through insert_run_sql. While its id is in the store already, it is given
+/// `fresh_id()` and inserted again; without a `fresh_id`, a taken id is an error.
+void insert_run(sqlite3* db, statement& s, stored_run& run, const id_source& fresh_id) {
+  for (;;) {
+    const auto& i = run.info;
+    s.reset();
+    s.bind(1, i.id).bind(2, i.name).bind(3, run.graph_json).bind(4, i.options);
+    s.bind(5, std::string{to_string(i.status)}).bind(6, i.error).bind(7, i.queue_key);
+    s.bind(8, i.created_ms).bind(9, i.started_ms).bind(10, i.finished_ms).bind(11, i.final_metrics);
+    s.step();
+    if (sqlite3_changes(db) == 1)
+      return;
+    if (!fresh_id)
+      throw std::runtime_error("SQLite: run id '" + i.id + "' is in the store already");
+    run.info.id = fresh_id();
+  }
 }
 
 constexpr const char* sweep_columns =
@@ -316,7 +382,8 @@ stored_run read_run(const statement& s) {
 
 } // namespace
 
-run_store::run_store(const std::filesystem::path& file, check depth) {
+run_store::run_store(const std::filesystem::path& file, check depth)
+    : statements_{std::make_unique<statement_cache>()} {
   make_store_private(file);
   if (sqlite3_open(file.c_str(), &db_) != SQLITE_OK) {
     std::string why = db_ ? sqlite3_errmsg(db_) : "out of memory";
@@ -350,28 +417,28 @@ run_store::run_store(const std::filesystem::path& file, check depth) {
 }
 
 run_store::~run_store() {
+  statements_->clear();
   sqlite3_close(db_);
 }
 
 void run_store::insert(const stored_run& run) {
+  auto copy = run;
   std::lock_guard lock{mutex_};
-  statement s{db_, insert_run_sql};
-  insert_run(s, run);
+  statement s{db_, *statements_, insert_run_sql};
+  insert_run(db_, s, copy, {});
 }
 
-void run_store::insert(const std::vector<stored_run>& runs) {
+void run_store::insert(std::vector<stored_run>& runs, const id_source& fresh_id) {
   std::lock_guard lock{mutex_};
   transaction tx{db_};
-  statement s{db_, insert_run_sql};
-  for (const auto& run : runs) {
-    s.reset();
-    insert_run(s, run);
-  }
+  statement s{db_, *statements_, insert_run_sql};
+  for (auto& run : runs)
+    insert_run(db_, s, run, fresh_id);
   tx.commit();
 }
 
 void run_store::insert_record(const search_tables& t, const sweep_record& record) {
-  statement w{db_, sql({"INSERT INTO ", t.records, " (id, name, graph, spec, objective, options, state, "
+  statement w{db_, *statements_, sql({"INSERT INTO ", t.records, " (id, name, graph, spec, objective, options, state, "
                         "cancel_asked, created_ms, finished_ms) VALUES (?,?,?,?,?,?,?,?,?,?)"}).c_str()};
   w.bind(1, record.id).bind(2, record.name).bind(3, record.graph_json).bind(4, record.spec);
   w.bind(5, record.objective).bind(6, record.options).bind(7, record.state);
@@ -379,16 +446,15 @@ void run_store::insert_record(const search_tables& t, const sweep_record& record
   w.step();
 }
 
-void run_store::insert_sweep(const sweep_record& sweep, const std::vector<stored_run>& runs,
-                             const std::vector<std::string>& params) {
+void run_store::insert_sweep(const sweep_record& sweep, std::vector<stored_run>& runs,
+                             const std::vector<std::string>& params, const id_source& fresh_id) {
   std::lock_guard lock{mutex_};
   transaction tx{db_};
   insert_record(sweep_tables, sweep);
-  statement r{db_, insert_run_sql};
-  statement link{db_, "INSERT INTO sweep_runs (sweep_id, idx, run_id, params) VALUES (?,?,?,?)"};
+  statement r{db_, *statements_, insert_run_sql};
+  statement link{db_, *statements_, "INSERT INTO sweep_runs (sweep_id, idx, run_id, params) VALUES (?,?,?,?)"};
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    r.reset();
-    insert_run(r, runs[i]);
+    insert_run(db_, r, runs[i], fresh_id);
     link.reset();
     link.bind(1, sweep.id).bind(2, static_cast<std::int64_t>(i)).bind(3, runs[i].info.id);
     link.bind(4, i < params.size() ? params[i] : std::string{"{}"});
@@ -398,14 +464,14 @@ void run_store::insert_sweep(const sweep_record& sweep, const std::vector<stored
 }
 
 void run_store::insert_trial(const sweep_record* study, const std::string& study_id, std::size_t number,
-                             const stored_run& run, const std::string& params) {
+                             stored_run& run, const std::string& params, const id_source& fresh_id) {
   std::lock_guard lock{mutex_};
   transaction tx{db_};
   if (study)
     insert_record(study_tables, *study);
-  statement r{db_, insert_run_sql};
-  insert_run(r, run);
-  statement link{db_, "INSERT OR REPLACE INTO study_trials (study_id, idx, run_id, params) VALUES (?,?,?,?)"};
+  statement r{db_, *statements_, insert_run_sql};
+  insert_run(db_, r, run, fresh_id);
+  statement link{db_, *statements_, "INSERT OR REPLACE INTO study_trials (study_id, idx, run_id, params) VALUES (?,?,?,?)"};
   link.bind(1, study_id).bind(2, static_cast<std::int64_t>(number)).bind(3, run.info.id).bind(4, params);
   link.step();
   tx.commit();
@@ -413,7 +479,7 @@ void run_store::insert_trial(const sweep_record* study, const std::string& study
 
 void run_store::update_record(const search_tables& t, const sweep_record& record) {
   std::lock_guard lock{mutex_};
-  statement s{db_, sql({"UPDATE ", t.records, " SET state=?, cancel_asked=?, finished_ms=? WHERE id=?"}).c_str()};
+  statement s{db_, *statements_, sql({"UPDATE ", t.records, " SET state=?, cancel_asked=?, finished_ms=? WHERE id=?"}).c_str()};
   s.bind(1, record.state).bind(2, std::int64_t{record.cancel_asked}).bind(3, record.finished_ms);
   s.bind(4, record.id);
   s.step();
@@ -421,7 +487,7 @@ void run_store::update_record(const search_tables& t, const sweep_record& record
 
 std::optional<sweep_record> run_store::find_record(const search_tables& t, const std::string& id) const {
   std::lock_guard lock{mutex_};
-  statement s{db_, sql({"SELECT ", sweep_columns, " FROM ", t.records, " WHERE id=?"}).c_str()};
+  statement s{db_, *statements_, sql({"SELECT ", sweep_columns, " FROM ", t.records, " WHERE id=?"}).c_str()};
   s.bind(1, id);
   if (!s.step())
     return std::nullopt;
@@ -430,7 +496,7 @@ std::optional<sweep_record> run_store::find_record(const search_tables& t, const
 
 std::vector<sweep_record> run_store::records(const search_tables& t, bool active_only) const {
   std::lock_guard lock{mutex_};
-  statement s{db_, sql({"SELECT ", sweep_columns, " FROM ", t.records,
+  statement s{db_, *statements_, sql({"SELECT ", sweep_columns, " FROM ", t.records,
                         active_only ? " WHERE state='active' ORDER BY seq" : " ORDER BY seq DESC"})
                      .c_str()};
   std::vector<sweep_record> out;
@@ -441,7 +507,7 @@ std::vector<sweep_record> run_store::records(const search_tables& t, bool active
 
 std::vector<sweep_child> run_store::children(const search_tables& t, const std::string& owner_id) const {
   std::lock_guard lock{mutex_};
-  statement s{db_, sql({"SELECT ", prefixed_run_columns, ", l.idx, l.params FROM ", t.links,
+  statement s{db_, *statements_, sql({"SELECT ", prefixed_run_columns, ", l.idx, l.params FROM ", t.links,
                         " l JOIN runs r ON r.id = l.run_id WHERE l.", t.owner, "=? ORDER BY l.idx"})
                      .c_str()};
   s.bind(1, owner_id);
@@ -490,7 +556,7 @@ std::vector<sweep_child> run_store::study_trials(const std::string& study_id) co
 
 void run_store::update(const run_info& i) {
   std::lock_guard lock{mutex_};
-  statement s{db_, "UPDATE runs SET status=?, error=?, queue_key=?, started_ms=?, finished_ms=?, "
+  statement s{db_, *statements_, "UPDATE runs SET status=?, error=?, queue_key=?, started_ms=?, finished_ms=?, "
                    "final_metrics=?, options=? WHERE id=?"};
   s.bind(1, std::string{to_string(i.status)}).bind(2, i.error).bind(3, i.queue_key);
   s.bind(4, i.started_ms).bind(5, i.finished_ms).bind(6, i.final_metrics).bind(7, i.options).bind(8, i.id);
@@ -504,8 +570,8 @@ void run_store::append_event(const std::string& run_id, const run_event& e) {
 void run_store::append_events(const std::string& run_id, const std::vector<run_event>& events) {
   std::lock_guard lock{mutex_};
   transaction tx{db_};
-  statement s{db_, "INSERT INTO events (run_id, cursor, time_ms, type, data) VALUES (?,?,?,?,?)"};
-  statement m{db_, "INSERT INTO metrics (run_id, node, name, step, value, time_ms) "
+  statement s{db_, *statements_, "INSERT INTO events (run_id, cursor, time_ms, type, data) VALUES (?,?,?,?,?)"};
+  statement m{db_, *statements_, "INSERT INTO metrics (run_id, node, name, step, value, time_ms) "
                    "VALUES (?,?,?,?,?,?)"};
   for (const auto& e : events) {
     s.reset();
@@ -529,7 +595,7 @@ void run_store::append_events(const std::string& run_id, const std::vector<run_e
 std::vector<run_event> run_store::events_after(const std::string& run_id, std::uint64_t cursor,
                                                std::size_t limit) const {
   std::lock_guard lock{mutex_};
-  statement s{db_, "SELECT cursor, time_ms, type, data FROM events WHERE run_id=? AND cursor>? "
+  statement s{db_, *statements_, "SELECT cursor, time_ms, type, data FROM events WHERE run_id=? AND cursor>? "
                    "ORDER BY cursor LIMIT ?"};
   s.bind(1, run_id).bind(2, static_cast<std::int64_t>(cursor));
   s.bind(3, static_cast<std::int64_t>(limit));
@@ -541,7 +607,7 @@ std::vector<run_event> run_store::events_after(const std::string& run_id, std::u
 
 std::uint64_t run_store::last_cursor(const std::string& run_id) const {
   std::lock_guard lock{mutex_};
-  statement s{db_, "SELECT COALESCE(MAX(cursor), 0) FROM events WHERE run_id=?"};
+  statement s{db_, *statements_, "SELECT COALESCE(MAX(cursor), 0) FROM events WHERE run_id=?"};
   s.bind(1, run_id);
   s.step();
   return static_cast<std::uint64_t>(s.integer(0));
@@ -550,7 +616,7 @@ std::uint64_t run_store::last_cursor(const std::string& run_id) const {
 std::optional<run_event> run_store::last_event(const std::string& run_id, const std::string& type) const {
   std::lock_guard lock{mutex_};
   // Backwards along the primary key (run_id, cursor): a busy run's latest progress is near its end.
-  statement s{db_, "SELECT cursor, time_ms, type, data FROM events WHERE run_id=? AND type=? "
+  statement s{db_, *statements_, "SELECT cursor, time_ms, type, data FROM events WHERE run_id=? AND type=? "
                    "ORDER BY cursor DESC LIMIT 1"};
   s.bind(1, run_id).bind(2, type);
   if (!s.step())
@@ -560,7 +626,7 @@ std::optional<run_event> run_store::last_event(const std::string& run_id, const 
 
 std::optional<stored_run> run_store::find(const std::string& run_id) const {
   std::lock_guard lock{mutex_};
-  statement s{db_, (std::string{"SELECT "} + run_columns + " FROM runs WHERE id=?").c_str()};
+  statement s{db_, *statements_, (std::string{"SELECT "} + run_columns + " FROM runs WHERE id=?").c_str()};
   s.bind(1, run_id);
   if (!s.step())
     return std::nullopt;
@@ -606,13 +672,13 @@ run_page run_store::list(const run_filter& filter, std::size_t limit, std::size_
   auto [where, texts] = where_clause(filter);
   run_page page;
   {
-    statement s{db_, ("SELECT COUNT(*) FROM runs" + where).c_str()};
+    statement s{db_, *statements_, ("SELECT COUNT(*) FROM runs" + where).c_str()};
     for (std::size_t i = 0; i < texts.size(); ++i)
       s.bind(static_cast<int>(i + 1), texts[i]);
     s.step();
     page.total = static_cast<std::uint64_t>(s.integer(0));
   }
-  statement s{db_, (std::string{"SELECT "} + run_columns + " FROM runs" + where
+  statement s{db_, *statements_, (std::string{"SELECT "} + run_columns + " FROM runs" + where
                     + " ORDER BY seq DESC LIMIT ? OFFSET ?")
                      .c_str()};
   int i = 1;
@@ -627,7 +693,7 @@ run_page run_store::list(const run_filter& filter, std::size_t limit, std::size_
 
 std::vector<stored_run> run_store::unfinished() const {
   std::lock_guard lock{mutex_};
-  statement s{db_, (std::string{"SELECT "} + run_columns
+  statement s{db_, *statements_, (std::string{"SELECT "} + run_columns
                     + " FROM runs WHERE status IN ('queued', 'running') ORDER BY seq")
                      .c_str()};
   std::vector<stored_run> out;
@@ -639,7 +705,7 @@ std::vector<stored_run> run_store::unfinished() const {
 std::vector<metric_point> run_store::metrics(const std::string& run_id,
                                              const std::string& name) const {
   std::lock_guard lock{mutex_};
-  statement s{db_, name.empty() ? "SELECT node, name, step, value, time_ms FROM metrics "
+  statement s{db_, *statements_, name.empty() ? "SELECT node, name, step, value, time_ms FROM metrics "
                                   "WHERE run_id=? ORDER BY rowid"
                                 : "SELECT node, name, step, value, time_ms FROM metrics "
                                   "WHERE run_id=? AND name=? ORDER BY rowid"};
@@ -654,14 +720,14 @@ std::vector<metric_point> run_store::metrics(const std::string& run_id,
 
 void run_store::add_artifact(const std::string& run_id, const artifact& file) {
   std::lock_guard lock{mutex_};
-  statement s{db_, "INSERT OR REPLACE INTO artifacts (run_id, path, bytes) VALUES (?,?,?)"};
+  statement s{db_, *statements_, "INSERT OR REPLACE INTO artifacts (run_id, path, bytes) VALUES (?,?,?)"};
   s.bind(1, run_id).bind(2, file.path).bind(3, static_cast<std::int64_t>(file.bytes));
   s.step();
 }
 
 std::vector<artifact> run_store::artifacts(const std::string& run_id) const {
   std::lock_guard lock{mutex_};
-  statement s{db_, "SELECT path, bytes FROM artifacts WHERE run_id=? ORDER BY path"};
+  statement s{db_, *statements_, "SELECT path, bytes FROM artifacts WHERE run_id=? ORDER BY path"};
   s.bind(1, run_id);
   std::vector<artifact> out;
   while (s.step())
@@ -671,7 +737,7 @@ std::vector<artifact> run_store::artifacts(const std::string& run_id) const {
 
 std::map<run_status, std::size_t> run_store::count_by_status() const {
   std::lock_guard lock{mutex_};
-  statement s{db_, "SELECT status, COUNT(*) FROM runs GROUP BY status"};
+  statement s{db_, *statements_, "SELECT status, COUNT(*) FROM runs GROUP BY status"};
   std::map<run_status, std::size_t> out;
   while (s.step())
     if (auto status = parse_run_status(s.text(0)))
@@ -681,7 +747,7 @@ std::map<run_status, std::size_t> run_store::count_by_status() const {
 
 std::map<std::string, std::size_t> run_store::count_by_error(run_status status) const {
   std::lock_guard lock{mutex_};
-  statement s{db_, "SELECT error, COUNT(*) FROM runs WHERE status=? GROUP BY error"};
+  statement s{db_, *statements_, "SELECT error, COUNT(*) FROM runs WHERE status=? GROUP BY error"};
   s.bind(1, std::string{to_string(status)});
   std::map<std::string, std::size_t> out;
   while (s.step())
@@ -694,11 +760,11 @@ bool run_store::erase(const std::string& run_id) {
   transaction tx{db_};
   for (const char* sql : {"DELETE FROM events WHERE run_id=?", "DELETE FROM metrics WHERE run_id=?",
                           "DELETE FROM artifacts WHERE run_id=?"}) {
-    statement s{db_, sql};
+    statement s{db_, *statements_, sql};
     s.bind(1, run_id);
     s.step();
   }
-  statement s{db_, "DELETE FROM runs WHERE id=?"};
+  statement s{db_, *statements_, "DELETE FROM runs WHERE id=?"};
   s.bind(1, run_id);
   s.step();
   bool erased = sqlite3_changes(db_) > 0;
@@ -709,7 +775,7 @@ bool run_store::erase(const std::string& run_id) {
 void run_store::put_worker(const enrolled_worker& w) {
   std::lock_guard lock{mutex_};
   // A re-key keeps the worker's enrolled_ms.
-  statement s{db_, "INSERT INTO workers (name, credential_hash, enrolled_ms, rekeyed_ms) "
+  statement s{db_, *statements_, "INSERT INTO workers (name, credential_hash, enrolled_ms, rekeyed_ms) "
                    "VALUES (?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET "
                    "credential_hash = excluded.credential_hash, rekeyed_ms = excluded.rekeyed_ms"};
   s.bind(1, w.name).bind(2, w.credential_hash).bind(3, w.enrolled_ms).bind(4, w.rekeyed_ms);
@@ -718,7 +784,7 @@ void run_store::put_worker(const enrolled_worker& w) {
 
 bool run_store::remove_worker(const std::string& name) {
   std::lock_guard lock{mutex_};
-  statement s{db_, "DELETE FROM workers WHERE name=?"};
+  statement s{db_, *statements_, "DELETE FROM workers WHERE name=?"};
   s.bind(1, name);
   s.step();
   return sqlite3_changes(db_) > 0;
@@ -726,7 +792,7 @@ bool run_store::remove_worker(const std::string& name) {
 
 std::vector<enrolled_worker> run_store::enrolled_workers() const {
   std::lock_guard lock{mutex_};
-  statement s{db_, "SELECT name, credential_hash, enrolled_ms, rekeyed_ms FROM workers ORDER BY name"};
+  statement s{db_, *statements_, "SELECT name, credential_hash, enrolled_ms, rekeyed_ms FROM workers ORDER BY name"};
   std::vector<enrolled_worker> out;
   while (s.step())
     out.push_back({s.text(0), s.text(1), s.integer(2), s.integer(3)});
@@ -737,11 +803,11 @@ void run_store::set_shared(const std::string& offerer, const std::string& device
                            std::int64_t now_ms) {
   std::lock_guard lock{mutex_};
   if (shared) {
-    statement s{db_, "INSERT OR REPLACE INTO shared_cards (offerer, device, shared_ms) VALUES (?, ?, ?)"};
+    statement s{db_, *statements_, "INSERT OR REPLACE INTO shared_cards (offerer, device, shared_ms) VALUES (?, ?, ?)"};
     s.bind(1, offerer).bind(2, device).bind(3, now_ms);
     s.step();
   } else {
-    statement s{db_, "DELETE FROM shared_cards WHERE offerer=? AND device=?"};
+    statement s{db_, *statements_, "DELETE FROM shared_cards WHERE offerer=? AND device=?"};
     s.bind(1, offerer).bind(2, device);
     s.step();
   }
@@ -749,7 +815,7 @@ void run_store::set_shared(const std::string& offerer, const std::string& device
 
 std::vector<shared_card> run_store::shared_cards() const {
   std::lock_guard lock{mutex_};
-  statement s{db_, "SELECT offerer, device, shared_ms FROM shared_cards ORDER BY offerer, device"};
+  statement s{db_, *statements_, "SELECT offerer, device, shared_ms FROM shared_cards ORDER BY offerer, device"};
   std::vector<shared_card> out;
   while (s.step())
     out.push_back({s.text(0), s.text(1), s.integer(2)});
@@ -758,7 +824,7 @@ std::vector<shared_card> run_store::shared_cards() const {
 
 void run_store::put_peak(const std::string& memory_key, int cards, const measured_peak_row& peak) {
   std::lock_guard lock{mutex_};
-  statement s{db_, "INSERT OR REPLACE INTO measured_peaks (memory_key, cards, bytes, run_id, "
+  statement s{db_, *statements_, "INSERT OR REPLACE INTO measured_peaks (memory_key, cards, bytes, run_id, "
                    "measured_ms) VALUES (?, ?, ?, ?, ?)"};
   s.bind(1, memory_key).bind(2, static_cast<std::int64_t>(cards)).bind(3, peak.bytes).bind(4, peak.run_id)
     .bind(5, peak.measured_ms);
@@ -767,7 +833,7 @@ void run_store::put_peak(const std::string& memory_key, int cards, const measure
 
 std::optional<measured_peak_row> run_store::peak(const std::string& memory_key, int cards) const {
   std::lock_guard lock{mutex_};
-  statement s{db_, "SELECT bytes, run_id, measured_ms FROM measured_peaks WHERE memory_key=? AND cards=?"};
+  statement s{db_, *statements_, "SELECT bytes, run_id, measured_ms FROM measured_peaks WHERE memory_key=? AND cards=?"};
   s.bind(1, memory_key).bind(2, static_cast<std::int64_t>(cards));
   if (!s.step())
     return std::nullopt;

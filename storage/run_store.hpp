@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -20,6 +21,10 @@ namespace cdui::storage {
 
 /// A sweep's or a study's tables (run_store.cpp).
 struct search_tables;
+class statement_cache;
+
+/// A new id for a run whose id is taken (run_store's inserts).
+using id_source = std::function<std::string()>;
 
 /// A run as the store keeps it: what anyone may ask, plus the graph it executes.
 struct stored_run {
@@ -115,16 +120,18 @@ public:
   run_store(const run_store&) = delete;
   run_store& operator=(const run_store&) = delete;
 
-  /// Records a new run; its submit order is the order of these calls.
+  /// Records a new run; its submit order is the order of these calls. Its id must be new.
   void insert(const stored_run& run);
   /// Records new runs in their order in one transaction (one commit for many submits): all of
-  /// them or, on an error, none.
-  void insert(const std::vector<stored_run>& runs);
+  /// them or, on an error, none. A run whose id is in the store already is given `fresh_id()`
+  /// (until one is free) and recorded under it, so runs[i].info.id is the id it has now; without
+  /// a `fresh_id`, a taken id is an error. (The id's check costs no read of its own.)
+  void insert(std::vector<stored_run>& runs, const id_source& fresh_id = {});
 
   /// Records a sweep with all its runs (in their order) and each one's params, in one transaction:
-  /// all of them or, on an error, none.
-  void insert_sweep(const sweep_record& sweep, const std::vector<stored_run>& runs,
-                    const std::vector<std::string>& params);
+  /// all of them or, on an error, none. Taken ids as for insert().
+  void insert_sweep(const sweep_record& sweep, std::vector<stored_run>& runs,
+                    const std::vector<std::string>& params, const id_source& fresh_id = {});
   /// Writes a sweep's state, cancel_asked and finished_ms.
   void update_sweep(const sweep_record& sweep);
   [[nodiscard]] std::optional<sweep_record> find_sweep(const std::string& id) const;
@@ -139,7 +146,7 @@ public:
   /// its first trial). A trial recorded already (its run ended interrupted by a restart) is linked
   /// to the new run instead.
   void insert_trial(const sweep_record* study, const std::string& study_id, std::size_t number,
-                    const stored_run& run, const std::string& params);
+                    stored_run& run, const std::string& params, const id_source& fresh_id = {});
   void update_study(const sweep_record& study);
   [[nodiscard]] std::optional<sweep_record> find_study(const std::string& id) const;
   /// Studies newest first; `active_only`: those still active, oldest first.
@@ -228,6 +235,8 @@ private:
 
   sqlite3* db_ = nullptr;
   mutable std::mutex mutex_;
+  /// Prepared statements by SQL text, used under mutex_.
+  std::unique_ptr<statement_cache> statements_;
 };
 
 } // namespace cdui::storage

@@ -370,7 +370,8 @@ void append_stored_event(storage::run_store& store, storage::run_directory* dir,
 caf::behavior run_actor(self_ptr self, run_setup setup, run_queue_actor queue) {
   self->state.setup = std::move(setup);
   self->state.queue = std::move(queue);
-  self->state.last_cursor = self->state.setup.store->last_cursor(self->state.setup.info.id);
+  if (self->state.setup.has_events)
+    self->state.last_cursor = self->state.setup.store->last_cursor(self->state.setup.info.id);
   return guarded_behavior(
     "run",
     [=](atoms::place, const std::string& worker, const std::vector<std::string>& devices,

@@ -54,6 +54,9 @@ struct run_setup {
   /// A local run executes as `exec_binary exec --pipe RUNDIR`, a process of its own (cdui start
   /// --isolation process); empty: on a thread of this process.
   std::filesystem::path exec_binary;
+  /// A run just submitted has no events yet; one recovered from the store starts after the last
+  /// it has there (read when the actor starts).
+  bool has_events = true;
 };
 
 /// Someone waiting for events after `cursor`.

@@ -61,8 +61,7 @@ std::string random_id() {
 
 std::string new_run_id(const run_queue_state& st) {
   for (;;)
-    if (auto id = random_id(); !st.unrecorded_ids.count(id) && !std::filesystem::exists(st.cfg.home / "runs" / id)
-                               && !st.cfg.store->find(id))
+    if (auto id = random_id(); !st.unrecorded_ids.count(id) && !std::filesystem::exists(st.cfg.home / "runs" / id))
       return id;
 }
 

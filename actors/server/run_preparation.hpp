@@ -51,8 +51,9 @@ struct prepared_run {
 /// 8 random hex digits (run and sweep ids). Thread-safe.
 [[nodiscard]] std::string random_id();
 
-/// A fresh run id: 8 hex digits that name no run folder, no stored run and no submit waiting to be
-/// recorded.
+/// A fresh run id: 8 hex digits that name no run folder and no submit waiting to be recorded. One
+/// that a stored run has is drawn again as the run is recorded (run_store's inserts, within their
+/// transaction: no read of its own per submit).
 [[nodiscard]] std::string new_run_id(const run_queue_state& st);
 
 } // namespace cdui::actors

@@ -166,7 +166,7 @@ void queue_parts::record_submits(self_ptr self) {
     rows.push_back({s->run.setup.info, s->request.graph_json});
   try {
     // Recorded before any is acknowledged: a crash after this line loses none of them.
-    st.cfg.store->insert(rows);
+    st.cfg.store->insert(rows, [&] { return new_run_id(st); });
   } catch (const std::exception& e) {
     // The server's own failure (a full disk, say), not the request's: 503, not 400.
     refuse_all(std::string{"the server cannot record the run: "} + e.what());
@@ -174,7 +174,9 @@ void queue_parts::record_submits(self_ptr self) {
   }
   std::vector<submit_result> answers;
   answers.reserve(batch.size());
-  for (auto& s : batch) {
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    auto& s = batch[i];
+    take_recorded_id(st, s->run, rows[i].info.id);
     submit_result answer{s->run.setup.info.id, "", false, {}};
     for (const auto& [kind, message] : s->run.warnings)
       answer.warnings.push_back({kind, message});
@@ -203,6 +205,14 @@ void queue_parts::give_identity(run_queue_state& st, prepared_run& p, const run_
   info.options = json_text(policy::options_json(req));
   // Its folder is made when it starts (run_actor): a queued run is in the store alone.
   p.setup.context.run_dir = st.cfg.home / "runs" / info.id;
+  p.setup.has_events = false;  // a new run: nothing to read back from the store
+}
+
+void queue_parts::take_recorded_id(run_queue_state& st, prepared_run& p, const std::string& recorded) {
+  if (p.setup.info.id == recorded)
+    return;
+  p.setup.info.id = recorded;
+  p.setup.context.run_dir = st.cfg.home / "runs" / recorded;
 }
 
 namespace {

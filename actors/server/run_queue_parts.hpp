@@ -42,6 +42,9 @@ void record_submits(self_ptr self);
 /// Gives a prepared run its id, name, creation time, stored options and the path of its folder,
 /// which is made when the run starts.
 void give_identity(run_queue_state& st, prepared_run& p, const run_request& req, std::string id);
+/// Renames a prepared run the store recorded under another id than it was given (its id was taken
+/// in the store: run_store's inserts then draw another, through new_run_id).
+void take_recorded_id(run_queue_state& st, prepared_run& p, const std::string& recorded);
 /// A sweep (run_queue_sweeps.cpp): every variant checked as a submit is, then all of them recorded
 /// in one transaction and queued, or, when one is refused, none, with its refusal. Variants with a
 /// budget on cards shared by memory are judged on the memory ledger's figures first (answered then).

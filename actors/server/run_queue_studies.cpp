@@ -22,8 +22,10 @@ submit_result queue_parts::submit_trial(self_ptr self, trial_submission& t) {
     give_identity(st, p, t.run, new_run_id(st));
     // One transaction: a crash leaves the trial with its run, or neither, so a restarted study
     // neither loses nor repeats it.
-    st.cfg.store->insert_trial(t.study.id.empty() ? nullptr : &t.study, t.study_id, t.number,
-                               {p.setup.info, t.run.graph_json}, t.params);
+    storage::stored_run row{p.setup.info, t.run.graph_json};
+    st.cfg.store->insert_trial(t.study.id.empty() ? nullptr : &t.study, t.study_id, t.number, row, t.params,
+                               [&] { return new_run_id(st); });
+    take_recorded_id(st, p, row.info.id);
   } catch (const std::exception& e) {
     return refusal(std::string{"the server cannot record the trial: "} + e.what(), true);
   }

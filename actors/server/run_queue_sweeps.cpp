@@ -1,7 +1,6 @@
 // The run queue's part for sweeps: a sweep's runs are queued all together or not at all.
 
 #include <memory>
-#include <set>
 
 #include <caf/all.hpp>
 
@@ -74,23 +73,22 @@ sweep_submit_result record_sweep(self_ptr self, checked_sweep& s) {
   answer.sweep_id = s.submission.sweep.id;
   std::vector<storage::stored_run> rows;
   rows.reserve(s.ready.size());
-  std::set<std::string> taken;
   try {
+    // Ids the store has already are drawn again as each run is recorded (inside the transaction).
     for (std::size_t i = 0; i < s.ready.size(); ++i) {
-      auto id = new_run_id(st);
-      while (!taken.insert(id).second)
-        id = new_run_id(st);
-      give_identity(st, s.ready[i], runs[i], id);
+      give_identity(st, s.ready[i], runs[i], new_run_id(st));
       rows.push_back({s.ready[i].setup.info, runs[i].graph_json});
-      answer.run_ids.push_back(id);
     }
     // One transaction: a crash leaves the whole sweep recorded, or none of it.
-    st.cfg.store->insert_sweep(s.submission.sweep, rows, s.submission.params);
+    st.cfg.store->insert_sweep(s.submission.sweep, rows, s.submission.params, [&] { return new_run_id(st); });
   } catch (const std::exception& e) {
     return sweep_refusal(std::string{"the server cannot record the sweep: "} + e.what(), true);
   }
-  for (std::size_t i = 0; i < s.ready.size(); ++i)
+  for (std::size_t i = 0; i < s.ready.size(); ++i) {
+    take_recorded_id(st, s.ready[i], rows[i].info.id);
+    answer.run_ids.push_back(rows[i].info.id);
     launch(self, std::move(s.ready[i]), runs[i]);
+  }
   pump(self);
   return answer;
 }

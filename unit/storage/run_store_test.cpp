@@ -360,8 +360,8 @@ BOOST_AUTO_TEST_CASE(a_sweep_and_its_runs_are_written_together_and_read_back_in_
   cdui::test::temp_home home;
   run_store store{home.path() / "cdui.db"};
   auto sweep = make_record("w1", "lr sweep", R"({"method":"grid"})");
-  store.insert_sweep(sweep, {make_run("c"), make_run("a"), make_run("b")},
-                     {R"({"opt.lr":0.1})", R"({"opt.lr":0.2})", R"({"opt.lr":0.3})"});
+  std::vector<stored_run> runs{make_run("c"), make_run("a"), make_run("b")};
+  store.insert_sweep(sweep, runs, {R"({"opt.lr":0.1})", R"({"opt.lr":0.2})", R"({"opt.lr":0.3})"});
   auto children = store.sweep_children("w1");
   BOOST_REQUIRE_EQUAL(children.size(), 3u);
   BOOST_TEST(children[0].run.id == "c");
@@ -380,35 +380,57 @@ BOOST_AUTO_TEST_CASE(a_sweep_and_its_runs_are_written_together_and_read_back_in_
   BOOST_TEST(again->finished_ms == 9);
   BOOST_TEST(store.sweeps(true).empty());
   BOOST_TEST(store.sweeps().size() == 1u);
-  // A run id taken already: nothing of the second sweep is written.
+  // A run id taken already, with nothing to draw another: nothing of the second sweep is written.
   sweep.id = "w2";
-  BOOST_CHECK_THROW(store.insert_sweep(sweep, {make_run("d"), make_run("a")}, {"{}", "{}"}), std::exception);
+  std::vector<stored_run> taken{make_run("d"), make_run("a")};
+  BOOST_CHECK_THROW(store.insert_sweep(sweep, taken, {"{}", "{}"}), std::exception);
   BOOST_TEST(!store.find_sweep("w2"));
   BOOST_TEST(!store.find("d"));
   BOOST_TEST(store.sweep_children("w2").empty());
+  // With new ids to draw, the taken one is recorded under the next free one, and linked by it.
+  std::vector<std::string> draws{"b", "e"};  // "b" is taken too
+  store.insert_sweep(sweep, taken, {"{}", "{}"}, [&] {
+    auto id = draws.front();
+    draws.erase(draws.begin());
+    return id;
+  });
+  BOOST_TEST(taken[0].info.id == "d");
+  BOOST_TEST(taken[1].info.id == "e");
+  auto w2 = store.sweep_children("w2");
+  BOOST_REQUIRE_EQUAL(w2.size(), 2u);
+  BOOST_TEST(w2[1].run.id == "e");
 }
 
 BOOST_AUTO_TEST_CASE(runs_inserted_together_are_recorded_in_their_order_all_or_none) {
   cdui::test::temp_home home;
   run_store store{home.path() / "cdui.db"};
-  store.insert(std::vector<stored_run>{make_run("c"), make_run("a"), make_run("b")});
+  std::vector<stored_run> runs{make_run("c"), make_run("a"), make_run("b")};
+  store.insert(runs);
   auto open = store.unfinished();  // in submit order
   BOOST_REQUIRE_EQUAL(open.size(), 3u);
   BOOST_TEST(open[0].info.id == "c");
   BOOST_TEST(open[1].info.id == "a");
   BOOST_TEST(open[2].info.id == "b");
-  // A run id taken already: none of them is written.
-  BOOST_CHECK_THROW(store.insert(std::vector<stored_run>{make_run("d"), make_run("a")}), std::exception);
+  // A run id taken already, with nothing to draw another: none of them is written.
+  std::vector<stored_run> taken{make_run("d"), make_run("a")};
+  BOOST_CHECK_THROW(store.insert(taken), std::exception);
   BOOST_TEST(!store.find("d"));
   BOOST_TEST(store.unfinished().size() == 3u);
+  // With a new id to draw, the taken one is recorded under it; the stored "a" is left as it was.
+  store.insert(taken, [] { return std::string{"f"}; });
+  BOOST_TEST(taken[1].info.id == "f");
+  BOOST_TEST(store.find("f").has_value());
+  BOOST_TEST(store.unfinished().size() == 5u);
 }
 
 BOOST_AUTO_TEST_CASE(a_trial_is_written_with_its_run_and_a_trial_run_again_is_linked_to_its_new_run) {
   cdui::test::temp_home home;
   run_store store{home.path() / "cdui.db"};
   cdui::study_record study = make_record("s1", "lr study", R"({"budget":{"trials":3}})");
-  store.insert_trial(&study, "s1", 0, make_run("t0"), R"({"opt.lr":0.1})");
-  store.insert_trial(nullptr, "s1", 1, make_run("t1"), R"({"opt.lr":0.2})");
+  auto t0 = make_run("t0");
+  auto t1 = make_run("t1");
+  store.insert_trial(&study, "s1", 0, t0, R"({"opt.lr":0.1})");
+  store.insert_trial(nullptr, "s1", 1, t1, R"({"opt.lr":0.2})");
   BOOST_TEST(store.find_study("s1")->name == "lr study");
   BOOST_TEST(store.studies(true).size() == 1u);
   BOOST_TEST(store.sweeps().empty());
@@ -418,16 +440,19 @@ BOOST_AUTO_TEST_CASE(a_trial_is_written_with_its_run_and_a_trial_run_again_is_li
   BOOST_TEST(trials[1].index == 1u);
   BOOST_TEST(trials[1].params == R"({"opt.lr":0.2})");
   // Trial 1 run again after a restart interrupted it: the same number, the new run.
-  store.insert_trial(nullptr, "s1", 1, make_run("t1b"), R"({"opt.lr":0.2})");
+  auto t1b = make_run("t1b");
+  store.insert_trial(nullptr, "s1", 1, t1b, R"({"opt.lr":0.2})");
   trials = store.study_trials("s1");
   BOOST_REQUIRE_EQUAL(trials.size(), 2u);
   BOOST_TEST(trials[1].run.id == "t1b");
   BOOST_TEST(store.find("t1").has_value());
   // A run id taken already: neither the run nor the trial is written.
-  BOOST_CHECK_THROW(store.insert_trial(nullptr, "s1", 2, make_run("t0"), "{}"), std::exception);
+  auto again = make_run("t0");
+  BOOST_CHECK_THROW(store.insert_trial(nullptr, "s1", 2, again, "{}"), std::exception);
   BOOST_TEST(store.study_trials("s1").size() == 2u);
   // A study id taken already: its first trial's run is not written either.
-  BOOST_CHECK_THROW(store.insert_trial(&study, "s1", 0, make_run("u0"), "{}"), std::exception);
+  auto u0 = make_run("u0");
+  BOOST_CHECK_THROW(store.insert_trial(&study, "s1", 0, u0, "{}"), std::exception);
   BOOST_TEST(!store.find("u0"));
   study.state = "finished";
   study.finished_ms = 9;
