@@ -8,9 +8,6 @@ namespace cdui::policy {
 namespace {
 
 /// The 1-based place of a run in a queue it waits in.
-std::size_t place_in(const std::deque<std::string>& waiting, const std::string& run_id) {
-  return static_cast<std::size_t>(std::find(waiting.begin(), waiting.end(), run_id) - waiting.begin()) + 1;
-}
 
 } // namespace
 
@@ -107,7 +104,7 @@ void admission::set_gated(const std::string& key, bool gated) {
   if (gated)
     return;
   // Off the ledger: a run that waited for its answer starts by count like any other.
-  for (const auto& id : s.waiting) {
+  for (const auto& id : s.waiting.ids()) {
     auto& r = runs_.at(id);
     if (!on_gated_key(r))
       r.memory = gate::none;
@@ -152,7 +149,7 @@ void admission::ask_again(const std::string& key) {
   auto i = slots_.find(key);
   if (i == slots_.end())
     return;
-  for (const auto& id : i->second.waiting)
+  for (const auto& id : i->second.waiting.ids())
     move_gate(id, gate::told_to_wait, gate::none);
 }
 
@@ -165,7 +162,7 @@ bool admission::enqueue(const std::string& run_id, const std::vector<std::string
     if (std::find(r.keys.begin(), r.keys.end(), key) != r.keys.end())
       continue;  // a set that names a device twice holds it once
     r.keys.push_back(key);
-    slot_of(key).waiting.push_back(run_id);
+    slot_of(key).waiting.push_back(r.seq, run_id);
     dirty_.insert(key);
   }
   return true;
@@ -206,8 +203,7 @@ bool admission::remove(const std::string& run_id) {
   if (i == runs_.end() || i->second.running)
     return false;
   for (const auto& key : i->second.keys) {
-    auto& waiting = slots_[key].waiting;
-    waiting.erase(std::find(waiting.begin(), waiting.end(), run_id));
+    slots_[key].waiting.erase(i->second.seq);
     dirty_.insert(key);
   }
   runs_.erase(i);
@@ -291,14 +287,14 @@ std::size_t admission::position(const std::string& run_id) const {
   auto i = runs_.find(run_id);
   if (i == runs_.end() || i->second.running)
     return 0;
-  return place_in(slots_.at(i->second.keys.front()).waiting, run_id);
+  return slots_.at(i->second.keys.front()).waiting.place(i->second.seq);
 }
 
 wait_cause admission::held_on(const std::string& run_id, const std::string& key) const {
   const auto& s = slots_.at(key);
   wait_cause out;
   out.key = key;
-  out.position = place_in(s.waiting, run_id);
+  out.position = s.waiting.place(runs_.at(run_id).seq);
   if (s.waiting.front() != run_id) {
     out.front = s.waiting.front();
     // A device set that could take this key now, but not one of its others, reserves it.
@@ -343,7 +339,7 @@ wait_cause admission::why_waiting(const std::string& run_id) const {
   if (closed != r.keys.end()) {
     out.what = wait_cause::kind::closed;
     out.key = *closed;
-    out.position = place_in(slots_.at(*closed).waiting, run_id);
+    out.position = slots_.at(*closed).waiting.place(r.seq);
     return out;
   }
   for (const auto& key : r.keys)
@@ -356,7 +352,7 @@ wait_cause admission::why_waiting(const std::string& run_id) const {
       return {};
     out.what = wait_cause::kind::memory;
     out.key = *gated;
-    out.position = place_in(slots_.at(*gated).waiting, run_id);
+    out.position = slots_.at(*gated).waiting.place(r.seq);
   }
   for (const auto& key : r.keys)
     if (key != out.key && slots_.at(key).waiting.front() == run_id)
@@ -368,7 +364,7 @@ std::vector<admission::slot_view> admission::slots() const {
   std::vector<slot_view> out;
   for (const auto& [key, s] : slots_) {
     slot_view v{key,      limit_of(s), s.open, {s.running.begin(), s.running.end()},
-                {s.waiting.begin(), s.waiting.end()}, s.groups, s.gated};
+                s.waiting.ids(), s.groups, s.gated};
     out.push_back(std::move(v));
   }
   return out;

@@ -2,12 +2,13 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
+
+#include "actors/policy/ranked_queue.hpp"
 
 namespace cdui::policy {
 
@@ -138,7 +139,7 @@ private:
   struct slot {
     int limit = 0;  // 0: default_limit
     bool open = true;
-    std::deque<std::string> waiting;
+    ranked_queue waiting;  // by the runs' seq
     std::set<std::string> running;
     std::vector<std::string> groups;
     bool gated = false;

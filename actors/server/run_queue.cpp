@@ -240,6 +240,7 @@ caf::actor queue_parts::spawn_run(self_ptr self, run_setup setup) {
   auto run = self->spawn(run_actor, std::move(setup), caf::actor_cast<run_queue_actor>(self));
   self->monitor(run);
   self->state.runs.emplace(id, run);
+  self->state.run_ids.emplace(run.address(), id);
   if (self->state.cfg.on_run_spawned)
     self->state.cfg.on_run_spawned(id, run);
   return run;
@@ -318,7 +319,10 @@ void queue_parts::forget(self_ptr self, const std::string& id) {
   st.interactive.erase(id);
   st.started.erase(id);
   st.remote.erase(id);
-  st.runs.erase(id);
+  if (auto run = st.runs.find(id); run != st.runs.end()) {
+    st.run_ids.erase(run->second.address());
+    st.runs.erase(run);
+  }
   st.queued_ms.erase(id);
   memory_forget(self, id);
   if (!st.shutting_down)

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <unordered_map>
 #include <memory>
 #include <deque>
 #include <set>
@@ -110,6 +111,7 @@ struct run_queue_state {
   std::vector<std::shared_ptr<pending_submit>> unrecorded;
   std::set<std::string> unrecorded_ids;
   std::map<std::string, caf::actor> runs;         // runs that have not ended, by id
+  std::unordered_map<caf::actor_addr, std::string> run_ids;  // the same runs, by their actor
   std::set<std::string> started;                  // of those, the ones running
   std::set<std::string> remote;                   // of those, the ones a worker executes
   std::map<std::string, std::string> interactive; // interactive run id -> editor session

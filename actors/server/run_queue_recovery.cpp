@@ -94,11 +94,10 @@ void queue_parts::resume(self_ptr self) {
 
 void queue_parts::run_actor_down(self_ptr self, const caf::down_msg& down) {
   auto& st = self->state;
-  auto i = std::find_if(st.runs.begin(), st.runs.end(),
-                        [&](const auto& run) { return run.second.address() == down.source; });
-  if (i == st.runs.end())
+  auto i = st.run_ids.find(down.source);
+  if (i == st.run_ids.end())
     return;  // it quit after its run ended, as told
-  auto id = i->first;
+  auto id = i->second;
   auto reason = "the run's actor ended unexpectedly (" + caf::to_string(down.reason)
                 + "); the run is failed and its slots are freed";
   spdlog::error("run {}: {}", id, reason);
