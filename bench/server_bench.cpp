@@ -13,15 +13,16 @@
 //      (a few ms each, making their folders) on the CAF threads meanwhile and are waited for after
 //      the clock stops. Graph validation, a run folder and the SQLite insert are then timed alone,
 //      to show what each costs.
-//      Then the submit path into a queue, without runs executing beside it: a run on sim:0 that
-//      trains until it is cancelled holds the card, and --submits submits on sim:0 queue behind it,
+//      Then the submit path into a queue, without runs executing beside it: a run on sim:0 holds
+//      the card without taking CPU (a server that runs each run as a `cdui exec` process, the
+//      blocker's process stopped with SIGSTOP), and --submits submits on sim:0 queue behind it,
 //      first from one client thread, then from 4 at once (their submits share commits). Timed: the
 //      first submit to the last answer. Goal >= 5,000 submits/s (issue 16).
 //   6. a grid sweep of --sweep-variants variants (Dataset n_samples 16, 17, ...) through
-//      server::submit_sweep, every run on sim:0 behind the same kind of blocker, so they stay
+//      server::submit_sweep, every run on sim:0 behind the same stopped blocker, so they stay
 //      queued. Timed: the call, which validates every variant, records them in one transaction and
-//      queues them, until its answer. Goal < 2 s for 10,000 variants (issue 16). The sweep is
-//      cancelled afterwards.
+//      queues them, until its answer. Goal < 2 s for 10,000 variants (issue 16). Then its cancel,
+//      until every child has ended and the sweep is cancelled.
 //   3. over HTTP on loopback: the real `cdui start --foreground --port 0` on a temp home; --posts
 //      POST /api/runs of the same graph on sim devices through one keep-alive cpp-httplib Client,
 //      first as the client comes, then with TCP_NODELAY on its socket. Timed: each request from
@@ -45,7 +46,8 @@
 // Usage: bench_server [--runs 10000] [--devices 64] [--rounds 7] [--submits 500] [--posts 300]
 //                     [--isolated 20] [--cdui PATH] [--cards 1000] [--ledger-runs 100000]
 //                     [--sweep-variants 10000]
-//                     [--only admission|submit|http|isolation|ledger|sweep]
+//                     [--only admission|submit|queued|http|isolation|ledger|sweep]
+// (--only queued: part 2's submits into a queue alone)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -108,7 +110,7 @@ struct options {
   int isolated = 20;
   int sweep_variants = 10'000;
   std::string cdui = CDUI_BINARY;
-  /// admission, submit or http: only that part (to profile one); empty: all.
+  /// admission, submit, queued, http, ...: only that part (to profile one); empty: all.
   std::string only;
 };
 
@@ -152,12 +154,12 @@ options parse_options(int argc, char** argv) {
       o.cdui = value;
     else if (flag == "--only"
              && (value == "admission" || value == "submit" || value == "http" || value == "isolation"
-                 || value == "ledger" || value == "sweep"))
+                 || value == "ledger" || value == "sweep" || value == "queued"))
       o.only = value;
     else {
       std::fprintf(stderr, "bench_server: unknown flag %s (known: --runs --devices --rounds "
                            "--submits --posts --isolated --cdui, --only "
-                           "admission|submit|http|isolation|ledger|sweep, --cards --ledger-runs "
+                           "admission|submit|queued|http|isolation|ledger|sweep, --cards --ledger-runs "
                            "--sweep-variants)\n", flag.c_str());
       std::exit(2);
     }
@@ -382,28 +384,101 @@ void measure_submit(const options& o) {
   fs::remove_all(home);
 }
 
-/// A run on sim:0 that trains until it is cancelled: what the queued runs wait behind.
-std::string hold_sim0(server& srv) {
-  run_request blocker;
-  blocker.graph_json = test::moons_graph_json(1'000'000, 0, 16, "sim:0").dump();
-  auto held = srv.submit(blocker);
-  if (!held.ok()) {
-    std::fprintf(stderr, "bench_server: the blocker was refused: %s\n", held.error.c_str());
-    std::exit(1);
+/// The pids of this process's children, from /proc.
+std::vector<pid_t> child_pids() {
+  std::vector<pid_t> pids;
+  auto me = ::getpid();
+  for (const auto& entry : fs::directory_iterator{"/proc"}) {
+    auto name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    std::ifstream stat{entry.path() / "stat"};
+    std::string line;
+    if (!std::getline(stat, line))
+      continue;
+    // pid (comm) state ppid ...: comm may hold spaces and parentheses; the last ')' ends it.
+    auto close = line.rfind(')');
+    if (close == std::string::npos)
+      continue;
+    char state = 0;
+    int ppid = 0;
+    if (std::sscanf(line.c_str() + close + 1, " %c %d", &state, &ppid) == 2 && ppid == me)
+      pids.push_back(static_cast<pid_t>(std::stoi(name)));
   }
-  return held.run_id;
+  return pids;
+}
+
+/// A run that holds sim:0 without taking CPU, for the queued runs to wait behind: a training run
+/// of a server that executes runs as processes (config::run_process_binary), stopped with SIGSTOP
+/// once it is running. release() continues and cancels it.
+class sim0_blocker {
+public:
+  explicit sim0_blocker(server& srv) : srv_{srv} {
+    run_request blocker;
+    blocker.graph_json = test::moons_graph_json(1'000'000, 0, 16, "sim:0").dump();
+    auto held = srv.submit(blocker);
+    if (!held.ok()) {
+      std::fprintf(stderr, "bench_server: the blocker was refused: %s\n", held.error.c_str());
+      std::exit(1);
+    }
+    id_ = held.run_id;
+    // Its process is the server's only child once it runs (the runs behind it stay queued).
+    auto deadline = bench_clock::now() + std::chrono::seconds(60);
+    for (;;) {
+      auto info = srv.info(id_);
+      auto children = child_pids();
+      if (info && info->status == run_status::running && children.size() == 1) {
+        pid_ = children.front();
+        break;
+      }
+      if ((info && is_final(info->status)) || bench_clock::now() > deadline) {
+        std::fprintf(stderr, "bench_server: the blocker did not start in its own process\n");
+        std::exit(1);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ::kill(pid_, SIGSTOP);
+  }
+  sim0_blocker(const sim0_blocker&) = delete;
+  sim0_blocker& operator=(const sim0_blocker&) = delete;
+  ~sim0_blocker() { release(); }
+
+  void release() {
+    if (pid_ == 0)
+      return;
+    ::kill(pid_, SIGCONT);
+    pid_ = 0;
+    (void)srv_.cancel(id_);
+  }
+
+private:
+  server& srv_;
+  std::string id_;
+  pid_t pid_ = 0;
+};
+
+/// A server on a temp home with `o.devices` sim cards that executes runs as processes.
+server::config blocking_server_config(const options& o, const fs::path& home) {
+  server::config cfg;
+  cfg.home = home;
+  cfg.sim_devices = std::to_string(o.devices) + "x1GiB";
+  cfg.run_process_binary = fs::absolute(o.cdui);
+  return cfg;
 }
 
 /// `n` submits of `graph` on sim:0 from `threads` client threads at once; the seconds from the
 /// first submit to the last answer, and each submit's latency (sorted).
 struct submit_pass {
   double seconds = 0;
+  double cpu_seconds = 0;  // the whole process's, clients and server
+
   std::vector<double> latency_ms;
 };
 
 submit_pass submit_queued(server& srv, const std::string& graph, int n, int threads) {
   std::vector<std::vector<double>> latencies(threads);
   std::vector<std::thread> clients;
+  auto cpu = process_cpu_seconds();
   auto start = bench_clock::now();
   for (int t = 0; t < threads; ++t)
     clients.emplace_back([&, t] {
@@ -424,6 +499,7 @@ submit_pass submit_queued(server& srv, const std::string& graph, int n, int thre
     c.join();
   submit_pass p;
   p.seconds = seconds_since(start);
+  p.cpu_seconds = process_cpu_seconds() - cpu;
   for (const auto& l : latencies)
     p.latency_ms.insert(p.latency_ms.end(), l.begin(), l.end());
   std::sort(p.latency_ms.begin(), p.latency_ms.end());
@@ -432,20 +508,19 @@ submit_pass submit_queued(server& srv, const std::string& graph, int n, int thre
 
 void print_submit_pass(const char* label, int n, const submit_pass& p) {
   auto rate = n / p.seconds;
-  std::printf("  %s: %.0f submits/s (goal >= %.0f: %s), latency ms p50 %.3f, p99 %.3f, max %.3f\n",
+  std::printf("  %s: %.0f submits/s (goal >= %.0f: %s), latency ms p50 %.3f, p99 %.3f, max %.3f; "
+              "CPU %.0f us per submit\n",
               label, rate, submit_goal_per_second, rate >= submit_goal_per_second ? "met" : "NOT met",
-              quantile(p.latency_ms, 0.5), quantile(p.latency_ms, 0.99), p.latency_ms.back());
+              quantile(p.latency_ms, 0.5), quantile(p.latency_ms, 0.99), p.latency_ms.back(),
+              p.cpu_seconds * 1e6 / n);
 }
 
 void measure_queued_submits(const options& o) {
   auto home = test::fresh_temp_dir("queued");
   auto graph = trivial_graph();
   {
-    server::config cfg;
-    cfg.home = home;
-    cfg.sim_devices = std::to_string(o.devices) + "x1GiB";
-    cdui::server srv{cfg};
-    auto blocker = hold_sim0(srv);
+    cdui::server srv{blocking_server_config(o, home)};
+    sim0_blocker blocker{srv};
     (void)submit_queued(srv, graph, 20, 1);  // untimed: the store and the node registry warm up
     auto one = submit_queued(srv, graph, o.submits, 1);
     auto many = submit_queued(srv, graph, o.submits, submit_threads);
@@ -454,7 +529,7 @@ void measure_queued_submits(const options& o) {
     print_submit_pass("one client thread  ", o.submits, one);
     auto label = std::to_string(submit_threads) + " client threads    ";
     print_submit_pass(label.c_str(), o.submits, many);
-    (void)srv.cancel(blocker);
+    blocker.release();
   }  // the embedded server's shutdown cancels the queued runs
   fs::remove_all(home);
 }
@@ -464,12 +539,10 @@ void measure_queued_submits(const options& o) {
 void measure_sweep(const options& o) {
   auto home = test::fresh_temp_dir("sweep");
   {
-    server::config cfg;
-    cfg.home = home;
-    cfg.sim_devices = std::to_string(o.devices) + "x1GiB";
+    auto cfg = blocking_server_config(o, home);
     cfg.max_sweep_runs = static_cast<std::uint64_t>(o.sweep_variants);
     cdui::server srv{cfg};
-    auto blocker = hold_sim0(srv);
+    sim0_blocker blocker{srv};
     policy::sweep_request sweep;
     sweep.base.graph_json = trivial_graph();
     sweep.base.device = "sim:0";
@@ -496,8 +569,17 @@ void measure_sweep(const options& o) {
     std::printf("  validated and queued in %.3f s (%.0f runs/s, %.2f CPU s; goal < %.0f s: %s)\n",
                 seconds, answer.run_ids.size() / seconds, cpu_seconds, sweep_goal_seconds,
                 seconds < sweep_goal_seconds ? "met" : "NOT met");
+    // The cancel: every queued child ends cancelled, and the sweep with them.
+    start = bench_clock::now();
     (void)srv.cancel_sweep(answer.sweep_id);
-    (void)srv.cancel(blocker);
+    for (;;) {
+      auto record = srv.sweep(answer.sweep_id);
+      if (!record || record->state == "cancelled")
+        break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    std::printf("  cancelled (every child ended, the sweep cancelled) in %.3f s\n", seconds_since(start));
+    blocker.release();
   }
   fs::remove_all(home);
 }
@@ -731,10 +813,10 @@ int run_bench(const options& o) {
     measure_admission("single-device runs", o, 0);
     measure_admission("5% device-set runs", o, device_set_every);
   }
-  if (part("submit")) {
+  if (part("submit"))
     measure_submit(o);
+  if (part("submit") || o.only == "queued")
     measure_queued_submits(o);
-  }
   if (part("sweep"))
     measure_sweep(o);
   if (part("http"))
