@@ -24,6 +24,7 @@
 #include "apps/dashboard.hpp"
 #include "apps/http_access.hpp"
 #include "apps/http_edge.hpp"
+#include "apps/list_page.hpp"
 #include "apps/run_json.hpp"
 #include "apps/status_json.hpp"
 #include "apps/study_json.hpp"
@@ -48,7 +49,7 @@ using nlohmann::json;
 
 /// The longest a long-poll waits, whatever `wait` asks for.
 constexpr double max_wait_seconds = 60.0;
-/// The page size of GET /api/runs when `limit` is not given, and the largest one allowed.
+/// The page size of GET /api/runs when `limit` is not given, and the largest page of any list.
 constexpr std::size_t default_page = 50;
 constexpr std::size_t max_page = 1000;
 
@@ -159,6 +160,45 @@ bool query_number(const httplib::Request& req, httplib::Response& res, const cha
   refuse(res, 400, std::string{"query parameter '"} + name + "' must be an integer of at least "
                      + std::to_string(min) + ", not " + text::quoted(text));
   return false;
+}
+
+/// The page `req` asks of a list with `<prefix>limit` (at most max_page) and `<prefix>offset`;
+/// `page` is empty when it names neither and there is no `default_limit` (the lists that answered
+/// whole before they were paged still do), `refused` true with the 400 sent for a bad value.
+struct page_request {
+  bool refused = false;
+  std::optional<list_page> page;
+};
+
+page_request page_asked(const httplib::Request& req, httplib::Response& res, const std::string& prefix = "",
+                        std::uint64_t default_limit = 0) {
+  auto limit_name = prefix + "limit";
+  auto offset_name = prefix + "offset";
+  list_page page{default_limit > 0 ? default_limit : max_page, 0};
+  if (!query_number(req, res, limit_name.c_str(), page.limit, 1)
+      || !query_number(req, res, offset_name.c_str(), page.offset))
+    return {true, std::nullopt};
+  if (default_limit == 0 && !req.has_param(limit_name) && !req.has_param(offset_name))
+    return {};
+  page.limit = std::min<std::uint64_t>(page.limit, max_page);
+  return {false, page};
+}
+
+/// GET of a list that answers whole unless the request names `limit` or `offset`: `key` holds
+/// `to_json` of each item of the page, and a page's answer says its total, limit and offset.
+template <class T, class ToJson>
+void reply_list(const httplib::Request& req, httplib::Response& res, const char* key, const std::vector<T>& all,
+                ToJson to_json) {
+  auto asked = page_asked(req, res);
+  if (asked.refused)
+    return;
+  json items = json::array();
+  for (const auto& item : asked.page ? asked.page->of(all) : all)
+    items.push_back(to_json(item));
+  json answer{{key, items}};
+  if (asked.page)
+    answer.update(page_fields(*asked.page, all.size()));
+  reply(res, 200, answer);
 }
 
 std::string csv_field(const std::string& s) {
@@ -494,23 +534,46 @@ bool runs_filter(const httplib::Request& req, httplib::Response& res, std::strin
 }
 
 void get_runs(cdui::server& runtime, const httplib::Request& req, httplib::Response& res) {
-  std::uint64_t limit = default_page;
-  std::uint64_t offset = 0;
+  auto asked = page_asked(req, res, "", default_page);
   std::string worker;
   std::string device;
-  if (!query_number(req, res, "limit", limit, 1) || !query_number(req, res, "offset", offset)
-      || !runs_filter(req, res, worker, device))
+  if (asked.refused || !runs_filter(req, res, worker, device))
     return;
-  limit = std::min<std::uint64_t>(limit, max_page);
   try {
-    auto page = runtime.runs(req.get_param_value("status"), worker, device, limit, offset);
+    auto page = runtime.runs(req.get_param_value("status"), worker, device, asked.page->limit, asked.page->offset);
     json runs = json::array();
     for (const auto& r : page.runs)
       runs.push_back(run_object(runtime, r));
-    reply(res, 200, {{"runs", runs}, {"total", page.total}, {"limit", limit}, {"offset", offset}});
+    json answer{{"runs", runs}};
+    answer.update(page_fields(*asked.page, page.total));
+    reply(res, 200, answer);
   } catch (const std::invalid_argument& e) {
     refuse(res, 400, std::string{"query parameter 'status': "} + e.what());
   }
+}
+
+/// GET /api/workers: every worker and enrollment, or a page of each (`limit` and `offset` page the
+/// workers, `enrolled_limit` and `enrolled_offset` the enrollments, each in name order).
+void get_workers(cdui::server& runtime, const httplib::Request& req, httplib::Response& res) {
+  auto workers_page = page_asked(req, res);
+  if (workers_page.refused)
+    return;
+  auto enrolled_page = page_asked(req, res, "enrolled_");
+  if (enrolled_page.refused)
+    return;
+  auto w = runtime.workers();
+  json extra = json::object();
+  if (workers_page.page) {
+    extra.update(page_fields(*workers_page.page, w.workers.size()));
+    w.workers = workers_page.page->of(w.workers);
+  }
+  if (enrolled_page.page) {
+    extra.update(page_fields(*enrolled_page.page, w.enrolled.size(), "enrolled_"));
+    w.enrolled = enrolled_page.page->of(w.enrolled);
+  }
+  auto answer = workers_json(w, runtime.queue(), runtime.memory());
+  answer.update(extra);
+  reply(res, 200, answer);
 }
 
 /// Long-polls waiting now, at most `max`: one beyond them answers at once, so that waiting polls
@@ -823,11 +886,9 @@ void mount_http_api(httplib::Server& http, cdui::server& runtime, http_api_optio
     if (authorized(req, res, *gate))
       post_sweep(rt, req, res);
   });
-  http.Get("/api/sweeps", [&rt](const httplib::Request&, httplib::Response& res) {
-    json all = json::array();
-    for (const auto& sweep : rt.sweeps())
-      all.push_back(sweep_summary_json(sweep, rt.sweep_runs(sweep.id)));
-    reply(res, 200, {{"sweeps", all}});
+  http.Get("/api/sweeps", [&rt](const httplib::Request& req, httplib::Response& res) {
+    reply_list(req, res, "sweeps", rt.sweeps(),
+               [&](const sweep_record& sweep) { return sweep_summary_json(sweep, rt.sweep_runs(sweep.id)); });
   });
   http.Get(R"(/api/sweeps/([^/]+))", [&rt](const httplib::Request& req, httplib::Response& res) {
     get_sweep(rt, req.matches[1], false, res);
@@ -845,11 +906,9 @@ void mount_http_api(httplib::Server& http, cdui::server& runtime, http_api_optio
     if (authorized(req, res, *gate))
       post_study(rt, req, res);
   });
-  http.Get("/api/studies", [&rt](const httplib::Request&, httplib::Response& res) {
-    json all = json::array();
-    for (const auto& study : rt.studies())
-      all.push_back(study_summary_json(study, study_trials(rt, study)));
-    reply(res, 200, {{"studies", all}});
+  http.Get("/api/studies", [&rt](const httplib::Request& req, httplib::Response& res) {
+    reply_list(req, res, "studies", rt.studies(),
+               [&](const study_record& study) { return study_summary_json(study, study_trials(rt, study)); });
   });
   http.Get(R"(/api/studies/([^/]+))", [&rt](const httplib::Request& req, httplib::Response& res) {
     auto study = rt.study(req.matches[1]);
@@ -986,8 +1045,8 @@ void mount_http_api(httplib::Server& http, cdui::server& runtime, http_api_optio
   http.Get("/api/devices", [&rt](const httplib::Request&, httplib::Response& res) {
     reply(res, 200, devices_json(rt.queue(), rt.memory()));
   });
-  http.Get("/api/workers", [&rt](const httplib::Request&, httplib::Response& res) {
-    reply(res, 200, workers_json(rt.workers(), rt.queue(), rt.memory()));
+  http.Get("/api/workers", [&rt](const httplib::Request& req, httplib::Response& res) {
+    get_workers(rt, req, res);
   });
   http.Get("/api/status", [&rt](const httplib::Request&, httplib::Response& res) {
     res.status = 200;

@@ -170,6 +170,8 @@ BOOST_AUTO_TEST_CASE(the_refusals_http_api_md_quotes_are_the_servers) {
     {"POST", "/api/workers/nobody/drain", ""},
     {"POST", "/api/workers/enroll", R"({"name": "../escape"})"},
     {"POST", "/api/workers/enroll", R"({"host": "x"})"},
+    {"GET", "/api/sweeps?limit=x", ""},
+    {"GET", "/api/workers?enrolled_limit=0", ""},
     {"GET", "/api/sweeps/nope", ""},
     {"POST", "/api/sweeps/nope/cancel", ""},
     {"POST", "/api/sweeps", json{{"graph", graph}}.dump()},
