@@ -17,6 +17,7 @@ import os
 import re
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -580,6 +581,71 @@ class Dashboard(unittest.TestCase):
         driver.get(srv.base + '/#/sweeps/nope')
         wait().until(lambda d: "Sweep nope: no sweep has the id 'nope'" in text_of('#errors'))
 
+    def test_09f_a_studys_trials_ranked_their_curves_and_which_were_pruned(self):
+        def study(name, epochs, trials):
+            body = {'graph': moons(epochs, 'cpu'), 'name': name,
+                    'space': [{'node': 'optimizer', 'param': 'lr', 'min': 0.0003, 'max': 0.3, 'scale': 'log'},
+                              {'node': 'train_loader', 'param': 'batch_size', 'values': [16, 64]}],
+                    'objective': {'metric': 'val_accuracy', 'direction': 'max'},
+                    'budget': {'trials': trials, 'max_parallel': 1}, 'sampler': 'random',
+                    'pruner': {'name': 'asha', 'reduction_factor': 3}, 'seed': 1, 'options': {'seed': 1}}
+            status, answer, _ = srv.request('POST', '/api/studies', body)
+            self.assertEqual(status, 200, answer)
+            return answer['study_id']
+
+        started = time.monotonic()
+        searched = study('moons-lr', 9, 6)
+        endless = study('endless', 1_000_000, 2)
+        # Cancel on the page of a study whose first trial trains until it is stopped.
+        driver.get(srv.base + '/#/studies')
+        wait().until(lambda d: text_of(f'tr[data-study-id="{endless}"]'))
+        self.assertIn('max val_accuracy', text_of(f'tr[data-study-id="{searched}"]'))
+        click(f'tr[data-study-id="{endless}"] a')
+        wait().until(lambda d: text_of('#study-state') in ('queued', 'running'))
+        click('#cancel-study')
+        wait(timeout=60).until(lambda d: text_of('#study-state') == 'cancelled')
+        self.assertIn('cancel asked', text_of('#action-note'))
+        self.assertEqual(srv.request('GET', f'/api/studies/{endless}')[1]['state'], 'cancelled')
+
+        driver.get(srv.base + f'/#/studies/{searched}')
+        wait(timeout=300).until(lambda d: text_of('#study-state') == 'finished')
+        answer = srv.request('GET', f'/api/studies/{searched}')[1]
+        trials = answer['trials']
+        complete = sorted((t for t in trials if t['value'] is not None), key=lambda t: (-t['value'], t['number']))
+        pruned = [t for t in trials if t['status'] == 'pruned']
+        self.assertTrue(pruned, answer)  # ASHA stops some: the seed makes it the same each time
+        # Ranked: the complete trials best first, then the others by number.
+        rows = [e.get_attribute('data-run-id') for e in driver.find_elements(By.CSS_SELECTOR, '#study-trials tbody tr')]
+        rest = sorted((t for t in trials if t['value'] is None), key=lambda t: t['number'])
+        self.assertEqual(rows, [t['run_id'] for t in complete + rest])
+        self.assertEqual(text_of('#study-trials tbody tr td.rank'), '1')
+        self.assertEqual(texts_of('#study-trials thead th')[4:7], ['optimizer.lr', 'train_loader.batch_size', 'val_accuracy'])
+        for t in pruned:
+            row = f'#study-trials tr[data-run-id="{t["run_id"]}"]'
+            self.assertEqual(text_of(f'{row} td.status'), 'pruned')
+            self.assertEqual(text_of(f'{row} td.reason'), t['error'])
+            self.assertTrue(t['error'].startswith('pruned at epoch '), t['error'])
+        # One curve per trial, a point per epoch it reported; the pruned ones say so.
+        curves = ("return Chart.getChart(document.getElementById('study-curves')).data.datasets"
+                  ".map(d => [d.label, d.data.length])")
+        expected = sorted([f'trial {t["number"]}' + (' (pruned)' if t['status'] == 'pruned' else ''),
+                           len(t['intermediate_values'])] for t in trials)
+        wait().until(lambda d: sorted(d.execute_script(curves)) == expected)
+        # The objective against each param: the complete trials' values, the pruned ones' last.
+        points = ("return [...document.querySelectorAll('#study-charts canvas')].map(c => "
+                  "[c.dataset.param, ...Chart.getChart(c).data.datasets.map(d => d.data.length)])")
+        wait().until(lambda d: d.execute_script(points) == [[p, len(complete), len(pruned)]
+                                                            for p in ('optimizer.lr', 'train_loader.batch_size')])
+        self.assertIn(f'trial {answer["best"]["number"]}', text_of('#study-summary [data-field="best"]'))
+        self.assertIn('asha (', text_of('#study-summary [data-field="pruner"]'))
+        print(f'study {searched}: {len(trials)} trials, {len(pruned)} pruned, {answer["epochs"]} epochs; '
+              f'the test took {time.monotonic() - started:.1f} s', file=sys.stderr)
+        screenshot(driver, 'dashboard-study.png')
+        driver.execute_script('document.getElementById("study-charts").scrollIntoView()')
+        screenshot(driver, 'dashboard-study-trials.png')
+        driver.get(srv.base + '/#/studies/nope')
+        wait().until(lambda d: "Study nope: no study has the id 'nope'" in text_of('#errors'))
+
     def test_09d_the_runs_filter_by_worker_and_device(self):
         def ids(query):
             return [r['run_id'] for r in srv.request('GET', f'/api/runs?{query}')[1]['runs']]
@@ -654,6 +720,88 @@ class Dashboard(unittest.TestCase):
 
     def test_11_no_page_broke_the_content_security_policy(self):
         self.assertEqual(csp_violations(driver), [])
+
+    def test_11a_with_10000_runs_and_200_workers_each_view_fetches_one_page(self):
+        big_home = os.path.join(home, 'ten-thousand')
+        os.makedirs(big_home)
+        started = time.monotonic()
+        # A real run, then its row copied 9,999 times under new ids into the stopped server's
+        # cdui.db (SQLite, one transaction: a sweep of 10,000 takes 5 to 20 s to submit here, and
+        # as long again to end). Then 200 enrolled workers: they need no agent.
+        first = Server(big_home)
+        try:
+            run_id = first.submit(moons(1, 'cpu'), 'original', seed=1)
+            first.await_status(run_id, 'succeeded')
+        finally:
+            first.stop()
+        store = sqlite3.connect(os.path.join(big_home, 'cdui.db'))
+        with store:
+            columns = [c[1] for c in store.execute('PRAGMA table_info(runs)') if c[1] != 'seq']
+            row = dict(zip(columns, store.execute(f'SELECT {", ".join(columns)} FROM runs').fetchone()))
+            copies = [{**row, 'id': f'{i:08x}', 'name': f'copy-{i}', 'created_ms': row['created_ms'] + i}
+                      for i in range(1, 10_000)]
+            store.executemany(f'INSERT INTO runs ({", ".join(columns)}) VALUES ({", ".join(":" + c for c in columns)})',
+                              copies)
+        store.close()
+        big = Server(big_home)
+        try:
+            for i in range(200):
+                status, answer, _ = big.request('POST', '/api/workers/enroll', {'name': f'w{i:03}'})
+                self.assertEqual(status, 200, answer)
+            prepared = time.monotonic() - started
+
+            # The API: whole lists as before unless a page is asked for.
+            everyone = big.request('GET', '/api/workers')[1]
+            self.assertEqual((len(everyone['enrolled']), 'enrolled_total' in everyone), (200, False))
+            page = big.request('GET', '/api/workers?limit=20&offset=0&enrolled_limit=20&enrolled_offset=190')[1]
+            self.assertEqual([e['name'] for e in page['enrolled']], [f'w{i}' for i in range(190, 200)])
+            self.assertEqual((page['enrolled_total'], page['enrolled_offset'], page['total'], page['workers']),
+                             (200, 190, 0, []))
+            self.assertEqual(big.request('GET', '/api/runs?limit=1')[1]['total'], 10_000)
+            self.assertEqual(big.request('GET', '/api/sweeps?limit=5&offset=1')[1],
+                             {'limit': 5, 'offset': 1, 'sweeps': [], 'total': 0})
+            self.assertEqual(big.request('GET', '/api/studies')[1], {'studies': []})
+
+            # The page, as an operator opens it: the first of 201 pages of runs, then the next.
+            driver.get(big.base + '/#/runs')
+            wait(timeout=60).until(lambda d: text_of('#runs-count') == '1–50 of 10000')
+            self.assertEqual(len(texts_of('#runs-table tbody tr')), 50)
+            self.assertEqual(texts_of('#runs-table tbody tr td:nth-child(2) a')[:2], ['copy-9999', 'copy-9998'])
+            click('#runs-older')
+            wait().until(lambda d: text_of('#runs-count') == '51–100 of 10000')
+            self.assertEqual(len(texts_of('#runs-table tbody tr')), 50)
+            driver.get(big.base + '/#/workers')
+            wait().until(lambda d: text_of('#enrolled-count') == '1–20 of 200')
+            self.assertEqual(texts_of('#enrolled tbody td:first-child'), [f'w{i:03}' for i in range(20)])
+            self.assertTrue(driver.execute_script('return !document.getElementById("enrolled-next").disabled'))
+            click('#enrolled-next')
+            wait().until(lambda d: text_of('#enrolled-count') == '21–40 of 200')
+            self.assertEqual(texts_of('#enrolled tbody td:first-child'), [f'w{i:03}' for i in range(20, 40)])
+            self.assertIn('enrolled_offset=20', driver.current_url)
+            driver.get(big.base + '/#/sweeps')
+            wait().until(lambda d: d.execute_script('return !document.querySelector("#sweeps-table + p").hidden'))
+            self.assertTrue(text_of('#sweeps-table + p').startswith('No sweep yet'))
+
+            # Every request the page made asked for a page, and no answer was large.
+            fetched = driver.execute_script(
+                "return performance.getEntriesByType('resource').filter(e => e.name.includes('/api/'))"
+                ".map(e => [e.name.slice(location.origin.length), e.decodedBodySize])")
+            listing = [(path, size) for path, size in fetched
+                       if path.split('?')[0] in ('/api/runs', '/api/workers', '/api/sweeps', '/api/studies')]
+            self.assertTrue(listing)
+            for path, size in listing:
+                self.assertIn('limit=', path)
+                self.assertLess(size, 100_000, path)
+            for path in sorted(set(p for p, _ in listing)):
+                answer = big.request('GET', path)[1]
+                rows = {key: len(answer[key]) for key in ('runs', 'workers', 'enrolled', 'sweeps') if key in answer}
+                print(f'{path}: {rows}, {max(n for p, n in listing if p == path)} bytes', file=sys.stderr)
+            whole = len(json.dumps(big.request('GET', '/api/runs?limit=1000')[1]))
+            print(f'10,000 runs and 200 enrolled workers: prepared in {prepared:.1f} s, checked in '
+                  f'{time.monotonic() - started - prepared:.1f} s; a page of 1,000 runs is {whole} bytes',
+                  file=sys.stderr)
+        finally:
+            big.stop()
 
     def test_12_sign_out_ends_the_sign_in(self):
         driver.get(srv.base + '/#/runs')

@@ -1,5 +1,6 @@
 // The dashboard's shell: the sign-in state, the error banner, and the views by the URL's hash
-// (#/runs, #/runs/<id>, #/queues, #/workers, #/sweeps, #/sweeps/<id>, #/actors). A view is started on a container and returns its stop().
+// (#/runs, #/runs/<id>, #/queues, #/workers, #/sweeps, #/sweeps/<id>, #/studies, #/studies/<id>,
+// #/actors). A view is started on a container and returns its stop().
 import {perform} from './actions.js';
 import {act, api, useCsrf} from './api.js';
 import {replace} from './dom.js';
@@ -8,6 +9,7 @@ import {startRuns} from './runs.js';
 import {startRun} from './run.js';
 import {startActors} from './actors.js';
 import {startQueues} from './queues.js';
+import {startStudies, startStudy} from './studies.js';
 import {startSweep, startSweeps} from './sweeps.js';
 import {startWorkers} from './workers.js';
 
@@ -61,12 +63,17 @@ function route() {
     link.classList.toggle('active', path.startsWith(link.getAttribute('href').slice(1)));
   const run = path.match(/^\/runs\/([^/]+)$/);
   const sweep = path.match(/^\/sweeps\/([^/]+)$/);
+  const study = path.match(/^\/studies\/([^/]+)$/);
   if (run)
     stopView = startRun(view, decodeURIComponent(run[1]));
   else if (sweep)
     stopView = startSweep(view, decodeURIComponent(sweep[1]));
   else if (path === '/sweeps')
     stopView = startSweeps(view, params);
+  else if (study)
+    stopView = startStudy(view, decodeURIComponent(study[1]));
+  else if (path === '/studies')
+    stopView = startStudies(view, params);
   else if (path === '/queues')
     stopView = startQueues(view, params);
   else if (path === '/workers')

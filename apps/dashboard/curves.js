@@ -1,9 +1,10 @@
 // A run's loss and accuracy curves by epoch, and its losses by optimizer step and by validation
 // batch, with Chart.js (window.Chart, from Debian's libjs-chart.js), fed one metric event at a time.
 
-const palette = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c', '#0891b2'];
+export const palette = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c', '#0891b2'];
 
-function lineChart(canvas, quantity, axis = 'epoch') {
+/// A line chart of `quantity` by `axis`, its series added as datasets of {x, y} points.
+export function lineChart(canvas, quantity, axis = 'epoch') {
   return new window.Chart(canvas, {
     type: 'line',
     data: {datasets: []},

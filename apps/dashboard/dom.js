@@ -35,3 +35,14 @@ export function replace(node, ...children) {
   node.replaceChildren();
   return append(node, children);
 }
+
+/// A summary's terms and values, for a <dl>: [[label, value], ...], each value's <dd> marked with
+/// data-field, its label in lower case.
+export function definitions(rows) {
+  return rows.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {dataset: {field: k.toLowerCase()}}, v)]);
+}
+
+/// A run's id, linking to its page.
+export function runLink(id) {
+  return el('a', {href: `#/runs/${encodeURIComponent(id)}`, class: 'id'}, id);
+}

@@ -2,15 +2,11 @@
 // holding its slot, the runs waiting in order with their positions and why, and the device sets
 // that reserve it; the runs waiting for any worker or the pool; the interactive lane.
 import {api} from './api.js';
-import {el, replace} from './dom.js';
+import {el, replace, runLink} from './dom.js';
 import {report} from './errors.js';
 import {poll} from './poll.js';
 
 const refresh_ms = 2000;
-
-function runLink(id) {
-  return el('a', {href: `#/runs/${encodeURIComponent(id)}`, class: 'id'}, id);
-}
 
 /// The run queue's actor in the status tree.
 function runQueue(status) {

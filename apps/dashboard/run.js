@@ -4,7 +4,7 @@
 import {perform} from './actions.js';
 import {act, api} from './api.js';
 import {run_curves} from './curves.js';
-import {el, replace} from './dom.js';
+import {definitions, el, replace} from './dom.js';
 import {report} from './errors.js';
 import * as fmt from './format.js';
 import {pollObject} from './poll.js';
@@ -66,7 +66,7 @@ function summaryRows(run) {
   if (run.finished_ms)
     rows.push(['Finished', new Date(run.finished_ms).toLocaleString()]);
   rows.push(['Duration', fmt.runDuration(run)]);
-  return rows.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {dataset: {field: k.toLowerCase()}}, v)]);
+  return definitions(rows);
 }
 
 function finalMetricRows(run) {

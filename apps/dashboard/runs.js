@@ -5,6 +5,7 @@ import {api} from './api.js';
 import {el, replace} from './dom.js';
 import {report} from './errors.js';
 import * as fmt from './format.js';
+import {offsetFrom, pageQuery, pager} from './pager.js';
 import {poll} from './poll.js';
 
 /// Runs a page shows (GET /api/runs' limit): the store may hold 10,000; the page never asks for all.
@@ -52,9 +53,11 @@ function row(run) {
             el('td', {}, fmt.runDuration(run)));
 }
 
-/// The workers and devices the filters offer: this server's devices and each worker's, by name.
+/// The workers and devices the filters offer: this server's devices and each worker's, by name; of
+/// the first 1,000 workers and enrollments (the API's largest page), for a menu cannot list more.
 async function filterChoices() {
-  const [workers, devices] = await Promise.all([api('/api/workers'), api('/api/devices')]);
+  const [workers, devices] = await Promise.all([api(`/api/workers?${pageQuery(1000, 0)}&${pageQuery(1000, 0, 'enrolled_')}`),
+                                                api('/api/devices')]);
   const names = new Set([...workers.workers.map(w => w.name), ...workers.enrolled.map(e => e.name)]);
   const kinds = new Set(devices.devices.map(d => d.device));
   for (const w of workers.workers)
@@ -77,7 +80,7 @@ export function startRuns(view, params) {
   const status = statuses.includes(params.get('status')) ? params.get('status') : '';
   const worker = params.get('worker') || '';
   const device = params.get('device') || '';
-  const offset = Math.max(0, Number.parseInt(params.get('offset') || '0', 10) || 0);
+  const offset = offsetFrom(params);
   const go = (changes, o) => {
     const query = new URLSearchParams();
     for (const [key, value] of Object.entries({status, worker, device, ...changes}))
@@ -100,15 +103,12 @@ export function startRuns(view, params) {
   };
   showChoices({workers: [], devices: []});
   filterChoices().then(showChoices, e => report('view:filters', `Filters: ${e.detail || e.message}`));
-  const counter = el('span', {class: 'muted', id: 'runs-count'});
-  const newer = el('button', {type: 'button', id: 'runs-newer', onclick: () => go({}, Math.max(0, offset - page_size))},
-                   '‹ newer');
-  const older = el('button', {type: 'button', id: 'runs-older', onclick: () => go({}, offset + page_size)}, 'older ›');
+  const pages = pager('runs', {offset, size: page_size, go: o => go({}, o)});
   const body = el('tbody');
   const empty = el('p', {class: 'muted', hidden: true},
                    status || worker || device ? 'No run matches these filters.' : 'No runs yet.');
   replace(view,
-          el('div', {class: 'toolbar'}, el('h1', {}, 'Runs'), filter, workerSlot, deviceSlot, counter, newer, older),
+          el('div', {class: 'toolbar'}, el('h1', {}, 'Runs'), filter, workerSlot, deviceSlot, pages.controls),
           el('table', {class: 'runs', id: 'runs-table'},
              el('thead', {}, el('tr', {}, ['Status', 'Run', 'Target', 'Devices', 'Budget', 'Waiting',
                                           'Progress', 'Duration'].map(h => el('th', {}, h)))),
@@ -116,16 +116,13 @@ export function startRuns(view, params) {
           empty);
   const refresh = async () => {
     try {
-      const query = new URLSearchParams({limit: String(page_size), offset: String(offset)});
+      const query = new URLSearchParams();
       for (const [key, value] of Object.entries({status, worker, device}))
         if (value)
           query.set(key, value);
-      const page = await api(`/api/runs?${query}`);
+      const page = await api(`/api/runs?${pageQuery(page_size, offset)}${query.toString() ? `&${query}` : ''}`);
       replace(body, page.runs.map(row));
-      const last = offset + page.runs.length;
-      counter.textContent = page.total ? `${offset + 1}–${last} of ${page.total}` : '';
-      newer.disabled = offset === 0;
-      older.disabled = last >= page.total;
+      pages.show(page.runs.length, page.total);
       empty.hidden = page.total > 0;
       report('view:runs', null);
     } catch (e) {

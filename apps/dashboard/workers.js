@@ -2,7 +2,8 @@
 // version, heartbeat age, running runs and devices
 // (slots taken of the limit, memory: a shared card's ledger as a bar, else free of total; the share
 // mode switch), with Drain and Undrain, Re-key and Remove (asked a second time), the enrolled
-// workers that have not joined, and the Add worker dialog that shows the enrollment command.
+// workers and whether each has joined, and the Add worker dialog that shows the enrollment command.
+// Both lists come a page at a time from the server.
 import {perform as performAction} from './actions.js';
 import {act, api} from './api.js';
 import {commandView, confirm, closer, modal} from './dialogs.js';
@@ -10,15 +11,18 @@ import {el, replace} from './dom.js';
 import {report} from './errors.js';
 import * as fmt from './format.js';
 import {ledgerBar} from './ledger.js';
+import {offsetFrom, pageQuery, pager} from './pager.js';
 import {poll} from './poll.js';
 
 /// How often the view is refreshed. The seed's Workers panel refreshes every 5 s; 2 s shows a new
 /// worker within the issue's 6 s of its agent starting even when the agent takes 3 s to start.
 const refresh_ms = 2000;
 /// Workers a page shows unless the URL asks for another number (per_page, 1 to 200): a server with
-/// 200 workers draws 20 panels a refresh, not 200.
+/// 200 workers draws 20 panels a refresh, not 200, from an answer of 20 (GET /api/workers' limit).
 const page_size = 20;
 const max_page_size = 200;
+/// Enrolled workers a page of their list shows (enrolled_limit).
+const enrolled_page_size = 20;
 /// The device kinds a worker may share by memory (its CPU may not), and those this server may
 /// (its CUDA cards may not): http-api.md, PUT .../sharing.
 const worker_shareable = new Set(['cuda', 'mps', 'sim']);
@@ -103,18 +107,13 @@ function workerPanel(worker, on) {
             devicesTable(worker.name, worker.devices, on));
 }
 
-/// The enrolled workers whose agent is not in the list (not joined since the server started).
-function enrolledPanel(answer, on) {
-  const joined = new Set(answer.workers.map(w => w.name));
-  const waiting = answer.enrolled.filter(e => !joined.has(e.name));
-  if (waiting.length === 0)
-    return [];
-  return el('section', {class: 'panel', id: 'enrolled'},
-            el('h2', {}, 'Enrolled, not joined yet'),
-            el('table', {}, el('tbody', {}, waiting.map(e => el(
-              'tr', {dataset: {enrolled: e.name}}, el('td', {}, e.name),
-              el('td', {}, actionButton('rekey', 'Re-key', e.name, on), ' ',
-                 actionButton('remove', 'Remove', e.name, on, true)))))));
+/// A page of the enrolled workers, in name order: whether each has joined, Re-key and Remove.
+function enrolledRows(enrolled, on) {
+  return enrolled.map(e => el('tr', {dataset: {enrolled: e.name}}, el('td', {}, e.name),
+                              el('td', {class: e.connected ? 'status status-online' : 'muted'},
+                                 e.connected ? 'joined' : 'not joined yet'),
+                              el('td', {}, actionButton('rekey', 'Re-key', e.name, on), ' ',
+                                 actionButton('remove', 'Remove', e.name, on, true))));
 }
 
 /// What removing `name` does, for the second question (http-api.md, DELETE /api/workers/{name}).
@@ -169,32 +168,38 @@ function addWorker(dialog, refresh) {
   name.focus();
 }
 
-/// Starts the view in `view`, at the page of `params` (offset, per_page).
+/// Starts the view in `view`, at the pages of `params` (offset and per_page of the workers,
+/// enrolled_offset of the enrolled ones).
 export function startWorkers(view, params) {
   const perPage = Math.min(max_page_size, Math.max(1, Number.parseInt(params.get('per_page') || '', 10) || page_size));
-  const offset = Math.max(0, Number.parseInt(params.get('offset') || '0', 10) || 0);
-  const go = o => {
+  const offset = offsetFrom(params);
+  const enrolledOffset = offsetFrom(params, 'enrolled_offset');
+  const go = (o, eo) => {
     const query = new URLSearchParams();
     if (o)
       query.set('offset', String(o));
     if (perPage !== page_size)
       query.set('per_page', String(perPage));
+    if (eo)
+      query.set('enrolled_offset', String(eo));
     location.hash = `#/workers${query.toString() ? `?${query}` : ''}`;
   };
-  const counter = el('span', {class: 'muted', id: 'workers-count'});
-  const previous = el('button', {type: 'button', id: 'workers-previous', onclick: () => go(Math.max(0, offset - perPage))},
-                      '‹ previous');
-  const next = el('button', {type: 'button', id: 'workers-next', onclick: () => go(offset + perPage)}, 'next ›');
+  const pages = pager('workers', {offset, size: perPage, go: o => go(o, enrolledOffset), words: ['previous', 'next']});
+  const enrolledPages = pager('enrolled', {offset: enrolledOffset, size: enrolled_page_size, go: eo => go(offset, eo),
+                                           words: ['previous', 'next']});
   const list = el('div', {id: 'workers'});
   const empty = el('p', {class: 'muted', hidden: true},
                    'No worker has joined this server since it started. `cdui agent start` on a machine '
                    + 'starts one; Add worker gives another machine its command.');
-  const enrolled = el('div');
+  const enrolledBody = el('tbody');
+  const enrolled = el('section', {class: 'panel', id: 'enrolled', hidden: true},
+                      el('div', {class: 'toolbar'}, el('h2', {}, 'Enrolled workers'), enrolledPages.controls),
+                      el('table', {}, enrolledBody));
   const refused = el('div', {id: 'refused'});
   const local = el('div');
   const add = el('button', {type: 'button', id: 'add-worker'}, 'Add worker');
   replace(view, el('div', {class: 'toolbar'}, el('h1', {}, 'Workers'), add), local,
-          el('div', {class: 'toolbar'}, el('h2', {}, 'Workers that joined'), counter, previous, next), empty, list, enrolled, refused);
+          el('div', {class: 'toolbar'}, el('h2', {}, 'Workers that joined'), pages.controls), empty, list, enrolled, refused);
   const dialog = new modal(view, 'worker-dialog');
   let live = null;
   let workers = [];
@@ -232,16 +237,17 @@ export function startWorkers(view, params) {
   add.addEventListener('click', () => addWorker(dialog, () => live.now()));
   live = poll(refresh_ms, async () => {
     try {
-      const [answer, own] = await Promise.all([api('/api/workers'), api('/api/devices')]);
+      const [answer, own] = await Promise.all([
+        api(`/api/workers?${pageQuery(perPage, offset)}&${pageQuery(enrolled_page_size, enrolledOffset, 'enrolled_')}`),
+        api('/api/devices')]);
       replace(local, serverPanel(own, on));
       workers = answer.workers;
-      const page = answer.workers.slice(offset, offset + perPage);
-      replace(list, page.map(w => workerPanel(w, on)));
-      counter.textContent = answer.workers.length ? `${offset + 1}–${offset + page.length} of ${answer.workers.length}` : '';
-      previous.disabled = offset === 0;
-      next.disabled = offset + page.length >= answer.workers.length;
-      empty.hidden = answer.workers.length > 0;
-      replace(enrolled, enrolledPanel(answer, on));
+      replace(list, workers.map(w => workerPanel(w, on)));
+      pages.show(workers.length, answer.total);
+      empty.hidden = answer.total > 0;
+      replace(enrolledBody, enrolledRows(answer.enrolled, on));
+      enrolledPages.show(answer.enrolled.length, answer.enrolled_total);
+      enrolled.hidden = answer.enrolled_total === 0;
       replace(refused, answer.refused_connections.length === 0 ? [] : el('section', {class: 'panel'},
         el('h2', {}, 'Refused connections'),
         el('ul', {}, answer.refused_connections.map(
