@@ -571,7 +571,7 @@ void get_workers(cdui::server& runtime, const httplib::Request& req, httplib::Re
     extra.update(page_fields(*enrolled_page.page, w.enrolled.size(), "enrolled_"));
     w.enrolled = enrolled_page.page->of(w.enrolled);
   }
-  auto answer = workers_json(w, runtime.queue(), runtime.memory());
+  auto answer = workers_json(w, runtime.queue(false), runtime.memory());
   answer.update(extra);
   reply(res, 200, answer);
 }
@@ -746,7 +746,7 @@ std::string prometheus_text(cdui::server& runtime) {
   for (auto status : all_run_statuses)
     out << "cdui_runs{status=\"" << to_string(status) << "\"} "
         << runtime.runs(std::string{to_string(status)}, 1, 0).total << '\n';
-  auto status = runtime.status();
+  auto status = runtime.status(false);
   const auto& queues = status.queue.queues;
   out << "# HELP cdui_queue_length Runs waiting in a device's queue.\n"
          "# TYPE cdui_queue_length gauge\n";
@@ -1043,7 +1043,7 @@ void mount_http_api(httplib::Server& http, cdui::server& runtime, http_api_optio
                put_sharing(rt, req.matches[1], req.matches[2], req, res);
            });
   http.Get("/api/devices", [&rt](const httplib::Request&, httplib::Response& res) {
-    reply(res, 200, devices_json(rt.queue(), rt.memory()));
+    reply(res, 200, devices_json(rt.queue(false), rt.memory()));
   });
   http.Get("/api/workers", [&rt](const httplib::Request& req, httplib::Response& res) {
     get_workers(rt, req, res);

@@ -55,7 +55,8 @@ using run_queue_actor = caf::typed_actor<
   caf::replies_to<atoms::report>::with<memory_ledger_status>,
   caf::replies_to<atoms::drop, std::string>::with<bool>,
   caf::replies_to<atoms::shutdown>::with<bool>,
-  caf::replies_to<atoms::status>::with<run_queue_status>>;
+  caf::replies_to<atoms::status>::with<run_queue_status>,
+  caf::replies_to<atoms::status, bool>::with<run_queue_status>>;
 
 /// A sweep (sweep_actor.hpp): the supervisor of its runs through the run queue; (cancel) -> false
 /// when it has ended already.

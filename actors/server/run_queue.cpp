@@ -497,7 +497,8 @@ run_queue_actor::behavior_type run_queue(self_ptr self, run_queue_config cfg) {
       maybe_drained(self);
       return rp;
     },
-    [=](atoms::status) { return status_tree(self); });
+    [=](atoms::status) { return status_tree(self, true); },
+    [=](atoms::status, bool with_runs) { return status_tree(self, with_runs); });
 }
 
 } // namespace cdui::actors

@@ -153,7 +153,9 @@ struct run_queue_state {
 /// (worker_update, name, device offers, availability, one_shot): a worker's slots open or close
 /// (why they close is kept for the waiting runs), and cards it shares with this server or another
 /// worker (same UUID) become one budget;
-/// (status) -> run_queue_status, with its run actors'; (shutdown) -> bool once no run is running.
+/// (status) -> run_queue_status, with its run actors'; (status, false) -> the same without them
+/// (no question to each run's actor: what GET /api/workers and /api/devices need);
+/// (shutdown) -> bool once no run is running.
 /// An unknown id gets an error naming it.
 /// It monitors every run actor it spawns: one that ends before its run has (an exception escaped,
 /// a bug, a kill) fails its run with the reason, frees its slots, and the next run starts.

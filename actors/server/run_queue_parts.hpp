@@ -132,7 +132,7 @@ std::string waiting_kind(const run_queue_state& st, const std::string& id);
 /// A queued run starts now: how long it waited goes into the queue's wait histogram.
 void note_started(run_queue_state& st, const std::string& id);
 
-/// The queue's status with each run actor's as its children.
-caf::result<run_queue_status> status_tree(self_ptr self);
+/// The queue's status, with each run actor's as its children when `with_runs`.
+caf::result<run_queue_status> status_tree(self_ptr self, bool with_runs);
 
 } // namespace cdui::actors::queue_parts

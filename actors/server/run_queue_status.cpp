@@ -57,7 +57,9 @@ run_queue_status queue_status(self_ptr self) {
 
 } // namespace
 
-caf::result<run_queue_status> queue_parts::status_tree(self_ptr self) {
+caf::result<run_queue_status> queue_parts::status_tree(self_ptr self, bool with_runs) {
+  if (!with_runs)
+    return queue_status(self);
   return gather_status<run_actor_status>(
     self, queue_status(self), self->state.runs, std::chrono::seconds(5),
     [](run_queue_status& queue, run_actor_status run) { queue.children.push_back(std::move(run)); });

@@ -527,10 +527,10 @@ erase_result server::erase(const std::string& run_id) {
   return impl_->ask<erase_result>(false, atoms::erase::value, run_id).value_or(erase_result::unknown);
 }
 
-server_status server::status() {
+server_status server::status(bool with_runs) {
   server_status out;
   out.home = impl_->home;
-  out.queue = queue();
+  out.queue = queue(with_runs);
   out.stores = caches();
   if (impl_->registry)
     out.workers = workers();
@@ -589,8 +589,8 @@ workers_status server::workers() {
   return impl_->ask_registry<workers_status>(false, atoms::status::value).value_or(none);
 }
 
-run_queue_status server::queue() {
-  return impl_->ask<run_queue_status>(false, atoms::status::value).value_or(run_queue_status{});
+run_queue_status server::queue(bool with_runs) {
+  return impl_->ask<run_queue_status>(false, atoms::status::value, with_runs).value_or(run_queue_status{});
 }
 
 std::vector<cache_store_status> server::caches() {

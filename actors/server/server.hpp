@@ -192,11 +192,14 @@ public:
   /// for it with the reason "worker 'N' was removed by an operator".
   [[nodiscard]] enrollment remove_worker(const std::string& name);
 
-  /// The actor tree: each actor's state and mailbox size (the HTTP API writes it as /api/status).
-  [[nodiscard]] server_status status();
+  /// The actor tree: each actor's state and mailbox size (the HTTP API writes it as /api/status);
+  /// without the run actors' when `with_runs` is false (/metrics: a run's own state is not asked
+  /// of each of 10,000 queued runs at every scrape).
+  [[nodiscard]] server_status status(bool with_runs = true);
 
-  /// The run queue's part of status(): its slots, lane and floating runs, with its run actors.
-  [[nodiscard]] run_queue_status queue();
+  /// The run queue's part of status(): its slots, lane and floating runs, with its run actors
+  /// (each asked for its state) unless `with_runs` is false.
+  [[nodiscard]] run_queue_status queue(bool with_runs = true);
 
   /// What the three in-memory stores hold against their budgets (/api/health).
   [[nodiscard]] std::vector<cache_store_status> caches();

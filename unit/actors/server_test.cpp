@@ -574,6 +574,11 @@ BOOST_AUTO_TEST_CASE(metrics_erase_and_status_report_what_the_store_holds) {
   BOOST_REQUIRE(queue.children.size() == 1u);  // the long run's actor
   BOOST_TEST(queue.children[0].id == long_run);
   BOOST_TEST((queue.children[0].status == cdui::run_status::running));
+  // Without the run actors' (GET /api/workers, /api/devices, /metrics): the same slots, no child.
+  auto slots_only = srv.queue(false);
+  BOOST_TEST(slots_only.runs == 1u);
+  BOOST_TEST(slots_only.children.empty());
+  BOOST_TEST(slots_only.queues.size() == queue.queues.size());
 
   BOOST_TEST((srv.erase(long_run) == cdui::erase_result::active));
   BOOST_TEST((srv.erase(id) == cdui::erase_result::erased));
