@@ -1048,6 +1048,12 @@ void mount_http_api(httplib::Server& http, cdui::server& runtime, http_api_optio
   http.Get("/api/workers", [&rt](const httplib::Request& req, httplib::Response& res) {
     get_workers(rt, req, res);
   });
+  http.Get("/api/queues", [&rt](const httplib::Request& req, httplib::Response& res) {
+    std::uint64_t most = default_page;
+    if (!query_number(req, res, "limit", most, 1))
+      return;
+    reply(res, 200, queues_json(rt.queue(false), std::min<std::uint64_t>(most, max_page)));
+  });
   http.Get("/api/status", [&rt](const httplib::Request&, httplib::Response& res) {
     res.status = 200;
     res.set_content(status_body(rt.status()), "application/json");

@@ -1,5 +1,6 @@
 #include "apps/status_json.hpp"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -31,16 +32,26 @@ json run_json(const run_actor_status& run) {
             {"long_polls", run.long_polls}}}};
 }
 
+/// The first `most` of `ids`.
+std::vector<std::string> first(const std::vector<std::string>& ids, std::size_t most) {
+  return {ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(std::min(most, ids.size()))};
+}
+
+/// One device's queue: its runs holding the slot, its first `most` waiting runs, and how many wait.
+json slot_json(const slot_status& slot, std::size_t most) {
+  return {{"device", slot.device},
+          {"limit", slot.limit},
+          {"open", slot.open},
+          {"running", slot.running},
+          {"waiting", first(slot.waiting, most)},
+          {"queue_length", slot.waiting.size()},
+          {"shared", shared_json(slot.shared)}};
+}
+
 json queue_json(const run_queue_status& q) {
   json queues = json::array();
   for (const auto& slot : q.queues)
-    queues.push_back({{"device", slot.device},
-                      {"limit", slot.limit},
-                      {"open", slot.open},
-                      {"running", slot.running},
-                      {"waiting", slot.waiting},
-                      {"queue_length", slot.waiting.size()},
-                      {"shared", shared_json(slot.shared)}});
+    queues.push_back(slot_json(slot, slot.waiting.size()));
   json lane = json::array();
   for (const auto& r : q.interactive)
     lane.push_back({{"run_id", r.run_id}, {"session", r.session}});
@@ -214,6 +225,36 @@ json status_summary_json(const server_status& status) {
           {"running", running},
           {"waiting", waiting},
           {"workers", by_status}};
+}
+
+json queues_json(const run_queue_status& q, std::size_t most) {
+  json queues = json::array();
+  std::set<std::string> shown;
+  for (const auto& slot : q.queues) {
+    queues.push_back(slot_json(slot, most));
+    for (const auto& id : first(slot.waiting, most))
+      shown.insert(id);
+  }
+  auto floating = first(q.floating, most);
+  shown.insert(floating.begin(), floating.end());
+  json waiting = json::array();
+  std::size_t waiting_runs = 0;
+  for (const auto& w : q.waiting_runs) {
+    ++waiting_runs;
+    if (shown.count(w.id))
+      waiting.push_back({{"run_id", w.id}, {"queue_key", w.queue_key}, {"kind", w.kind}, {"reason", w.reason}});
+  }
+  json lane = json::array();
+  for (const auto& r : q.interactive)
+    lane.push_back({{"run_id", r.run_id}, {"session", r.session}});
+  return {{"queues", queues},
+          {"floating", floating},
+          {"floating_length", q.floating.size()},
+          {"interactive", {{"limit", q.interactive_limit}, {"running", lane}}},
+          {"waiting", waiting},
+          {"waiting_runs", waiting_runs},
+          {"limit", most},
+          {"shutting_down", q.shutting_down}};
 }
 
 std::string status_body(const server_status& status) {

@@ -25,6 +25,11 @@ namespace cdui::apps {
 /// actor tree of status_json.
 [[nodiscard]] std::string status_body(const server_status& status);
 
+/// GET /api/queues: every device's queue as the status tree has it, but only its first `most`
+/// waiting runs (and the first `most` floating ones), with why each of those waits, and how many
+/// wait in all: a page that costs the same with 10,000 queued runs.
+[[nodiscard]] nlohmann::json queues_json(const run_queue_status& queue, std::size_t most);
+
 /// GET /api/health: {"status": "ok", "caches": {name: {...}}}, seed 000's shape.
 [[nodiscard]] nlohmann::json health_json(const std::vector<cache_store_status>& caches);
 

@@ -743,7 +743,7 @@ class Dashboard(unittest.TestCase):
             store.executemany(f'INSERT INTO runs ({", ".join(columns)}) VALUES ({", ".join(":" + c for c in columns)})',
                               copies)
         store.close()
-        big = Server(big_home)
+        big = Server(big_home, CODEFYUI_MAX_SWEEP_RUNS='2000')
         try:
             for i in range(200):
                 status, answer, _ = big.request('POST', '/api/workers/enroll', {'name': f'w{i:03}'})
@@ -782,19 +782,39 @@ class Dashboard(unittest.TestCase):
             wait().until(lambda d: d.execute_script('return !document.querySelector("#sweeps-table + p").hidden'))
             self.assertTrue(text_of('#sweeps-table + p').startswith('No sweep yet'))
 
+            # 2,000 runs queued on sim:0 behind a run that holds it (a sweep of one-node graphs):
+            # the Queues view lists the first 50 and says how many more wait.
+            holder = big.submit(moons(1_000_000, 'sim:0'), 'holder', seed=1)
+            tiny = {'nodes': [{'id': 'data', 'type': 'Dataset', 'params': {'name': 'moons', 'n_samples': 16}}],
+                    'edges': []}
+            status, answer, _ = big.request('POST', '/api/sweeps', {
+                'graph': tiny, 'options': {'device': 'sim:0'},
+                'spec': {'method': 'grid', 'params': [{'node': 'data', 'param': 'n_samples', 'min': 16,
+                                                       'max': 2015, 'type': 'int', 'count': 2000}]},
+                'objective': {'metric': 'loss', 'direction': 'min'}})
+            self.assertEqual(status, 200, answer)
+            driver.get(big.base + '/#/queues')
+            queue = '[data-queue="sim:0"]'
+            wait(timeout=60).until(lambda d: text_of(f'{queue} .more') == 'and 1,950 more')
+            self.assertEqual(len(texts_of(f'{queue} ol.waiting > li')), 50)
+            self.assertEqual(texts_of(f'{queue} ol.waiting > li')[0].split()[:2], ['#1', answer['run_ids'][0]])
+            self.assertIn('2,000 waiting', text_of('#queues-summary'))
+
             # Every request the page made asked for a page, and no answer was large.
             fetched = driver.execute_script(
                 "return performance.getEntriesByType('resource').filter(e => e.name.includes('/api/'))"
                 ".map(e => [e.name.slice(location.origin.length), e.decodedBodySize])")
             listing = [(path, size) for path, size in fetched
-                       if path.split('?')[0] in ('/api/runs', '/api/workers', '/api/sweeps', '/api/studies')]
+                       if path.split('?')[0] in ('/api/runs', '/api/workers', '/api/sweeps', '/api/studies',
+                                                 '/api/queues')]
             self.assertTrue(listing)
             for path, size in listing:
                 self.assertIn('limit=', path)
                 self.assertLess(size, 100_000, path)
             for path in sorted(set(p for p, _ in listing)):
                 answer = big.request('GET', path)[1]
-                rows = {key: len(answer[key]) for key in ('runs', 'workers', 'enrolled', 'sweeps') if key in answer}
+                rows = {key: len(answer[key]) for key in ('runs', 'workers', 'enrolled', 'sweeps', 'waiting')
+                        if key in answer}
                 print(f'{path}: {rows}, {max(n for p, n in listing if p == path)} bytes', file=sys.stderr)
             whole = len(json.dumps(big.request('GET', '/api/runs?limit=1000')[1]))
             print(f'10,000 runs and 200 enrolled workers: prepared in {prepared:.1f} s, checked in '

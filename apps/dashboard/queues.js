@@ -1,16 +1,19 @@
-// The Queues view: each device's queue from GET /api/status (its run_queue actor's state): the runs
-// holding its slot, the runs waiting in order with their positions and why, and the device sets
-// that reserve it; the runs waiting for any worker or the pool; the interactive lane.
+// The Queues view: each device's queue from GET /api/queues: the runs holding its slot, the first
+// runs waiting in order with their positions and why (the server sends the first `shown` of each
+// queue, so 10,000 queued runs cost what 50 do), and the device sets that reserve it; the runs
+// waiting for any worker or the pool; the interactive lane.
 import {api} from './api.js';
 import {el, replace, runLink} from './dom.js';
 import {report} from './errors.js';
 import {poll} from './poll.js';
 
 const refresh_ms = 2000;
+/// Waiting runs listed per queue.
+const shown = 50;
 
-/// The run queue's actor in the status tree.
-function runQueue(status) {
-  return (status.children || []).find(c => c.kind === 'run_queue');
+/// "and 9,950 more" under a list the server cut at `listed` of `length`.
+function more(listed, length) {
+  return length > listed ? el('p', {class: 'muted more'}, `and ${(length - listed).toLocaleString()} more`) : null;
 }
 
 /// Each run's queues, in queue-key order: a run in more than one is a device set.
@@ -51,7 +54,8 @@ function queuePanel(queue, why, sets) {
                   (sets.get(id) || []).length > 1 ? el('span', {class: 'device-set'}, ` device set: ${sets.get(id).join(', ')}`) : null))),
             el('h3', {}, 'Waiting, front first'),
             queue.waiting.length === 0 ? el('p', {class: 'muted'}, 'none')
-              : el('ol', {class: 'waiting'}, queue.waiting.map((id, i) => waitingItem(id, i, queue, why, sets))));
+              : el('ol', {class: 'waiting'}, queue.waiting.map((id, i) => waitingItem(id, i, queue, why, sets))),
+            more(queue.waiting.length, queue.queue_length));
 }
 
 /// Starts the view in `view`; `params` may ask for the idle queues too (?idle=1).
@@ -68,17 +72,21 @@ export function startQueues(view, params) {
           summary, list, floating, interactive);
   const live = poll(refresh_ms, async () => {
     try {
-      const status = await api('/api/status');
-      const state = (runQueue(status) || {}).state || {queues: [], floating: [], interactive: {running: []}};
-      const why = new Map((status.summary.waiting || []).map(w => [w.run_id, w]));
+      const state = await api(`/api/queues?limit=${shown}`);
+      const why = new Map(state.waiting.map(w => [w.run_id, w]));
       const sets = devicesOfRuns(state.queues);
-      const shown = state.queues.filter(q => showIdle || q.running.length > 0 || q.waiting.length > 0);
-      replace(summary, status.summary.text.map(line => el('li', {}, line)));
-      replace(list, shown.length ? shown.map(q => queuePanel(q, why, sets))
-                                 : el('p', {class: 'muted'}, `No queue holds a run now (${state.queues.length} idle).`));
+      const busy = state.queues.filter(q => q.running.length > 0 || q.queue_length > 0);
+      const listed = showIdle ? state.queues : busy;
+      const running = new Set(state.queues.flatMap(q => q.running)).size + state.interactive.running.length;
+      replace(summary, el('li', {}, `${running} running, ${state.waiting_runs.toLocaleString()} waiting, in ${busy.length} `
+                                    + `busy of ${state.queues.length} device queues`
+                                    + (state.shutting_down ? '; the server is shutting down' : '')));
+      replace(list, listed.length ? listed.map(q => queuePanel(q, why, sets))
+                                  : el('p', {class: 'muted'}, `No queue holds a run now (${state.queues.length} idle).`));
       replace(floating, state.floating.length === 0 ? [] : el('section', {class: 'panel', dataset: {queue: 'floating'}},
         el('h2', {}, 'Waiting for any worker or the one-shot pool'),
-        el('ol', {class: 'waiting'}, state.floating.map((id, i) => waitingItem(id, i, {device: 'any'}, why, sets)))));
+        el('ol', {class: 'waiting'}, state.floating.map((id, i) => waitingItem(id, i, {device: 'any'}, why, sets))),
+        more(state.floating.length, state.floating_length)));
       const lane = state.interactive || {running: []};
       replace(interactive, lane.running.length === 0 ? [] : el('section', {class: 'panel'},
         el('h2', {}, `Interactive lane (${lane.running.length} of ${lane.limit})`),
