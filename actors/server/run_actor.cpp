@@ -413,13 +413,6 @@ caf::behavior run_actor(self_ptr self, run_setup setup, run_queue_actor queue) {
       }
       start(self);
     },
-    [=](atoms::assign) {
-      // Its worker came back without it and had sent none of its events: the run never reached
-      // it, so it goes again (a run being stopped is left to its stop's deadline).
-      auto& st = self->state;
-      if (st.setup.info.status == run_status::running && !st.setup.worker.empty() && !st.stop->load())
-        start_remote(self);
-    },
     [=](atoms::append, const std::string& type, std::string& data) {
       append(self, type, std::move(data));
       wake_waiters(self);
