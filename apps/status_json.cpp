@@ -238,12 +238,9 @@ json queues_json(const run_queue_status& q, std::size_t most) {
   auto floating = first(q.floating, most);
   shown.insert(floating.begin(), floating.end());
   json waiting = json::array();
-  std::size_t waiting_runs = 0;
-  for (const auto& w : q.waiting_runs) {
-    ++waiting_runs;
+  for (const auto& w : q.waiting_runs)
     if (shown.count(w.id))
       waiting.push_back({{"run_id", w.id}, {"queue_key", w.queue_key}, {"kind", w.kind}, {"reason", w.reason}});
-  }
   json lane = json::array();
   for (const auto& r : q.interactive)
     lane.push_back({{"run_id", r.run_id}, {"session", r.session}});
@@ -252,7 +249,7 @@ json queues_json(const run_queue_status& q, std::size_t most) {
           {"floating_length", q.floating.size()},
           {"interactive", {{"limit", q.interactive_limit}, {"running", lane}}},
           {"waiting", waiting},
-          {"waiting_runs", waiting_runs},
+          {"waiting_runs", q.waiting_runs.size()},
           {"limit", most},
           {"shutting_down", q.shutting_down}};
 }

@@ -5,12 +5,6 @@
 
 namespace cdui::policy {
 
-namespace {
-
-/// The 1-based place of a run in a queue it waits in.
-
-} // namespace
-
 void admission::set_limit(const std::string& key, int limit) {
   slot_of(key).limit = std::max(1, limit);
   dirty_.insert(key);
