@@ -116,6 +116,10 @@ CREATE TABLE IF NOT EXISTS study_trials (
   params TEXT NOT NULL,
   PRIMARY KEY (study_id, idx)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS worker_starts (
+  run_id TEXT PRIMARY KEY,
+  cursor_base INTEGER NOT NULL
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS shared_cards (
   offerer TEXT NOT NULL,
   device TEXT NOT NULL,
@@ -267,6 +271,7 @@ constexpr const char* required_columns[] = {
   "SELECT run_id, path, bytes FROM artifacts LIMIT 0",
   "SELECT name, credential_hash, enrolled_ms, rekeyed_ms FROM workers LIMIT 0",
   "SELECT offerer, device, shared_ms FROM shared_cards LIMIT 0",
+  "SELECT run_id, cursor_base FROM worker_starts LIMIT 0",
   "SELECT memory_key, cards, bytes, run_id, measured_ms FROM measured_peaks LIMIT 0",
   ("SELECT seq, id, name, graph, spec, objective, options, state, cancel_asked, created_ms, "
    "finished_ms FROM sweeps LIMIT 0"),
@@ -554,13 +559,39 @@ std::vector<sweep_child> run_store::study_trials(const std::string& study_id) co
   return children(study_tables, study_id);
 }
 
-void run_store::update(const run_info& i) {
-  std::lock_guard lock{mutex_};
-  statement s{db_, *statements_, "UPDATE runs SET status=?, error=?, queue_key=?, started_ms=?, finished_ms=?, "
-                   "final_metrics=?, options=? WHERE id=?"};
+namespace {
+
+void update_run(sqlite3* db, statement_cache& cache, const run_info& i) {
+  statement s{db, cache, "UPDATE runs SET status=?, error=?, queue_key=?, started_ms=?, finished_ms=?, "
+                  "final_metrics=?, options=? WHERE id=?"};
   s.bind(1, std::string{to_string(i.status)}).bind(2, i.error).bind(3, i.queue_key);
   s.bind(4, i.started_ms).bind(5, i.finished_ms).bind(6, i.final_metrics).bind(7, i.options).bind(8, i.id);
   s.step();
+}
+
+} // namespace
+
+void run_store::update(const run_info& i) {
+  std::lock_guard lock{mutex_};
+  update_run(db_, *statements_, i);
+}
+
+void run_store::record_worker_start(const run_info& i, std::uint64_t cursor_base) {
+  std::lock_guard lock{mutex_};
+  transaction tx{db_};
+  statement s{db_, *statements_, "INSERT INTO worker_starts (run_id, cursor_base) VALUES (?, ?) "
+                   "ON CONFLICT(run_id) DO UPDATE SET cursor_base = excluded.cursor_base"};
+  s.bind(1, i.id).bind(2, static_cast<std::int64_t>(cursor_base));
+  s.step();
+  update_run(db_, *statements_, i);
+  tx.commit();
+}
+
+std::uint64_t run_store::worker_cursor_base(const std::string& run_id) const {
+  std::lock_guard lock{mutex_};
+  statement s{db_, *statements_, "SELECT cursor_base FROM worker_starts WHERE run_id=?"};
+  s.bind(1, run_id);
+  return s.step() ? static_cast<std::uint64_t>(s.integer(0)) : 0;
 }
 
 void run_store::append_event(const std::string& run_id, const run_event& e) {
@@ -759,7 +790,7 @@ bool run_store::erase(const std::string& run_id) {
   std::lock_guard lock{mutex_};
   transaction tx{db_};
   for (const char* sql : {"DELETE FROM events WHERE run_id=?", "DELETE FROM metrics WHERE run_id=?",
-                          "DELETE FROM artifacts WHERE run_id=?"}) {
+                          "DELETE FROM artifacts WHERE run_id=?", "DELETE FROM worker_starts WHERE run_id=?"}) {
     statement s{db_, *statements_, sql};
     s.bind(1, run_id);
     s.step();

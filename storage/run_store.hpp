@@ -158,6 +158,13 @@ public:
   /// raised while it waited).
   void update(const run_info& info);
 
+  /// A worker run starts: update(info) (running), and the cursor of its last event before any of
+  /// its worker's, in one transaction. The worker numbers its events from 1, so after a restart
+  /// the server knows how many it has of them (worker_cursor_base) and whether it has any.
+  void record_worker_start(const run_info& info, std::uint64_t cursor_base);
+  /// The cursor record_worker_start gave the run; 0 when it has none (a store older than it).
+  [[nodiscard]] std::uint64_t worker_cursor_base(const std::string& run_id) const;
+
   /// Appends an event (its cursor must be the run's last + 1). A metric event
   /// {node, name, step, value} also becomes a metric row, in the same transaction.
   void append_event(const std::string& run_id, const run_event& event);

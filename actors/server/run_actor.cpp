@@ -210,11 +210,14 @@ void start(self_ptr self) {
   st.setup.info.status = run_status::running;
   st.setup.info.started_ms = now_ms();
   st.setup.info.queue_position = 0;
-  st.setup.store->update(st.setup.info);
   if (!st.setup.worker.empty()) {
+    // Recorded before the assignment leaves: a server killed in between leaves a running run that
+    // its worker never had and sent no event of, which the next server sends again.
+    st.setup.store->record_worker_start(st.setup.info, st.last_cursor);
     start_remote(self);
     return;
   }
+  st.setup.store->update(st.setup.info);
   auto ctx = st.setup.context;
   ctx.stop = st.stop;
   ctx.interrupt = st.interrupt;
@@ -412,6 +415,13 @@ caf::behavior run_actor(self_ptr self, run_setup setup, run_queue_actor queue) {
         return;
       }
       start(self);
+    },
+    [=](atoms::assign) {
+      // Its worker came back without it and had sent none of its events: the run never reached
+      // it, so it goes again (a run being stopped is left to its stop's deadline).
+      auto& st = self->state;
+      if (st.setup.info.status == run_status::running && !st.setup.worker.empty() && !st.stop->load())
+        start_remote(self);
     },
     [=](atoms::append, const std::string& type, std::string& data) {
       append(self, type, std::move(data));

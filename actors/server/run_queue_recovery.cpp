@@ -80,7 +80,10 @@ void queue_parts::resume(self_ptr self) {
     // registry waits for its worker to report it (or ends it after the grace period).
     auto id = p.setup.info.id;
     auto worker = p.setup.worker;
-    auto cursor = st.cfg.store->last_cursor(id);
+    // The worker's own cursor: how many of its events the store has (none: it may never have had
+    // the run, whose assignment a killed server did not send).
+    auto last = st.cfg.store->last_cursor(id);
+    auto cursor = last - std::min(last, st.cfg.store->worker_cursor_base(id));
     p.setup.context.run_id = id;
     note_budget(st, id, p, step.request);  // on a shared card it counts as running at once
     auto run = spawn_run(self, std::move(p.setup));

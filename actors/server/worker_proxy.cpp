@@ -126,12 +126,25 @@ void on_join(self_ptr self, const std::string& identity, const hello& h, bool en
       answer.forget.push_back(id);
     }
   }
-  // Runs it was given and no longer has: their process ended while the connection was down.
+  // Runs it was given and no longer has. One it has sent no event of never reached it (its
+  // assign_run was lost: the server that sent it was killed, or the connection went): its run
+  // actor sends it again. The others' process ended while the connection was down.
   std::vector<std::string> lost;
-  for (const auto& [id, run] : st.runs)
-    if (!listed.count(id))
+  std::vector<caf::actor> never_reached;
+  for (auto& [id, run] : st.runs) {
+    if (listed.count(id))
+      continue;
+    if (run.cursor == 0) {
+      spdlog::info("run {} never reached worker '{}': it is sent again", id, h.name);
+      run.adopting_since_ms = 0;
+      never_reached.push_back(run.run);
+    } else {
       lost.push_back(id);
+    }
+  }
   reply(self, wire::message_type::welcome, answer);
+  for (const auto& run : never_reached)
+    caf::anon_send(run, atoms::assign::value);
   for (const auto& id : lost)
     end_run(self, id, run_status::failed,
             "worker '" + h.name + "' came back without the run: its process ended while the "
@@ -236,7 +249,10 @@ void on_run_done(self_ptr self, const run_done& d) {
 
 void on_assign(self_ptr self, assign_run& a, const caf::actor& run) {
   auto& st = self->state;
-  st.runs[a.run_id] = remote_run{run, 0, 0, std::nullopt, 0};
+  // A run sent again (its worker came back without it) keeps the events it has had since.
+  auto& followed = st.runs[a.run_id];
+  if (followed.run != run)
+    followed = remote_run{run, 0, 0, std::nullopt, 0};
   if (!connected(st)) {
     // The registry saw it connected; its connection went between.
     end_run(self, a.run_id, run_status::failed,

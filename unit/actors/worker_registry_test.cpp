@@ -258,6 +258,46 @@ BOOST_FIXTURE_TEST_CASE(a_removed_workers_proxy_quits_and_is_not_replaced, regis
   BOOST_TEST(workers().workers.empty());
 }
 
+// A server killed after it recorded a worker run as running and before its assign_run reached the
+// agent: the next server adopts the run, and the agent's hello does not list it (sweep_test's kill
+// -9 flake). Such a run goes to the worker again; one the worker had sent events of still fails.
+BOOST_FIXTURE_TEST_CASE(an_adopted_run_its_worker_never_had_is_sent_again_one_it_reported_on_fails,
+                        registry_fixture) {
+  caf::scoped_actor never_sent{system};
+  caf::scoped_actor reported{system};
+  caf::anon_send(registry, atoms::adopt::value, std::string{"r1"}, std::string{"w1"},
+                 caf::actor_cast<caf::actor>(never_sent), std::uint64_t{0});
+  caf::anon_send(registry, atoms::adopt::value, std::string{"r2"}, std::string{"w1"},
+                 caf::actor_cast<caf::actor>(reported), std::uint64_t{3});
+  peer.send(wire::message_type::hello,
+            test::make_hello("w1", token, {{"cpu", "cpu", "cpu-test", 1 << 30, 1 << 30}}));
+  auto w = next_of(wire::message_type::welcome);
+  BOOST_REQUIRE(w);
+  BOOST_TEST(wire::decode<welcome>(*w)->resume.empty());
+
+  // r1's actor is asked to send the run again, as it does (run_actor's start_remote) ...
+  bool asked = false;
+  never_sent->receive([&](atoms::assign) { asked = true; },
+                      caf::after(10s) >> [] { BOOST_FAIL("r1's actor was not asked to send it again"); });
+  BOOST_REQUIRE(asked);
+  caf::anon_send(registry, atoms::assign::value, assign_run{"r1", "r1", "{}", "{}", {"cpu"}, 1},
+                 std::string{"w1"}, caf::actor_cast<caf::actor>(never_sent));
+  auto again = next_of(wire::message_type::assign_run);
+  BOOST_REQUIRE(again);
+  BOOST_TEST(wire::decode<assign_run>(*again)->run_id == "r1");
+  // ... r2 fails, and the proxy follows r1 alone, no longer as an adoption.
+  auto outcome = finished_of(reported);
+  BOOST_REQUIRE(outcome);
+  BOOST_TEST(static_cast<int>(outcome->status) == static_cast<int>(run_status::failed));
+  BOOST_TEST(outcome->error.find("came back without the run") != std::string::npos, outcome->error);
+  auto p = status_of(proxy("w1"));
+  BOOST_REQUIRE(p.runs.size() == 1u);
+  BOOST_TEST(p.runs[0].id == "r1");
+  BOOST_TEST(!p.runs[0].adopting);
+  never_sent->receive([&](atoms::finished, run_outcome& o) { BOOST_FAIL("r1 ended: " + o.error); },
+                      caf::after(0s) >> [] {});
+}
+
 BOOST_FIXTURE_TEST_CASE(a_workers_actor_keeps_its_heartbeat_deadline_and_tells_the_queue, fast_heartbeats) {
   BOOST_TEST(queue_told(worker_availability::open));  // joined
   // The agent falls silent: late (Degraded, closed to new runs), then given up (Disconnected).

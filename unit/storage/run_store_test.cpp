@@ -212,6 +212,44 @@ BOOST_AUTO_TEST_CASE(unfinished_runs_come_back_in_submit_order) {
   BOOST_TEST(open[2].info.id == "b2");
 }
 
+// After a restart the server finds how many events of a worker run came from its worker: those
+// after the cursor recorded with its start (the run's warnings while it queued came before).
+BOOST_AUTO_TEST_CASE(a_worker_runs_start_keeps_the_cursor_its_workers_events_follow) {
+  cdui::test::temp_home home;
+  auto file = home.path() / "cdui.db";
+  {
+    run_store store{file};
+    store.insert(make_run("w1"));
+    store.insert(make_run("w2"));
+    store.append_event("w1", event(1, "run_warning", R"({"kind":"memory_budget"})"));
+    auto info = store.find("w1")->info;
+    info.status = run_status::running;
+    info.started_ms = 3000;
+    store.record_worker_start(info, 1);
+    BOOST_TEST(store.worker_cursor_base("w2") == 0u);  // never started on a worker
+  }
+  {
+    run_store store{file};
+    auto w1 = store.find("w1");
+    BOOST_TEST(w1->info.status == run_status::running);  // with its start, in one transaction
+    BOOST_TEST(w1->info.started_ms == 3000);
+    BOOST_TEST(store.worker_cursor_base("w1") == 1u);
+    BOOST_TEST(store.erase("w1"));
+    BOOST_TEST(store.worker_cursor_base("w1") == 0u);
+  }
+  // A store from before worker_starts gets the table when it opens, and knows no start.
+  sqlite3* db = nullptr;
+  BOOST_REQUIRE(sqlite3_open(file.c_str(), &db) == SQLITE_OK);
+  BOOST_REQUIRE(sqlite3_exec(db, "DROP TABLE worker_starts", nullptr, nullptr, nullptr) == SQLITE_OK);
+  sqlite3_close(db);
+  run_store store{file};
+  BOOST_TEST(store.worker_cursor_base("w2") == 0u);
+  auto info = store.find("w2")->info;
+  info.status = run_status::running;
+  store.record_worker_start(info, 0);
+  BOOST_TEST(store.find("w2")->info.status == run_status::running);
+}
+
 BOOST_AUTO_TEST_CASE(erase_deletes_the_run_its_events_metrics_and_artifacts) {
   cdui::test::temp_home home;
   run_store store{home.path() / "cdui.db"};
