@@ -10,7 +10,6 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
-#include <malloc.h>
 
 #include "apps/agent_command.hpp"
 #include "apps/client_commands.hpp"
@@ -27,6 +26,7 @@
 #include "apps/ui_command.hpp"
 #include "apps/sim_hold_command.hpp"
 #include "messages/run_request.hpp"
+#include "runtime/malloc_thresholds.hpp"
 #include "messages/version.hpp"
 
 namespace {
@@ -59,20 +59,6 @@ std::string usage_error(const CLI::App& app, const CLI::ParseError& e) {
   if (!what.empty())
     what.front() = static_cast<char>(std::tolower(static_cast<unsigned char>(what.front())));
   return command_path(at) + ": " + what + help;
-}
-
-/// glibc's malloc thresholds for a process that trains: blocks up to 32 MiB (the most glibc allows)
-/// come from the heap instead of a fresh mmap, and the heap keeps up to 256 MiB of free top
-/// instead of returning it at once, so that a training step's temporaries (a CNN's feature maps
-/// and im2col buffers) do not page-fault afresh every step. glibc raises both by itself only after
-/// a mapped block is freed. One-epoch CNN job: 44% fewer page faults, loop 6% faster; the MLP
-/// job unchanged (docs/benchmarks.md).
-constexpr int malloc_mmap_threshold = 32 << 20;
-constexpr int malloc_trim_threshold = 256 << 20;
-
-void set_malloc_thresholds() {
-  ::mallopt(M_MMAP_THRESHOLD, malloc_mmap_threshold);
-  ::mallopt(M_TRIM_THRESHOLD, malloc_trim_threshold);
 }
 
 /// The command line's command, run: its exit code.
@@ -419,7 +405,7 @@ int run_cli(int argc, char** argv) {
 } // namespace
 
 int main(int argc, char** argv) {
-  set_malloc_thresholds();
+  cdui::runtime::set_malloc_thresholds();
   cdui::apps::remember_command_line(argc, argv);
   cdui::apps::exit_after_command(run_cli(argc, argv));
 }
