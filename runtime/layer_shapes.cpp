@@ -266,4 +266,45 @@ std::vector<std::size_t> block_starts(const nlohmann::json& layers) {
   return starts;
 }
 
+std::int64_t macs_per_output(const layer_plan& plan) {
+  if (plan.type == "Linear")
+    return plan.in.empty() ? 0 : plan.in.back();
+  if (plan.type == "Conv2d")
+    return plan.in.empty() ? 0 : plan.in.front() * plan.kernel * plan.kernel;
+  return 0;
+}
+
+std::vector<forward_segment> checkpoint_plan(const nlohmann::json& layers, const std::vector<layer_plan>& plans,
+                                             recompute_granularity how) {
+  std::vector<forward_segment> segments;
+  auto add = [&](std::size_t begin, std::size_t end, bool checkpointed) {
+    if (begin == end)
+      return;
+    if (!checkpointed && !segments.empty() && !segments.back().checkpointed)
+      segments.back().end = end;  // one stretch of plain layers
+    else
+      segments.push_back({begin, end, checkpointed});
+  };
+  auto starts = block_starts(layers);
+  for (std::size_t k = 0; k < starts.size(); ++k) {
+    auto begin = starts[k];
+    auto end = k + 1 < starts.size() ? starts[k + 1] : layers.size();
+    if (k + 1 == starts.size()) {
+      add(begin, end, false);
+      continue;
+    }
+    auto weighted = begin;
+    while (weighted < end && macs_per_output(plans[weighted]) == 0)
+      ++weighted;
+    if (how == recompute_granularity::selective && weighted < end
+        && macs_per_output(plans[weighted]) >= selective_keep_macs) {
+      add(begin, weighted + 1, false);
+      add(weighted + 1, end, keeps_inner_activations(layers, weighted + 1, end));
+      continue;
+    }
+    add(begin, end, keeps_inner_activations(layers, begin, end));
+  }
+  return segments;
+}
+
 } // namespace cdui::runtime

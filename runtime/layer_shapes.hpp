@@ -73,6 +73,40 @@ plan_layers(const nlohmann::json& layers, const sample_shape& input);
 /// its own, while MaxPool2d (its input and indices), a norm, GELU or Dropout do.
 [[nodiscard]] bool keeps_inner_activations(const nlohmann::json& layers, std::size_t begin, std::size_t end);
 
+/// How far activation checkpointing recomputes: the Model's `checkpoint_granularity`.
+enum class recompute_granularity { full, selective };
+
+/// The multiply-adds a Linear or Conv2d layer spends on each element of its output (its input
+/// features, or its input channels times its kernel's area); 0 for the other layers.
+[[nodiscard]] std::int64_t macs_per_output(const layer_plan& plan);
+
+/// Under selective granularity a Linear or Conv2d whose output costs at least this many
+/// multiply-adds an element is kept, not recomputed: recomputing it would cost more than the
+/// element-wise layers after it that checkpointing recomputes (a 3x3 convolution of one channel
+/// costs 9 and is recomputed; one of 16 channels costs 144 and is kept).
+inline constexpr std::int64_t selective_keep_macs = 64;
+
+/// A stretch [begin, end) of a Model's layers in its training forward pass: through the
+/// checkpoint (it keeps its input alone and is run again in the backward pass), or as its layers.
+struct forward_segment {
+  std::size_t begin = 0;
+  std::size_t end = 0;
+  bool checkpointed = false;
+  bool operator==(const forward_segment& o) const {
+    return begin == o.begin && end == o.end && checkpointed == o.checkpointed;
+  }
+};
+
+/// `checkpoint_activations`' forward pass over `layers` (planned as `plans`), in segments that
+/// cover every layer in order. Each block (block_starts) goes through the checkpoint when it keeps
+/// a tensor besides its input and output (keeps_inner_activations), but the last, whose backward
+/// follows its forward at once. Selective: a block whose Linear or Conv2d costs selective_keep_macs
+/// or more runs up to that layer as itself, so the layer's output is kept, and checkpoints the
+/// layers after it when they keep something of their own.
+[[nodiscard]] std::vector<forward_segment> checkpoint_plan(const nlohmann::json& layers,
+                                                           const std::vector<layer_plan>& plans,
+                                                           recompute_granularity how);
+
 /// The field errors of a Model's `layers` param, each a whole sentence naming node and layer.
 [[nodiscard]] std::vector<std::string> check_layers(const std::string& node_id,
                                                     const nlohmann::json& layers);

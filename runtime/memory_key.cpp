@@ -14,8 +14,9 @@ namespace {
 
 /// The first line of the text the key hashes: a change to what the key covers changes it, so an
 /// old key never matches a graph it would describe otherwise.
-constexpr const char* key_format = "cdui memory key 4";  // 2: TrainingLoop.strategy; 3: Model.freeze, lora;
-                                                          // 4: Model.checkpoint_activations
+constexpr const char* key_format = "cdui memory key 5";  // 2: TrainingLoop.strategy; 3: Model.freeze, lora;
+                                                          // 4: Model.checkpoint_activations;
+                                                          // 5: Model.checkpoint_granularity
 
 /// Params that neither shape memory nor pick data, on any node type, a plugin's included: the run's
 /// seed, how long it runs, its learning rate, the loader's worker processes, what the editor draws.

@@ -153,18 +153,14 @@ struct checkpointed_block : torch::autograd::Function<checkpointed_block> {
 
 at::Tensor model_forward(model_value& model, const at::Tensor& x) {
   auto& net = model.module;
-  if (model.checkpoint_blocks.empty() || !net->is_training() || !c10::GradMode::is_enabled())
+  if (model.checkpoint_segments.empty() || !net->is_training() || !c10::GradMode::is_enabled())
     return net->forward(x);
   auto out = x;
-  const auto& starts = model.checkpoint_blocks;
-  for (std::size_t k = 0; k < starts.size(); ++k) {
-    auto end = k + 1 < starts.size() ? starts[k + 1] : net->size();
-    auto block = c10::make_intrusive<block_run>(net, starts[k], end, model.dropout_rng);
-    auto trainable = block->trainable();
-    // The last block's backward comes right after its forward pass, so it keeps what it keeps
-    // (as checkpoint_sequential runs its last segment); a block that keeps no more than its input
-    // and output would only pay for the recompute; one that needs no gradient keeps nothing.
-    if (k + 1 == starts.size() || !model.checkpoint_saves[k] || (trainable.empty() && !out.requires_grad())) {
+  for (const auto& segment : model.checkpoint_segments) {
+    auto block = c10::make_intrusive<block_run>(net, segment.begin, segment.end, model.dropout_rng);
+    // A segment that needs no gradient keeps nothing: it runs as itself.
+    auto trainable = segment.checkpointed ? block->trainable() : std::vector<at::Tensor>{};
+    if (!segment.checkpointed || (trainable.empty() && !out.requires_grad())) {
       out = block->run(out);
       continue;
     }

@@ -107,6 +107,7 @@ port_values run_model(node_call& call) {
   const auto& layers = call.param("layers");
   torch::NoGradGuard no_grad;
   std::vector<torch::nn::AnyModule> built;
+  std::vector<layer_plan> plans;
   for (std::size_t i = 0; i < layers.size(); ++i) {
     auto type = layers[i]["type"].get<std::string>();
     auto where = "layer " + std::to_string(i + 1) + " (" + type + ")";
@@ -136,19 +137,17 @@ port_values run_model(node_call& call) {
                        "(runtime/layer_shapes.cpp) say " + shape_text(plan.out)
                        + "; this is a bug in cdui");
     built.push_back(std::move(layer));
+    plans.push_back(plan);
   }
   adapt_and_freeze(call, layers, built);
   for (std::size_t i = 0; i < built.size(); ++i)
     model->module->push_back(layer_name(layers[i]["type"].get<std::string>(), i), std::move(built[i]));
   model->module->train();
   model->output_shape = shape;
-  if (call.param("checkpoint_activations").get<bool>()) {
-    model->checkpoint_blocks = block_starts(layers);
-    for (std::size_t k = 0; k < model->checkpoint_blocks.size(); ++k) {
-      auto end = k + 1 < model->checkpoint_blocks.size() ? model->checkpoint_blocks[k + 1] : layers.size();
-      model->checkpoint_saves.push_back(keeps_inner_activations(layers, model->checkpoint_blocks[k], end));
-    }
-  }
+  if (call.param("checkpoint_activations").get<bool>())
+    model->checkpoint_segments = checkpoint_plan(
+      layers, plans,
+      call.param("checkpoint_granularity") == "full" ? recompute_granularity::full : recompute_granularity::selective);
   if (std::any_of(layers.begin(), layers.end(), [](const auto& l) { return l["type"] == "Dropout"; }))
     model->dropout_rng = call.rng();
   for (const auto& p : model->module->parameters()) {

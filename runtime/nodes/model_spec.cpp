@@ -46,6 +46,10 @@ void register_model_node(node_registry& registry) {
     {"checkpoint_activations", param_kind::boolean, false, -INFINITY, INFINITY, {},
      "keep only each block's input (a Linear or Conv2d and the layers up to the next) while "
      "training, and recompute the block in the backward pass: less memory, a longer step"},
+    {"checkpoint_granularity", param_kind::choice, "selective", -INFINITY, INFINITY, {"selective", "full"},
+     "with checkpoint_activations: selective keeps the output of a block's Linear or Conv2d when it "
+     "costs 64 or more multiply-adds an element, and recomputes the layers after it; full recomputes "
+     "each whole block: less memory, more time"},
   };
   spec.inputs = {{"dataset", port_type::dataset, false, "gives the input shape"}};
   spec.outputs = {{"model", port_type::model, true, ""}};

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/nn/modules/container/sequential.h>
 
+#include "runtime/layer_shapes.hpp"
 #include "runtime/nodes/builtin.hpp"
 #include "runtime/precision.hpp"
 
@@ -53,11 +54,9 @@ struct model_value {
   std::int64_t parameter_count = 0;
   /// The parameters that train: neither frozen nor a LoRA layer's own weights.
   std::int64_t trainable_count = 0;
-  /// With `checkpoint_activations`: the layer index each block begins at (layer_shapes.hpp's
-  /// block_starts), and whether checkpointing it saves memory (keeps_inner_activations); empty:
-  /// the layers' own forward pass.
-  std::vector<std::size_t> checkpoint_blocks;
-  std::vector<bool> checkpoint_saves;
+  /// With `checkpoint_activations`: its training forward pass in segments (layer_shapes.hpp's
+  /// checkpoint_plan); empty: the layers' own forward pass.
+  std::vector<forward_segment> checkpoint_segments;
   /// The generator the Dropout layers draw their masks from, when there are any: a recomputed
   /// block replays its state.
   at::Generator dropout_rng;

@@ -3,6 +3,8 @@
 // BatchNorm's running statistics and bf16 autocast included), and its measured peak falls.
 #include <boost/test/unit_test.hpp>
 
+#include <map>
+
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
@@ -47,8 +49,9 @@ struct trained {
   std::int64_t activations = 0;
 };
 
-trained train(json g, bool checkpoint) {
+trained train(json g, bool checkpoint, const std::string& granularity = "selective") {
   cdui::test::params(g, "model")["checkpoint_activations"] = checkpoint;
+  cdui::test::params(g, "model")["checkpoint_granularity"] = granularity;
   cdui::test::temp_home home;
   auto dir = home.path() / "run";
   auto run = run_graph(saving(std::move(g)), dir);
@@ -75,18 +78,25 @@ BOOST_AUTO_TEST_CASE(a_seeded_run_with_dropout_gets_the_same_gradients_with_chec
 
 BOOST_AUTO_TEST_CASE(a_cnn_with_batchnorm_and_dropout_trains_the_same_in_fp32_and_bf16) {
   for (const auto* precision : {"fp32", "bf16"}) {
-    BOOST_TEST_CONTEXT("precision " << precision) {
-      auto plain = train(cnn_graph(precision), false);
-      auto checkpointed = train(cnn_graph(precision), true);
-      // BatchNorm2d's running mean and variance are in the file: the recomputed forward pass
-      // left them as the first pass set them.
-      BOOST_TEST(plain.weights.count("BatchNorm2d2.running_mean") == 1u);
-      BOOST_TEST(cdui::test::same_weights(plain.weights, checkpointed.weights));
-      BOOST_TEST(plain.train_loss == checkpointed.train_loss);
-      BOOST_TEST_MESSAGE(precision << " peak " << plain.peak << " -> " << checkpointed.peak << ", activations "
-                         << plain.activations << " -> " << checkpointed.activations);
-      BOOST_TEST(checkpointed.activations <= plain.activations / 2);
+    auto plain = train(cnn_graph(precision), false);
+    // BatchNorm2d's running mean and variance are in the file: the recomputed forward pass left
+    // them as the first pass set them.
+    BOOST_TEST(plain.weights.count("BatchNorm2d2.running_mean") == 1u);
+    std::map<std::string, std::int64_t> kept;
+    for (const auto* granularity : {"full", "selective"}) {
+      BOOST_TEST_CONTEXT("precision " << precision << ", granularity " << granularity) {
+        auto checkpointed = train(cnn_graph(precision), true, granularity);
+        BOOST_TEST(cdui::test::same_weights(plain.weights, checkpointed.weights));
+        BOOST_TEST(plain.train_loss == checkpointed.train_loss);
+        BOOST_TEST_MESSAGE(precision << ", " << granularity << ": peak " << plain.peak << " -> " << checkpointed.peak
+                           << ", activations " << plain.activations << " -> " << checkpointed.activations);
+        BOOST_TEST(checkpointed.activations <= plain.activations / 2);
+        kept[granularity] = checkpointed.activations;
+      }
     }
+    // Selective keeps the second convolution's output ([32, 32, 14, 14]), which full recomputes.
+    auto conv_output = std::int64_t{32} * 32 * 14 * 14 * (std::string{precision} == "fp32" ? 4 : 2);
+    BOOST_TEST(kept["selective"] - kept["full"] >= conv_output, precision);
   }
 }
 

@@ -124,4 +124,48 @@ BOOST_AUTO_TEST_CASE(a_block_keeps_inner_activations_when_a_layer_keeps_more_tha
   BOOST_TEST(keeps_inner_activations(layers, 14, 16)); // a norm before the Linear: the Linear's input is its own
 }
 
+// The CNN example: its first convolution (1 channel, 3x3: 9 multiply-adds an element) is cheap to
+// recompute, its second (16 channels: 144) and the Linear of 1568 inputs are not.
+BOOST_AUTO_TEST_CASE(the_checkpoint_plan_recomputes_whole_blocks_or_keeps_costly_layers_outputs) {
+  using namespace cdui::runtime;
+  auto layers = nlohmann::json::parse(R"([
+    {"type": "Conv2d", "out_channels": 16, "kernel_size": 3, "padding": 1}, {"type": "BatchNorm2d"},
+    {"type": "ReLU"}, {"type": "MaxPool2d", "kernel_size": 2},
+    {"type": "Conv2d", "out_channels": 32, "kernel_size": 3, "padding": 1}, {"type": "ReLU"},
+    {"type": "MaxPool2d", "kernel_size": 2}, {"type": "Flatten"}, {"type": "Dropout", "p": 0.25},
+    {"type": "Linear", "out_features": 128}, {"type": "ReLU"}, {"type": "Linear", "out_features": 10}])");
+  auto planned = plan_layers(layers, {1, 28, 28});
+  BOOST_REQUIRE(std::holds_alternative<std::vector<layer_plan>>(planned));
+  const auto& plans = std::get<std::vector<layer_plan>>(planned);
+  BOOST_TEST(macs_per_output(plans[0]) == 9);
+  BOOST_TEST(macs_per_output(plans[4]) == 144);
+  BOOST_TEST(macs_per_output(plans[9]) == 1568);
+  BOOST_TEST(macs_per_output(plans[2]) == 0);
+  using seg = forward_segment;
+  // Full: each block that keeps something of its own is recomputed; [Linear, ReLU] keeps nothing
+  // of its own, and the last block never is.
+  BOOST_TEST((checkpoint_plan(layers, plans, recompute_granularity::full)
+              == std::vector<seg>{{0, 4, true}, {4, 9, true}, {9, 12, false}}));
+  // Selective: the second convolution's output is kept, and what follows it recomputed.
+  BOOST_TEST((checkpoint_plan(layers, plans, recompute_granularity::selective)
+              == std::vector<seg>{{0, 4, true}, {4, 5, false}, {5, 9, true}, {9, 12, false}}));
+
+  // A block of Linear, LayerNorm, GELU, Dropout: the Linear of 1024 inputs is kept, the rest recomputed.
+  auto deep = nlohmann::json::parse(R"([{"type": "Flatten"},
+    {"type": "Linear", "out_features": 1024}, {"type": "LayerNorm"}, {"type": "GELU"}, {"type": "Dropout", "p": 0.1},
+    {"type": "Linear", "out_features": 1024}, {"type": "LayerNorm"}, {"type": "GELU"}, {"type": "Dropout", "p": 0.1},
+    {"type": "Linear", "out_features": 10}])");
+  auto deep_plans = std::get<std::vector<layer_plan>>(plan_layers(deep, {1, 28, 28}));
+  BOOST_TEST((checkpoint_plan(deep, deep_plans, recompute_granularity::selective)
+              == std::vector<seg>{{0, 2, false}, {2, 5, true}, {5, 6, false}, {6, 9, true}, {9, 10, false}}));
+  BOOST_TEST((checkpoint_plan(deep, deep_plans, recompute_granularity::full)
+              == std::vector<seg>{{0, 5, true}, {5, 9, true}, {9, 10, false}}));
+  // The MLP example: nothing of its own to drop, so nothing is recomputed.
+  auto mlp = nlohmann::json::parse(R"([{"type": "Flatten"}, {"type": "Linear", "out_features": 128},
+    {"type": "ReLU"}, {"type": "Linear", "out_features": 10}])");
+  auto mlp_plans = std::get<std::vector<layer_plan>>(plan_layers(mlp, {1, 28, 28}));
+  for (auto how : {recompute_granularity::full, recompute_granularity::selective})
+    BOOST_TEST((checkpoint_plan(mlp, mlp_plans, how) == std::vector<seg>{{0, 4, false}}));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
