@@ -11,6 +11,7 @@
 #include <sqlite3.h>
 
 #include "storage/home.hpp"
+#include "storage/wal_checkpointer.hpp"
 
 namespace cdui::storage {
 
@@ -422,8 +423,32 @@ run_store::run_store(const std::filesystem::path& file, check depth)
 }
 
 run_store::~run_store() {
+  // Its connection first: closing the last one, db_'s, checkpoints the WAL and deletes it.
+  if (checkpointer_)
+    sqlite3_wal_hook(db_, nullptr, nullptr);
+  checkpointer_.reset();
   statements_->clear();
   sqlite3_close(db_);
+}
+
+void run_store::checkpoint_in_background(int pages, int inline_pages) {
+  std::lock_guard lock{mutex_};
+  if (checkpointer_)
+    throw std::logic_error("run_store::checkpoint_in_background called twice");
+  checkpointer_ = std::make_unique<wal_checkpointer>(sqlite3_db_filename(db_, "main"), pages, inline_pages);
+  // The hook replaces SQLite's auto-checkpoint (which is one such hook).
+  sqlite3_wal_hook(
+    db_,
+    [](void* checkpointer, sqlite3* writer, const char*, int wal_pages) {
+      static_cast<wal_checkpointer*>(checkpointer)->committed(writer, wal_pages);
+      return SQLITE_OK;
+    },
+    checkpointer_.get());
+}
+
+std::uint64_t run_store::background_checkpoints() const {
+  std::lock_guard lock{mutex_};
+  return checkpointer_ ? checkpointer_->checkpoints() : 0;
 }
 
 void run_store::insert(const stored_run& run) {

@@ -19,6 +19,8 @@ struct sqlite3;
 
 namespace cdui::storage {
 
+class wal_checkpointer;
+
 /// A sweep's or a study's tables (run_store.cpp).
 struct search_tables;
 class statement_cache;
@@ -119,6 +121,19 @@ public:
   ~run_store();
   run_store(const run_store&) = delete;
   run_store& operator=(const run_store&) = delete;
+
+  /// From now on the WAL is checkpointed on a thread of this store's (wal_checkpointer) once
+  /// `pages` of its frames are not in the database, instead of inside the commit that crosses
+  /// SQLite's threshold: a writer waits for a checkpoint's fsyncs only when it has left
+  /// `inline_pages` frames in the WAL. For a long-lived writer, the server; called once.
+  void checkpoint_in_background(int pages = default_checkpoint_pages,
+                                int inline_pages = default_inline_checkpoint_pages);
+  /// How many checkpoints have completed since checkpoint_in_background (0 without it).
+  [[nodiscard]] std::uint64_t background_checkpoints() const;
+  /// SQLite's own auto-checkpoint threshold (4 MiB of 4 KiB pages).
+  static constexpr int default_checkpoint_pages = 1000;
+  /// A writer that never pauses checkpoints inline once every 4,000 frames (16 MiB of WAL).
+  static constexpr int default_inline_checkpoint_pages = 4000;
 
   /// Records a new run; its submit order is the order of these calls. Its id must be new.
   void insert(const stored_run& run);
@@ -244,6 +259,7 @@ private:
   mutable std::mutex mutex_;
   /// Prepared statements by SQL text, used under mutex_.
   std::unique_ptr<statement_cache> statements_;
+  std::unique_ptr<wal_checkpointer> checkpointer_;  // closed before db_
 };
 
 } // namespace cdui::storage

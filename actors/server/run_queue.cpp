@@ -135,9 +135,11 @@ caf::result<submit_result> submit(self_ptr self, run_request& req) {
   st.unrecorded_ids.insert(p.setup.info.id);
   auto rp = self->make_response_promise<submit_result>();
   st.unrecorded.push_back(std::make_shared<pending_submit>(pending_submit{std::move(p), std::move(req), rp}));
-  if (at_once)
+  // With nothing else in the mailbox there is no submit to share the commit with: it is made now,
+  // not after a flush message's round through the scheduler (one client that waits for each
+  // answer). Else the submits already in the mailbox come before this (flush): they share it.
+  if (at_once || self->mailbox().empty())
     record_submits(self);
-  // The submits already in the mailbox come before this (flush): they share its commit.
   else if (st.unrecorded.size() == 1)
     self->send(self, atoms::flush::value);
   return rp;

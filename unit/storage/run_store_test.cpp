@@ -283,6 +283,20 @@ BOOST_AUTO_TEST_CASE(a_commit_is_on_disk_when_the_writer_is_killed) {
   BOOST_TEST(store.last_cursor("k1") == 1u);
 }
 
+BOOST_AUTO_TEST_CASE(a_writer_that_never_pauses_keeps_the_wal_bounded) {
+  cdui::test::temp_home home;
+  auto file = home.path() / "cdui.db";
+  run_store store{file};
+  store.checkpoint_in_background(1'000'000, 64);  // the thread is never asked: inline only
+  for (int i = 0; i < 500; ++i)
+    store.insert(make_run("w" + std::to_string(i)));
+  // Without checkpoints, 500 inserts leave 1,500 frames or more (6 MiB); the WAL starts again
+  // after each inline checkpoint, so it never holds much more than 64 frames of 4,120 bytes.
+  BOOST_TEST(std::filesystem::file_size(home.path() / "cdui.db-wal") <= 80u * 4120u);  // 330 KB
+  BOOST_TEST(store.background_checkpoints() >= 1u);
+  BOOST_TEST(store.list(std::nullopt, 0, 0).total == 500u);
+}
+
 BOOST_AUTO_TEST_CASE(a_new_store_and_its_wal_are_only_the_owner_s) {
   cdui::test::temp_home home;
   auto file = home.path() / "cdui.db";
