@@ -45,6 +45,7 @@ wal_checkpointer::~wal_checkpointer() {
 }
 
 void wal_checkpointer::committed(sqlite3* writer, int wal_pages) {
+  latest_ = wal_pages;
   if (wal_pages >= inline_pages_) {
     if (int done = checkpoint(writer); done >= 0) {
       backfilled_ = done;
@@ -73,9 +74,15 @@ void wal_checkpointer::run() {
     if (stop_)
       return;
     lock.unlock();
-    if (int done = checkpoint(db_); done >= 0) {
-      backfilled_ = done;
-      ++checkpoints_;
+    // An ask that an inline checkpoint has answered meanwhile is dropped. Run anyway, such a
+    // checkpoint (nothing to copy) kept the writer's next commits from starting the WAL again
+    // (it locks the WAL's read marks for a moment): in the bench they appended at 4,001 and
+    // 4,002 frames, and each checkpointed inline again, 9 ms apiece.
+    if (latest_.load() - backfilled_.load() >= pages_) {
+      if (int done = checkpoint(db_); done >= 0) {
+        backfilled_ = done;
+        ++checkpoints_;
+      }
     }
     lock.lock();
     asked_ = false;  // a commit from now on may ask again

@@ -45,6 +45,8 @@ private:
   int inline_pages_;
   /// The WAL's frames the last checkpoint left in the database (0 once the WAL starts again).
   std::atomic<int> backfilled_{0};
+  /// The WAL's frames after the last commit.
+  std::atomic<int> latest_{0};
   std::mutex mutex_;
   std::condition_variable wake_;
   bool asked_ = false;  // under mutex_
