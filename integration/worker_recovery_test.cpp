@@ -60,12 +60,8 @@ json several_seconds_on_w1() {
 }
 
 void await_some_events(const server_process& srv, const std::string& id) {
-  auto deadline = std::chrono::steady_clock::now() + 60s;
-  while (srv.get_json("/api/runs/" + id + "/events")["events"].size() < 10u) {
-    if (std::chrono::steady_clock::now() > deadline)
-      throw std::runtime_error("run " + id + " reported too few events");
-    std::this_thread::sleep_for(50ms);
-  }
+  if (!eventually([&] { return srv.get_json("/api/runs/" + id + "/events")["events"].size() >= 10u; }, 60s))
+    throw std::runtime_error("run " + id + " reported too few events");
 }
 
 BOOST_AUTO_TEST_CASE(an_agent_killed_mid_run_and_restarted_in_the_grace_period_resumes_its_run) {
@@ -113,9 +109,7 @@ BOOST_AUTO_TEST_CASE(past_the_grace_period_a_lost_workers_run_ends_interrupted_a
   // The run's process kept going without its agent; the next agent is told to forget it.
   BOOST_TEST(run_processes(home).size() == 1u);
   auto again = start_agent(home, "w1");
-  auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (!run_processes(home).empty() && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(50ms);
+  eventually([&] { return run_processes(home).empty(); }, 30s);
   BOOST_TEST(run_processes(home).empty());
   BOOST_TEST(srv.get_json("/api/runs/" + id)["status"] == "interrupted");
 }
@@ -150,9 +144,7 @@ BOOST_AUTO_TEST_CASE(after_kill_9_of_the_server_a_run_on_a_worker_is_adopted_and
   BOOST_TEST(run["final_metrics"]["loop"]["total_steps"] == 6000);
   expect_same_events(srv, home, "w1", id);
   // Its end was acknowledged: the agent's next heartbeats list no run.
-  auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (!worker(srv, "w1")["running_runs"].empty() && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(50ms);
+  eventually([&] { return worker(srv, "w1")["running_runs"].empty(); }, 10s);
   BOOST_TEST(worker(srv, "w1")["running_runs"].empty());
 }
 

@@ -292,9 +292,7 @@ BOOST_AUTO_TEST_CASE(a_killed_run_process_fails_its_run_alone_and_a_cancel_stops
   auto other = srv.submit_ok(moons_on("w1", {"sim:1"}, 1'000'000));
   srv.await_status(doomed, "running");
   srv.await_status(other, "running");
-  auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (run_processes(home).size() < 2u && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(50ms);
+  eventually([&] { return run_processes(home).size() >= 2u; }, 30s);
   // The doomed run's process: the one whose folder is its run id.
   pid_t victim = -1;
   for (auto pid : run_processes(home)) {
