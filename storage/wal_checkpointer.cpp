@@ -53,10 +53,9 @@ void wal_checkpointer::committed(sqlite3* writer, int wal_pages) {
     }
     return;
   }
-  int backfilled = backfilled_.load();
-  if (backfilled > wal_pages)
-    backfilled_ = backfilled = 0;  // the WAL has started again
-  if (wal_pages - backfilled < pages_)
+  if (backfilled_.load() > wal_pages)
+    backfilled_ = 0;  // the WAL has started again
+  if (not_checkpointed() < pages_)
     return;
   {
     std::lock_guard lock{mutex_};
@@ -65,6 +64,10 @@ void wal_checkpointer::committed(sqlite3* writer, int wal_pages) {
     asked_ = true;
   }
   wake_.notify_one();
+}
+
+int wal_checkpointer::not_checkpointed() const {
+  return latest_.load() - backfilled_.load();
 }
 
 void wal_checkpointer::run() {
@@ -78,7 +81,7 @@ void wal_checkpointer::run() {
     // checkpoint (nothing to copy) kept the writer's next commits from starting the WAL again
     // (it locks the WAL's read marks for a moment): in the bench they appended at 4,001 and
     // 4,002 frames, and each checkpointed inline again, 9 ms apiece.
-    if (latest_.load() - backfilled_.load() >= pages_) {
+    if (not_checkpointed() >= pages_) {
       if (int done = checkpoint(db_); done >= 0) {
         backfilled_ = done;
         ++checkpoints_;

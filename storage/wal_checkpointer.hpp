@@ -39,6 +39,9 @@ public:
 
 private:
   void run();
+  /// The frames of the WAL after the last commit that no checkpoint has put in the database yet
+  /// (negative for a moment after the WAL starts again).
+  [[nodiscard]] int not_checkpointed() const;
 
   sqlite3* db_ = nullptr;
   int pages_;
