@@ -18,7 +18,7 @@ std::string devices_table(const std::vector<devices::offered_device>& offered,
     auto bf16 = kind == "cpu" || kind == "sim" ? cpu.text() : std::string{"-"};
     auto description = d.label + (d.simulated ? " [simulated]" : "");
     if (kind == "cuda" && cuda_cards == 1) {
-      rows.push_back({"cuda", std::to_string(d.slot_limit), bf16, "NVIDIA CUDA (" + d.name + ", the only card)"});
+      rows.push_back({"cuda", std::to_string(d.slot_limit), bf16, d.label + ", " + d.name + ", the only card"});
       continue;
     }
     if (kind == "cuda" && !current_listed) {

@@ -1,29 +1,19 @@
 #include "apps/http_access.hpp"
 
+#include "messages/text.hpp"
 #include "storage/credentials.hpp"
 
 namespace cdui::apps {
 
-namespace {
-
-std::string_view trimmed(std::string_view s) {
-  auto first = s.find_first_not_of(" \t");
-  if (first == std::string_view::npos)
-    return {};
-  return s.substr(first, s.find_last_not_of(" \t") - first + 1);
-}
-
-} // namespace
-
 std::string cookie_value(std::string_view cookie_header, std::string_view name) {
   while (!cookie_header.empty()) {
     auto semicolon = cookie_header.find(';');
-    auto pair = trimmed(cookie_header.substr(0, semicolon));
+    auto pair = text::trimmed(cookie_header.substr(0, semicolon));
     cookie_header = semicolon == std::string_view::npos ? std::string_view{}
                                                         : cookie_header.substr(semicolon + 1);
     auto equals = pair.find('=');
-    if (equals != std::string_view::npos && trimmed(pair.substr(0, equals)) == name)
-      return std::string{trimmed(pair.substr(equals + 1))};
+    if (equals != std::string_view::npos && text::trimmed(pair.substr(0, equals)) == name)
+      return std::string{text::trimmed(pair.substr(equals + 1))};
   }
   return {};
 }

@@ -202,6 +202,8 @@ int devices_command() {
   try {
     auto inventory = devices::host_inventory::probe();
     std::fputs(devices_table(inventory.devices(), devices::cpu_bf16_support()).c_str(), stdout);
+    if (!inventory.cuda_note().empty())
+      std::printf("note: %s\n", inventory.cuda_note().c_str());
     return exit_ok;
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "cdui: %s\n", e.what());

@@ -15,7 +15,7 @@ install(TARGETS cdui-runtime RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/cdu
 # cdui::http the HTTP API; the others are what they link. Static, so the package's targets carry
 # the private dependencies (libtorch, ZeroMQ, SQLite, ...) as link-only: cduiConfig.cmake finds them.
 set(cdui_exported
-  cdui_messages:messages cdui_device_names:device_names cdui_devices:devices
+  cdui_messages:messages cdui_device_names:device_names cdui_torch_compat:torch_compat cdui_devices:devices
   cdui_credentials:credentials cdui_storage:storage cdui_graph:graph cdui_runtime:runtime cdui_policy:policy
   cdui_actors:server cdui_http_guard:http_guard cdui_dashboard:dashboard cdui_cli:cli cdui_http:http)
 set(cdui_exported_targets)

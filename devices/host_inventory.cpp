@@ -5,9 +5,12 @@
 #include <stdexcept>
 #include <thread>
 
+#include "devices/cuda_cards.hpp"
 #include "devices/memory.hpp"
+#include "devices/nvml.hpp"
 #include "devices/sim_card_registry.hpp"
 #include "devices/sim_devices.hpp"
+#include "torch_compat/cuda.hpp"
 
 #include <torch/cuda.h>
 #include <torch/version.h>
@@ -28,11 +31,24 @@ host_inventory host_inventory::probe(const std::string& sim_devices) {
   inv.counts_.cuda_count = static_cast<int>(torch::cuda::device_count());
   inv.devices_.push_back(
     {"cpu", "CPU (" + std::to_string(inv.cores_) + " cores)", cpu_slot_limit, false, 0, ""});
-  for (int i = 0; i < inv.counts_.cuda_count; ++i) {
-    auto name = "cuda:" + std::to_string(i);
-    inv.devices_.push_back({name, "NVIDIA CUDA #" + std::to_string(i), accelerator_slot_limit,
-                            false, 0, ""});
+  // Each CUDA card with the driver's name, UUID and memory (NVML), matched by the UUID the CUDA
+  // runtime gives it, so a card offered here and by an agent is one card.
+  std::vector<gpu_card> cards;
+  std::string nvml_problem;
+  auto library = nvml::shared();
+  if (auto* why = std::get_if<std::string>(&library)) {
+    nvml_problem = *why;
+  } else {
+    auto listed = std::get<std::shared_ptr<nvml>>(library)->cards();
+    if (auto* failed = std::get_if<std::string>(&listed))
+      nvml_problem = *failed;
+    else
+      cards = std::move(std::get<std::vector<gpu_card>>(listed));
   }
+  auto visible = cuda_visible_cards(cards, std::getenv("CUDA_VISIBLE_DEVICES"));
+  for (auto& offer : cuda_offers(inv.counts_.cuda_count, torch_compat::cuda_uuids(), visible, nvml_problem))
+    inv.devices_.push_back(std::move(offer));
+  inv.cuda_note_ = devices::cuda_note(inv.counts_.cuda_count, torch_compat::has_cuda(), cards, nvml_problem);
   for (const auto& card : std::get<std::vector<sim_card>>(sims)) {
     auto name = "sim:" + std::to_string(card.index);
     inv.devices_.push_back({name,
@@ -49,8 +65,8 @@ host_inventory host_inventory::probe(const std::string& sim_devices) {
 
 std::string host_inventory::environment() const {
   return "libtorch " + std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR)
-         + "." + std::to_string(TORCH_VERSION_PATCH) + ", " + std::to_string(counts_.cuda_count)
-         + " CUDA devices";
+         + "." + std::to_string(TORCH_VERSION_PATCH) + (torch_compat::has_cuda() ? " (CUDA)" : " (CPU)") + ", "
+         + std::to_string(counts_.cuda_count) + " CUDA devices";
 }
 
 int host_inventory::cores_per_run(const std::string& device) const {

@@ -11,7 +11,7 @@ namespace cdui::devices {
 /// What this host offers: its CPU and every accelerator libtorch sees.
 class host_inventory {
 public:
-  /// Probes the host (core count, CUDA devices through libtorch) and adds the simulated cards
+  /// Probes the host (core count, CUDA devices through libtorch and NVML) and adds the simulated cards
   /// `sim_devices` describes (e.g. "2x8GiB"). Throws std::invalid_argument naming a bad entry.
   [[nodiscard]] static host_inventory probe(const std::string& sim_devices);
 
@@ -21,6 +21,9 @@ public:
   [[nodiscard]] const std::vector<offered_device>& devices() const { return devices_; }
   [[nodiscard]] const host_devices& counts() const { return counts_; }
   [[nodiscard]] int cores() const { return cores_; }
+  /// Why no CUDA card is offered though the host may have some (no driver, a libtorch without
+  /// CUDA, CUDA_VISIBLE_DEVICES); empty when there is nothing to say (cuda_note).
+  [[nodiscard]] const std::string& cuda_note() const { return cuda_note_; }
 
   /// What a run here executes with, in words: libtorch's version and the CUDA devices it sees.
   /// Workers report its digest, so an operator sees which agents differ.
@@ -33,6 +36,7 @@ private:
   std::vector<offered_device> devices_;
   host_devices counts_;
   int cores_ = 1;
+  std::string cuda_note_;
 };
 
 } // namespace cdui::devices

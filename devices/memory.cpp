@@ -7,9 +7,10 @@
 #include "devices/sim_card_memory.hpp"
 #include "devices/sim_card_registry.hpp"
 
-#include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/util/Exception.h>
+
+#include "torch_compat/allocator.hpp"
 
 namespace cdui::devices {
 
@@ -54,11 +55,11 @@ void free_counted(void* data) {
   block->~counted_block();
 }
 
-class counting_allocator final : public c10::Allocator {
+class counting_allocator final : public torch_compat::cpu_allocator {
 public:
   explicit counting_allocator(c10::Allocator* inner) : inner_(inner) {}
 
-  c10::DataPtr allocate(size_t n) const override {
+  c10::DataPtr allocate_bytes(size_t n) const override {
     auto bytes = static_cast<std::int64_t>(n);
     const auto& scope = current_scope;
     if (scope && !scope->reserve(bytes)) {

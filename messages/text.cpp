@@ -106,4 +106,11 @@ std::string what_of(std::exception_ptr ep, std::string_view unknown) {
   return std::string{unknown};
 }
 
+std::string_view trimmed(std::string_view s) {
+  auto first = s.find_first_not_of(" \t");
+  if (first == std::string_view::npos)
+    return {};
+  return s.substr(first, s.find_last_not_of(" \t") - first + 1);
+}
+
 } // namespace cdui::text

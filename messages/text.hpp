@@ -22,6 +22,9 @@ namespace cdui::text {
 /// a cut).
 [[nodiscard]] std::string quoted(std::string_view s, std::size_t max_chars = 80);
 
+/// `s` without the spaces and tabs at its ends.
+[[nodiscard]] std::string_view trimmed(std::string_view s);
+
 /// What a caught exception says (its what(), as UTF-8), or `unknown` for one that is no
 /// std::exception: for the message of a handler that failed.
 [[nodiscard]] std::string what_of(std::exception_ptr ep, std::string_view unknown = "an unknown exception");

@@ -17,7 +17,7 @@
 #include "actors/common/run_process.hpp"
 #include "actors/policy/launch_plan.hpp"
 #include "devices/device.hpp"
-#include "devices/sim_card_registry.hpp"
+#include "devices/card_memory.hpp"
 #include "messages/atoms.hpp"
 #include "messages/digest.hpp"
 #include "messages/json_text.hpp"
@@ -77,14 +77,14 @@ void send_now(self_ptr self, wire::message_type type, const T& payload) {
   send_to_server(wire_link{self->state.socket}, type, payload);
 }
 
-/// Each offer's memory now: the host's RAM for the CPU (the first offer); for a sim card, its
-/// total less what every process holds on it (the card's shared memory, another user's job
-/// included, as a real card's free figure counts it).
+/// Each offer's memory now: the host's RAM for the CPU (the first offer); for a card, what it has
+/// free counting every process on it, another user's job included (a sim card's shared memory, a
+/// CUDA card's driver figure).
 void measure_device_memory(std::vector<device_offer>& offers) {
   offers.front() = this_host_cpu_offer();
   for (auto& offer : offers)
-    if (offer.kind == "sim")
-      offer.free_bytes = devices::sim_card_free_bytes(offer.uuid, offer.total_bytes);
+    if (offer.kind != "cpu")
+      offer.free_bytes = devices::card_free_bytes(offer.kind, offer.uuid, offer.total_bytes);
 }
 
 hello make_hello(agent_state& st) {

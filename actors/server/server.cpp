@@ -23,7 +23,7 @@
 #include "actors/server/watchdog.hpp"
 #include "actors/server/worker_registry.hpp"
 #include "devices/host_inventory.hpp"
-#include "devices/sim_card_registry.hpp"
+#include "devices/card_memory.hpp"
 #include "messages/atoms.hpp"
 #include "messages/clock.hpp"
 #include "messages/json_text.hpp"
@@ -109,8 +109,8 @@ std::int64_t mib_setting(const char* var, std::int64_t fallback) {
 }
 
 /// One of this server's cards shared by memory, as the memory ledger counts it: the CPU's RAM and
-/// what is available of it; a sim card's size, and its size less what every process holds on it
-/// (its shared count: runs here, agents, cdui sim-hold).
+/// what is available of it; a card's size and what it has free, counting every process on it (a
+/// sim card's shared count: runs here, agents, cdui sim-hold; a CUDA card's driver figure).
 std::optional<std::pair<std::int64_t, std::int64_t>>
 measure_local_card(const std::vector<devices::offered_device>& offers, const std::string& key) {
   if (key == "cpu") {
@@ -123,7 +123,7 @@ measure_local_card(const std::vector<devices::offered_device>& offers, const std
   }
   for (const auto& d : offers)
     if (d.name == key && d.total_bytes > 0)
-      return std::pair{d.total_bytes, devices::sim_card_free_bytes(d.uuid, d.total_bytes)};
+      return std::pair{d.total_bytes, devices::card_free_bytes(devices::kind_of(d.name), d.uuid, d.total_bytes)};
   return std::nullopt;
 }
 

@@ -4,12 +4,10 @@
 #include <chrono>
 #include <thread>
 
-#include <ATen/autocast_mode.h>
 #include <torch/torch.h>
-#ifdef CDUI_WITH_CUDA
-#include <ATen/cuda/CUDAContext.h>
-#include <c10/cuda/CUDACachingAllocator.h>
-#endif
+
+#include "torch_compat/autocast.hpp"
+#include "torch_compat/cuda.hpp"
 
 namespace cdui::runtime::nodes {
 
@@ -22,53 +20,40 @@ c10::ScalarType dtype_of(precision p) {
 } // namespace
 
 bool cuda_has_bf16(c10::Device device) {
-#ifdef CDUI_WITH_CUDA
-  if (device.is_cuda())
-    return at::cuda::getDeviceProperties(device.index() < 0 ? 0 : device.index())->major >= 8;
-#endif
-  (void)device;
-  return false;
+  return device.is_cuda() && torch_compat::cuda_compute_major(device.index() < 0 ? 0 : device.index()) >= 8;
 }
 
 accelerator_cap::accelerator_cap(const std::string& device, std::int64_t budget) {
-#ifdef CDUI_WITH_CUDA
   auto d = c10::Device{device};
-  if (d.is_cuda() && budget > 0) {
-    cuda_index_ = d.index() < 0 ? 0 : d.index();
-    auto total = static_cast<double>(at::cuda::getDeviceProperties(cuda_index_)->totalGlobalMem);
-    c10::cuda::CUDACachingAllocator::setMemoryFraction(std::min(1.0, static_cast<double>(budget) / total),
-                                                       cuda_index_);
-  }
-#else
-  (void)device;
-  (void)budget;
-#endif
+  if (!d.is_cuda() || budget <= 0)
+    return;
+  auto index = d.index() < 0 ? 0 : d.index();
+  auto figures = torch_compat::cuda_memory(index);
+  if (!figures || figures->total <= 0)
+    return;
+  cuda_index_ = index;
+  torch_compat::set_cuda_memory_fraction(
+    index, std::min(1.0, static_cast<double>(budget) / static_cast<double>(figures->total)));
 }
 
 accelerator_cap::~accelerator_cap() {
-#ifdef CDUI_WITH_CUDA
   if (cuda_index_ >= 0)
-    c10::cuda::CUDACachingAllocator::setMemoryFraction(1.0, cuda_index_);
-#endif
+    torch_compat::set_cuda_memory_fraction(cuda_index_, 1.0);
 }
 
 oom_figures release_accelerator_cache(const std::string& device) {
   oom_figures f;
   f.device = device;
-#ifdef CDUI_WITH_CUDA
   auto d = c10::Device{device};
-  if (d.is_cuda()) {
-    auto index = d.index() < 0 ? 0 : d.index();
-    auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(index);
-    using stat = c10::cuda::CUDACachingAllocator::StatType;
-    auto all = static_cast<std::size_t>(stat::AGGREGATE);
-    f.live = stats.allocated_bytes[all].current;
-    f.reserved = stats.reserved_bytes[all].current;
-    f.peak = stats.allocated_bytes[all].peak;
-    f.total = static_cast<std::int64_t>(at::cuda::getDeviceProperties(index)->totalGlobalMem);
-    c10::cuda::CUDACachingAllocator::emptyCache();
+  if (!d.is_cuda())
+    return f;
+  if (auto figures = torch_compat::cuda_memory(d.index() < 0 ? 0 : d.index())) {
+    f.live = figures->allocated;
+    f.reserved = figures->reserved;
+    f.peak = figures->allocated_peak;
+    f.total = figures->total;
+    torch_compat::release_cuda_cache();
   }
-#endif
   return f;
 }
 
@@ -108,17 +93,10 @@ autocast_guard::autocast_guard(precision p, c10::DeviceType device) : device_(de
   if (p == precision::fp32)
     return;
   active_ = true;
-  if (device_ == c10::DeviceType::CUDA) {
-    was_enabled_ = at::autocast::is_enabled();
-    previous_dtype_ = at::autocast::get_autocast_gpu_dtype();
-    at::autocast::set_enabled(true);
-    at::autocast::set_autocast_gpu_dtype(dtype_of(p));
-  } else {
-    was_enabled_ = at::autocast::is_cpu_enabled();
-    previous_dtype_ = at::autocast::get_autocast_cpu_dtype();
-    at::autocast::set_cpu_enabled(true);
-    at::autocast::set_autocast_cpu_dtype(dtype_of(p));
-  }
+  was_enabled_ = torch_compat::autocast_enabled(device_);
+  previous_dtype_ = torch_compat::autocast_dtype(device_);
+  torch_compat::set_autocast_enabled(device_, true);
+  torch_compat::set_autocast_dtype(device_, dtype_of(p));
   at::autocast::increment_nesting();
 }
 
@@ -127,13 +105,8 @@ autocast_guard::~autocast_guard() {
     return;
   if (at::autocast::decrement_nesting() == 0)
     at::autocast::clear_cache();
-  if (device_ == c10::DeviceType::CUDA) {
-    at::autocast::set_enabled(was_enabled_);
-    at::autocast::set_autocast_gpu_dtype(previous_dtype_);
-  } else {
-    at::autocast::set_cpu_enabled(was_enabled_);
-    at::autocast::set_autocast_cpu_dtype(previous_dtype_);
-  }
+  torch_compat::set_autocast_enabled(device_, was_enabled_);
+  torch_compat::set_autocast_dtype(device_, previous_dtype_);
 }
 
 grad_scaler::grad_scaler(double scale, bool dynamic) : scale_(scale), dynamic_(dynamic) {}

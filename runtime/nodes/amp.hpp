@@ -60,7 +60,7 @@ public:
   accelerator_cap& operator=(const accelerator_cap&) = delete;
 
 private:
-  [[maybe_unused]] int cuda_index_ = -1;  // the card capped; -1: none (used in CUDA builds only)
+  int cuda_index_ = -1;  // the card capped; -1: none
 };
 
 /// GradScaler's defaults (training-memory seed; PyTorch's torch.cuda.amp.GradScaler):

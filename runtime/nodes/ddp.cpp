@@ -6,19 +6,11 @@
 #include <cstdlib>
 
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#include <torch/csrc/distributed/c10d/reducer.hpp>
 #include <torch/torch.h>
 
 #include "runtime/node_call.hpp"
 #include "runtime/nodes/values.hpp"
-
-// NCCL where libtorch has CUDA and c10d's NCCL (runtime/CMakeLists.txt, CDUI_NCCL).
-#if defined(CDUI_WITH_CUDA) && defined(USE_C10D_NCCL)
-#define CDUI_WITH_NCCL 1
-#include <c10/cuda/CUDAFunctions.h>
-#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
-#endif
+#include "torch_compat/c10d.hpp"
 
 namespace cdui::runtime::nodes {
 
@@ -40,19 +32,10 @@ std::string interface_from(const char* variable) {
 /// (which reduces CUDA tensors too, through the host).
 c10::intrusive_ptr<c10d::ProcessGroup> make_group(const c10::intrusive_ptr<c10d::Store>& store,
                                                   const ddp_rank& settings, c10::Device device) {
-#ifdef CDUI_WITH_NCCL
-  if (device.is_cuda()) {
-    // Each rank on its own card, so that NCCL's communicator and the caching allocator live there.
-    c10::cuda::set_device(device.index());
-    auto options = c10d::ProcessGroupNCCL::Options::create();
-    options->timeout = settings.timeout;
-    return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, settings.rank, settings.world_size, options);
-  }
-#endif
-  (void)device;
-  auto options = c10d::ProcessGroupGloo::Options::create(settings.timeout);
-  options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(interface_from("GLOO_SOCKET_IFNAME")));
-  return c10::make_intrusive<c10d::ProcessGroupGloo>(store, settings.rank, settings.world_size, options);
+  if (device.is_cuda() && torch_compat::has_nccl())
+    return torch_compat::nccl_group(store, settings.rank, settings.world_size, settings.timeout, device.index());
+  return torch_compat::gloo_group(store, settings.rank, settings.world_size, settings.timeout,
+                                  interface_from("GLOO_SOCKET_IFNAME"));
 }
 
 class ddp_distribution final : public distribution {
@@ -74,15 +57,8 @@ public:
                        + " could not join the other ranks: " + first_line(e.what()));
     }
     // As PyTorch's DistributedDataParallel: the Reducer averages the gradients of what trains.
-    auto parameters = trainable_parameters(*net);
-    std::vector<bool> sparse(parameters.size(), false);
-    auto [buckets, limits] = c10d::compute_bucket_assignment_by_size(
-      parameters, {static_cast<std::size_t>(first_bucket_bytes), static_cast<std::size_t>(bucket_bytes)}, sparse);
-    reducer_ = std::make_unique<c10d::Reducer>(parameters, buckets, limits, group_, sparse, bucket_bytes,
-                                               /*find_unused_parameters=*/false,
-                                               /*gradient_as_bucket_view=*/false,
-                                               std::unordered_map<std::size_t, std::string>{},
-                                               first_bucket_bytes);
+    reducer_ = std::make_unique<torch_compat::gradient_reducer>(trainable_parameters(*net), group_,
+                                                                first_bucket_bytes, bucket_bytes);
   }
 
   [[nodiscard]] std::string name() const override { return "ddp"; }
@@ -108,8 +84,7 @@ public:
     // Only the backward that ends a window all-reduces: the window's inner ones accumulate here.
     if (!ends_window)
       return;
-    reducer_->prepare_for_forward();
-    reducer_->prepare_for_backward({});
+    reducer_->prepare_for_backward();
   }
 
   // The Reducer's hooks have averaged the gradients by the end of the backward.
@@ -179,7 +154,7 @@ private:
   c10::intrusive_ptr<c10d::ProcessGroup> group_;
   /// Where the loop's figures are reduced: the card under NCCL, else the host.
   c10::Device wire_{c10::kCPU};
-  std::unique_ptr<c10d::Reducer> reducer_;
+  std::unique_ptr<torch_compat::gradient_reducer> reducer_;
 };
 
 } // namespace

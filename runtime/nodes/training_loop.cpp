@@ -10,6 +10,7 @@
 
 #include "devices/memory.hpp"
 #include "devices/sim_card_registry.hpp"
+#include "runtime/memory_meter.hpp"
 #include "runtime/node_call.hpp"
 #include "runtime/oom.hpp"
 #include "runtime/nodes/activation_checkpoint.hpp"
@@ -18,7 +19,10 @@
 #include "runtime/nodes/ddp.hpp"
 #include "runtime/nodes/distribution.hpp"
 #include "runtime/nodes/loop_checkpoints.hpp"
+#include "runtime/nodes/loop_report.hpp"
+#include "runtime/nodes/loop_setup.hpp"
 #include "runtime/nodes/values.hpp"
+#include "torch_compat/optim.hpp"
 
 namespace cdui::runtime::nodes {
 
@@ -50,10 +54,6 @@ private:
   std::int64_t count_ = 0;
 };
 
-nlohmann::json number_or_null(double x) {
-  return std::isnan(x) ? nlohmann::json(nullptr) : nlohmann::json(x);
-}
-
 /// Rate-limits progress events: the first and last batch of an epoch always, otherwise at most one
 /// per interval (0: every batch).
 class progress_throttle {
@@ -73,192 +73,9 @@ private:
   clock::time_point last_{};
 };
 
-std::string save_optimizer(torch::optim::Optimizer& optimizer) {
-  torch::serialize::OutputArchive archive;
-  optimizer.save(archive);
-  std::ostringstream out;
-  archive.save_to(out);
-  return out.str();
-}
-
-void load_optimizer(torch::optim::Optimizer& optimizer, const std::string& bytes) {
-  std::istringstream in{bytes};
-  torch::serialize::InputArchive archive;
-  archive.load_from(in);
-  optimizer.load(archive);
-}
-
-void check_model_fits_data(const model_value& model, const dataset_value& data,
-                           const loss_value& loss) {
-  if (model.input_shape != data.sample_shape)
-    throw node_error("the model takes samples of another shape than the dataloader's dataset ("
-                     + data.name + "); connect the same dataset to the Model's 'dataset' input");
-  if (loss.kind == "cross_entropy") {
-    if (!data.classification)
-      throw node_error("loss cross_entropy needs class labels, but dataset " + data.name
-                       + " has values; use mse");
-    if (model.output_shape.size() != 1 || model.output_shape[0] < data.num_classes)
-      throw node_error("the model gives " + std::to_string(model.output_shape.empty() ? 0 : model.output_shape.back())
-                       + " outputs per sample, but dataset " + data.name + " has "
-                       + std::to_string(data.num_classes) + " classes; set the last Linear layer's "
-                       "out_features to " + std::to_string(data.num_classes));
-  } else if (data.classification) {
-    throw node_error("loss mse needs target values, but dataset " + data.name
-                     + " has class labels; use cross_entropy");
-  } else {
-    std::vector<std::int64_t> target(data.targets.sizes().begin() + 1, data.targets.sizes().end());
-    if (model.output_shape != target)
-      throw node_error("the model gives " + std::to_string(model.output_shape.empty() ? 0 : model.output_shape.back())
-                       + " outputs per sample, but dataset " + data.name + " has "
-                       + std::to_string(target.empty() ? 1 : target.back())
-                       + " target values per sample; set the last Linear layer's out_features to match");
-  }
-}
-
-/// How the loop scales the loss, from TrainingLoop.loss_scale and the precision that runs:
-/// auto is dynamic for fp16 and off otherwise; a number is a fixed scale.
-std::optional<grad_scaler> make_scaler(const nlohmann::json& setting, precision ran) {
-  if (setting.is_number())
-    return grad_scaler{setting.get<double>(), false};
-  auto mode = setting.get<std::string>();
-  if (mode == "dynamic" || (mode == "auto" && ran == precision::fp16))
-    return grad_scaler{scaler_init_scale, true};
-  return std::nullopt;
-}
-
-/// One optimizer step over the accumulated window: unscale (once), clip over the whole accumulated
-/// gradient, step (or skip on an overflow), clear the gradients.
-void step_window(torch::optim::Optimizer& optimizer, std::optional<grad_scaler>& scaler,
-                 const std::vector<at::Tensor>& parameters, double clip) {
-  bool finite = true;
-  if (scaler)
-    finite = scaler->unscale(parameters);
-  if (finite && clip > 0)
-    torch::nn::utils::clip_grad_norm_(parameters, clip);
-  if (scaler)
-    scaler->step(optimizer, finite);
-  else
-    optimizer.step();
-  optimizer.zero_grad();
-}
-
-/// What the loop reads from its inputs.
-struct loop_inputs {
-  std::shared_ptr<model_value> model;
-  std::shared_ptr<loader_value> loader;
-  std::shared_ptr<loss_value> loss;
-  std::shared_ptr<optimizer_value> opt_spec;
-  std::shared_ptr<loader_value> val_loader;  // none: no validation
-  std::shared_ptr<scheduler_value> scheduler;
-
-  explicit loop_inputs(node_call& call)
-      : model(call.input<model_value>("model")),
-        loader(call.input<loader_value>("dataloader")),
-        loss(call.input<loss_value>("loss_fn")),
-        opt_spec(call.input<optimizer_value>("optimizer")),
-        val_loader(call.has_input("val_dataloader") ? call.input<loader_value>("val_dataloader") : nullptr),
-        scheduler(call.has_input("scheduler") ? call.input<scheduler_value>("scheduler") : nullptr) {
-    check_model_fits_data(*model, *loader->dataset, *loss);
-    if (val_loader)
-      check_model_fits_data(*model, *val_loader->dataset, *loss);
-  }
-};
-
-/// The loop's settings and what it trains with, set up once.
-struct loop_setup {
-  std::string device_name;
-  c10::Device device{c10::kCPU};
-  /// The card's memory scope when the device executes on the host (cpu, sim); else none.
-  devices::memory_scope* scope = nullptr;
-  /// With a scope: the most bytes a forward pass (and the loss) kept for the backward pass.
-  std::int64_t activation_bytes = 0;
-  std::int64_t epochs = 1;
-  std::int64_t max_steps = 0;
-  double clip = 0.0;
-  std::int64_t accumulate = 1;
-  std::string requested_precision;
-  precision_choice choice;
-  std::optional<grad_scaler> scaler;
-  std::vector<at::Tensor> parameters;
-  std::unique_ptr<torch::optim::Optimizer> optimizer;
-  /// The epochs a resumed optimizer state had run already.
-  std::int64_t epoch_offset = 0;
-  std::int64_t batches_per_epoch = 0;
-};
-
-/// Reads the params, resolves the precision and the scaler, moves the model to the card and builds
-/// the optimizer (restoring a resumed state).
-loop_setup set_up(node_call& call, loop_inputs& in, const std::string& device_name,
-                  devices::memory_scope* scope) {
-  loop_setup s;
-  s.device_name = device_name;
-  s.device = torch_device(device_name);
-  s.scope = scope;
-  s.epochs = call.int_param("epochs");
-  s.max_steps = call.int_param("max_steps");
-  s.clip = call.number_param("grad_clip_norm");
-  s.accumulate = call.int_param("accumulate_steps");
-  auto threads = call.int_param("num_threads");
-  set_intra_op_threads(static_cast<int>(threads > 0 ? threads : call.run().num_threads));
-
-  s.requested_precision = call.string_param("precision");
-  s.choice = resolve_precision(s.requested_precision, device_name, cuda_has_bf16(s.device));
-  if (s.choice.warning)
-    call.warn("precision_fallback", "Node " + call.node().id + " (TrainingLoop): " + *s.choice.warning);
-  // bf16 on the CPU (a sim card executes there too): said before it trains when it is slow here.
-  if (s.choice.ran == precision::bf16 && s.device.is_cpu())
-    if (auto slow = precision_slow_warning(call.node().id, device_name, cpu_bf16_slowdown(),
-                                           devices::cpu_bf16_support()))
-      call.warn("precision_slow", *slow);
-  s.scaler = make_scaler(call.param("loss_scale"), s.choice.ran);
-  if (s.scaler && call.has_input("grad_scaler_state")) {
-    auto state = call.input<grad_scaler_state_value>("grad_scaler_state");
-    if (state->enabled && s.scaler->dynamic())
-      s.scaler->restore(state->scale, state->growth_tracker);
-  }
-
-  auto& net = in.model->module;
-  net->to(s.device);
-  if (scope != nullptr) {
-    // Moving the model "to" the card: copies that the card's scope pays for, as a GPU would hold.
-    torch::NoGradGuard no_grad;
-    for (auto& p : net->parameters())
-      p.set_data(p.data().clone());
-    for (auto& b : net->buffers())
-      b.set_data(b.clone());
-  }
-  // Frozen parameters get no gradient and no optimizer state: the optimizer sees the others only.
-  s.parameters = trainable_parameters(*net);
-  s.optimizer = make_optimizer(*in.opt_spec, s.parameters);
-  if (call.has_input("optimizer_state")) {
-    auto state = call.input<optimizer_state_value>("optimizer_state");
-    if (!state->optimizer.empty() && state->optimizer != in.opt_spec->name)
-      throw node_error("input 'optimizer_state' holds " + state->optimizer + " state, but the "
-                       "Optimizer is " + in.opt_spec->name + "; resume with the optimizer that saved it");
-    if (!state->bytes.empty()) {
-      try {
-        load_optimizer(*s.optimizer, state->bytes);
-      } catch (const c10::Error&) {
-        throw node_error("input 'optimizer_state' does not fit this optimizer and model (it was "
-                         "saved for another architecture or optimizer)");
-      }
-    }
-    s.epoch_offset = state->epoch;
-  }
-  return s;
-}
-
 /// Whether the loop trains as a rank of the run's DDP ranks: strategy ddp in a run that has them.
 bool ranked(node_call& call) {
   return call.string_param("strategy") == "ddp" && call.run().ddp.world_size >= 2;
-}
-
-/// How the loop was spread over processes, for node_config and the final metrics.
-void add_strategy(nlohmann::json& j, const distribution& dist) {
-  j["strategy"] = dist.name();
-  j["world_size"] = dist.world_size();
-  if (!dist.backend().empty())
-    j["backend"] = dist.backend();
 }
 
 /// The processes that train the model: this one alone, or the run's DDP ranks (strategy ddp on a
@@ -280,63 +97,6 @@ std::unique_ptr<distribution> distribute(node_call& call, loop_inputs& in, const
               "one process on " + device_name + ", so the loop trains there as with strategy single");
   }
   return std::make_unique<single_process>(device_name);
-}
-
-/// The epochs' batches for this process's part of the data, and node_config.
-void announce(node_call& call, loop_inputs& in, loop_setup& s, const distribution& dist) {
-  auto n = static_cast<std::int64_t>(dist.world_size());
-  s.batches_per_epoch = in.loader->batches_for((in.loader->dataset->size() + n - 1) / n);
-  nlohmann::json config{{"device", s.device_name},
-                        {"precision", to_string(s.choice.ran)},
-                        {"epochs", s.epochs},
-                        {"batches_per_epoch", s.batches_per_epoch},
-                        {"batch_size", in.loader->batch_size},
-                        {"accumulate_steps", s.accumulate},
-                        {"effective_batch_size", in.loader->batch_size * s.accumulate * dist.world_size()},
-                        {"loss_scale", s.scaler ? nlohmann::json(s.scaler->current_scale()) : nlohmann::json("off")},
-                        {"num_threads", at::get_num_threads()},
-                        {"optimizer", in.opt_spec->name},
-                        {"start_epoch", s.epoch_offset + 1}};
-  config.update(parameter_figures(*in.model));
-  add_strategy(config, dist);
-  if (s.requested_precision != to_string(s.choice.ran))
-    config["precision_requested"] = s.requested_precision;
-  call.emit("node_config", config);
-}
-
-/// Validation after an epoch: val_loss (and val_accuracy) over every process's part, each sample
-/// once, and val_loss_step, each validation batch's loss over the processes.
-void validate(node_call& call, loop_inputs& in, loop_setup& s, distribution& dist, std::int64_t epoch,
-              loop_totals& totals) {
-  // Validation runs under the same autocast as training, so the two curves stay comparable.
-  // Under DDP each rank evaluates its part with rank 0's BatchNorm statistics.
-  dist.sync_buffers();
-  auto size = in.val_loader->dataset->size();
-  auto v = evaluate(in.model->module, *in.val_loader, in.loss.get(), s.device, s.choice.ran, dist.part(size));
-  // One all-reduce: samples, the loss and accuracy sums, then each batch's loss sum and samples
-  // (as many batches on every process: the largest part's, the shorter parts' last ones empty).
-  auto n = static_cast<std::int64_t>(dist.world_size());
-  auto batches = static_cast<std::size_t>(in.val_loader->batches_for((size + n - 1) / n));
-  std::vector<double> local(3 + 2 * batches, 0.0);
-  auto samples = static_cast<double>(v.samples);
-  local[0] = samples;
-  local[1] = v.loss * samples;
-  local[2] = v.accuracy * samples;
-  for (std::size_t i = 0; i < v.batch_losses.size() && i < batches; ++i) {
-    local[3 + i] = v.batch_losses[i] * static_cast<double>(v.batch_samples[i]);
-    local[3 + batches + i] = static_cast<double>(v.batch_samples[i]);
-  }
-  auto all = dist.sum_each(std::move(local));
-  for (std::size_t i = 0; i < batches; ++i)
-    if (all[3 + batches + i] > 0)
-      call.metric("val_loss_step", all[3 + i] / all[3 + batches + i], ++totals.val_batches, "batch");
-  auto per_sample = [&](double sum) { return all[0] > 0 ? sum / all[0] : 0.0; };
-  totals.last_val_loss = per_sample(all[1]);
-  call.metric("val_loss", totals.last_val_loss, epoch);
-  if (in.val_loader->dataset->classification) {
-    totals.last_val_accuracy = per_sample(all[2]);
-    call.metric("val_accuracy", totals.last_val_accuracy, epoch);
-  }
 }
 
 /// The run generator's state now.
@@ -455,7 +215,7 @@ bool run_epoch(node_call& call, loop_inputs& in, loop_setup& s, distribution& di
   }
   std::int64_t window = 0;  // micro-batches accumulated since the last step
   auto epoch_start = clock::now();
-  s.optimizer->zero_grad();
+  torch_compat::zero_grad(*s.optimizer);
   // A Stop that came between epochs (during validation) ends the loop before this one trains.
   totals.stopped = dist.any_stop(call.stop_requested());
   for (std::int64_t b = totals.epoch_batch; b < s.batches_per_epoch && !totals.stopped; ++b) {
@@ -468,13 +228,13 @@ bool run_epoch(node_call& call, loop_inputs& in, loop_setup& s, distribution& di
       y = y.clone();
     }
     at::Tensor batch_loss;
-    auto live_before = s.scope != nullptr ? s.scope->stats().live : 0;
+    auto live_before = s.meter ? s.meter->read().live : 0;
     {
       autocast_guard autocast{s.choice.ran, s.device.type()};
       batch_loss = compute_loss(*in.loss, model_forward(*in.model, x).to(at::kFloat), y);
     }
-    if (s.scope != nullptr)
-      s.activation_bytes = std::max(s.activation_bytes, s.scope->stats().live - live_before);
+    if (s.meter)
+      s.activation_bytes = std::max(s.activation_bytes, s.meter->read().live - live_before);
     // A window never spans an epoch: the epoch's last micro-batches step as a short window.
     bool ends_window = window + 1 == s.accumulate || b + 1 == s.batches_per_epoch;
     // Each micro-batch's loss is divided by N, so the window's gradient is that of one batch
@@ -523,7 +283,7 @@ bool run_epoch(node_call& call, loop_inputs& in, loop_setup& s, distribution& di
   if (auto news = dist.settle())
     series.add(call, *news);
   if (totals.stopped) {
-    s.optimizer->zero_grad();  // a Stop discards the pending window: no step on the way out
+    torch_compat::zero_grad(*s.optimizer);  // a Stop discards the pending window: no step on the way out
     return false;
   }
   if (totals.epoch_batch == 0)
@@ -545,52 +305,6 @@ bool run_epoch(node_call& call, loop_inputs& in, loop_setup& s, distribution& di
   return !totals.stopped_at_max_steps;
 }
 
-/// The final metrics and the loop's outputs: the trained model, its metrics, the optimizer's and
-/// the scaler's state to resume from.
-port_values report(node_call& call, loop_inputs& in, loop_setup& s, distribution& dist,
-                   const loop_totals& totals) {
-  call.final_metrics = {{"final_train_loss", number_or_null(totals.last_train_loss)},
-                        {"final_val_loss", number_or_null(totals.last_val_loss)},
-                        {"total_steps", totals.steps},
-                        {"total_batches", totals.batches},
-                        {"total_epochs_run", totals.epochs_run},
-                        {"stopped_at_max_steps", totals.stopped_at_max_steps},
-                        {"effective_batch_size", in.loader->batch_size * s.accumulate * dist.world_size()},
-                        {"precision", to_string(s.choice.ran)}};
-  call.final_metrics.update(parameter_figures(*in.model));
-  add_strategy(call.final_metrics, dist);
-  if (s.requested_precision != to_string(s.choice.ran))
-    call.final_metrics["precision_requested"] = s.requested_precision;
-  if (!std::isnan(totals.last_val_accuracy))
-    call.final_metrics["final_val_accuracy"] = totals.last_val_accuracy;
-  if (s.scope != nullptr) {
-    // Each card's peak, the most its rank used of it, and the most its forward passes kept.
-    auto cards = dist.devices();
-    for (auto [name, bytes] : {std::pair{"peak_memory_bytes", s.scope->stats().peak},
-                               std::pair{"activation_bytes", s.activation_bytes}}) {
-      auto gathered = dist.gather(static_cast<double>(bytes));
-      call.final_metrics[name] = nlohmann::json::object();
-      for (std::size_t k = 0; k < gathered.size() && k < cards.size(); ++k)
-        call.final_metrics[name][cards[k]] = static_cast<std::int64_t>(gathered[k]);
-    }
-  }
-  auto scaler_state = std::make_shared<grad_scaler_state_value>();
-  if (s.scaler) {
-    call.final_metrics["skipped_steps"] = s.scaler->skipped_steps();
-    call.final_metrics["loss_scale"] = s.scaler->current_scale();
-    *scaler_state = {true, s.scaler->current_scale(), s.scaler->growth_tracker()};
-  }
-  auto state = std::make_shared<optimizer_state_value>();
-  state->bytes = save_optimizer(*s.optimizer);
-  state->epoch = s.epoch_offset + totals.epochs_run;
-  state->optimizer = in.opt_spec->name;
-  auto metrics = std::make_shared<nlohmann::json>(call.final_metrics);
-  return {{"model", make_value(std::move(in.model))},
-          {"metrics", make_value(std::move(metrics))},
-          {"optimizer_state", make_value(std::move(state))},
-          {"grad_scaler_state", make_value(std::move(scaler_state))}};
-}
-
 /// The checkpoint the run resumes this loop from, if any, its weights in the model already.
 std::optional<loop_checkpoint> resume(node_call& call, loop_inputs& in) {
   if (call.run().resume_from.empty())
@@ -599,22 +313,6 @@ std::optional<loop_checkpoint> resume(node_call& call, loop_inputs& in) {
     throw node_error("a TrainingLoop with strategy ddp cannot resume from a checkpoint yet; resume it "
                      "with strategy single, or start the run again");
   return read_loop_checkpoint(call, *in.model->module);
-}
-
-/// Continues from a checkpoint: the optimizer's and the loss scaler's state, and the epochs a
-/// resumed optimizer_state had run.
-void restore(loop_setup& s, loop_inputs& in, const loop_checkpoint& c) {
-  if (!c.optimizer.optimizer.empty() && c.optimizer.optimizer != in.opt_spec->name)
-    throw node_error("the checkpoint to resume from holds " + c.optimizer.optimizer + " state, but the "
-                     "Optimizer is " + in.opt_spec->name + "; resume with the optimizer that wrote it");
-  try {
-    load_optimizer(*s.optimizer, c.optimizer.bytes);
-  } catch (const c10::Error&) {
-    throw node_error("the checkpoint to resume from holds optimizer state that does not fit this optimizer");
-  }
-  if (s.scaler && c.scaler.enabled && s.scaler->dynamic())
-    s.scaler->restore(c.scaler.scale, c.scaler.growth_tracker);
-  s.epoch_offset = c.epoch_offset;
 }
 
 /// Trains: set up, the epochs (from a checkpoint's place when the run resumes), the report, with

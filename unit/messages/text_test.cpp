@@ -52,4 +52,11 @@ BOOST_AUTO_TEST_CASE(json_with_bad_bytes_serialises_instead_of_throwing) {
   BOOST_TEST(json_text({{"a", 1}}, 2) == "{\n  \"a\": 1\n}");
 }
 
+BOOST_AUTO_TEST_CASE(trimmed_drops_spaces_and_tabs_at_the_ends_only) {
+  BOOST_TEST(cdui::text::trimmed(" \t a b \t") == "a b");
+  BOOST_TEST(cdui::text::trimmed("x") == "x");
+  BOOST_TEST(cdui::text::trimmed(" \t ").empty());
+  BOOST_TEST(cdui::text::trimmed("").empty());
+}
+
 BOOST_AUTO_TEST_SUITE_END()

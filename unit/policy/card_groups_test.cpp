@@ -61,6 +61,29 @@ BOOST_AUTO_TEST_CASE(two_offerers_of_one_card_share_one_budget) {
   BOOST_TEST((slots.admit() == names{"c"}));
 }
 
+BOOST_AUTO_TEST_CASE(a_cuda_card_offered_by_this_server_and_an_agent_is_one_card_by_its_nvml_uuid) {
+  // What host_inventory makes of a CUDA card on both sides: the driver's UUID (NVML).
+  const std::string uuid = "GPU-1a2b3c4d-0011-2233-4455-66778899aaff";
+  local_devices local;
+  local.devices = {{"cpu", "CPU", 2, false, 0, ""},
+                   {"cuda:0", "NVIDIA H100 80GB HBM3 (GPU-1a2b3c4d, 79.65 GiB)", 1, false, 85520809984, uuid}};
+  local.counts.cuda_count = 1;
+  admission slots;
+  slots.set_limit("cuda:0", 1);
+  slots.set_limit("w1/cuda:0", 1);
+  known_workers workers{{"w1", {{"cpu", "cuda:0"}, {"", uuid}, true, false}}};
+  card_groups groups;
+  BOOST_TEST(groups.regroup(slots, local, workers, "w1").empty());
+  BOOST_TEST(card_id({"", "cuda:0"}, uuid) == card_id({"w1", "cuda:0"}, uuid));
+  BOOST_TEST((slots.group_keys("card:" + uuid) == names{"cuda:0", "w1/cuda:0"}));
+  // One run on the card at a time, whichever offerer it came by.
+  slots.enqueue("a", {"cuda:0"});
+  slots.enqueue("b", {"w1/cuda:0"});
+  BOOST_TEST((slots.admit() == names{"a"}));
+  slots.release("a");
+  BOOST_TEST((slots.admit() == names{"b"}));
+}
+
 BOOST_AUTO_TEST_CASE(a_smaller_limit_lowers_the_card_and_the_joiner_hears_of_it_once) {
   admission slots;
   slots.set_limit("sim:0", 1);

@@ -3,7 +3,7 @@
 // which reducer.hpp includes for two names only. cdui never uses distributed autograd: these are
 // the two names, as reducer.hpp needs them (a callback type it checks, and a shared_ptr to an
 // object cdui never creates or touches), so that the Reducer's declaration compiles against the
-// library that defines it. Only runtime/nodes/ddp.cpp sees this folder.
+// library that defines it. Only torch_compat/c10d.cpp sees this folder, and only with 1.13.
 #include <functional>
 #include <memory>
 

@@ -1,0 +1,106 @@
+#include "torch_compat/c10d.hpp"
+
+#include <stdexcept>
+
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/reducer.hpp>
+#include <torch/version.h>
+
+// NCCL where libtorch has CUDA and c10d's NCCL (torch_compat/CMakeLists.txt, CDUI_NCCL).
+#if defined(CDUI_WITH_CUDA) && defined(USE_C10D_NCCL)
+#define CDUI_WITH_NCCL 1
+#include <c10/cuda/CUDAFunctions.h>
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+namespace cdui::torch_compat {
+
+namespace {
+
+#if TORCH_VERSION_MAJOR >= 2
+/// A process group that holds `backend` for the device types it reduces.
+c10::intrusive_ptr<c10d::ProcessGroup> holding(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                               c10d::ProcessGroup::BackendType type,
+                                               const c10::intrusive_ptr<c10d::Backend>& backend,
+                                               std::vector<c10::DeviceType> device_types) {
+  auto group = c10::make_intrusive<c10d::ProcessGroup>(store, rank, size);
+  for (auto device_type : device_types)
+    group->setBackend(device_type, type, backend);
+  group->setDefaultBackend(type);
+  return group;
+}
+#endif
+
+} // namespace
+
+c10::intrusive_ptr<c10d::ProcessGroup> gloo_group(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                                  std::chrono::milliseconds timeout, const std::string& interface) {
+  auto options = c10d::ProcessGroupGloo::Options::create(timeout);
+  options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(interface));
+  auto gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, options);
+#if TORCH_VERSION_MAJOR >= 2
+  return holding(store, rank, size, c10d::ProcessGroup::BackendType::GLOO, gloo,
+                 {c10::DeviceType::CPU, c10::DeviceType::CUDA});
+#else
+  return gloo;
+#endif
+}
+
+bool has_nccl() {
+#ifdef CDUI_WITH_NCCL
+  return true;
+#else
+  return false;
+#endif
+}
+
+c10::intrusive_ptr<c10d::ProcessGroup> nccl_group(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                                  std::chrono::milliseconds timeout, int card) {
+#ifdef CDUI_WITH_NCCL
+  // Each rank on its own card, so that NCCL's communicator and the caching allocator live there.
+  c10::cuda::set_device(static_cast<c10::DeviceIndex>(card));
+  auto options = c10d::ProcessGroupNCCL::Options::create();
+  options->timeout = timeout;
+  auto nccl = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, size, options);
+#if TORCH_VERSION_MAJOR >= 2
+  return holding(store, rank, size, c10d::ProcessGroup::BackendType::NCCL, nccl, {c10::DeviceType::CUDA});
+#else
+  return nccl;
+#endif
+#else
+  (void)store, (void)rank, (void)size, (void)timeout, (void)card;
+  throw std::logic_error("this cdui has no NCCL: its libtorch has no CUDA, or it was built with CDUI_NCCL=OFF");
+#endif
+}
+
+gradient_reducer::gradient_reducer(const std::vector<at::Tensor>& parameters,
+                                   c10::intrusive_ptr<c10d::ProcessGroup> group, std::int64_t first_bucket_bytes,
+                                   std::int64_t bucket_bytes) {
+  std::vector<bool> sparse(parameters.size(), false);
+  auto [buckets, limits] = c10d::compute_bucket_assignment_by_size(
+    parameters, {static_cast<std::size_t>(first_bucket_bytes), static_cast<std::size_t>(bucket_bytes)}, sparse);
+#if TORCH_VERSION_MAJOR >= 2
+  // 2.x takes each bucket's cap where 1.13 took the limits compute_bucket_assignment_by_size gave.
+  std::vector<std::int64_t> caps(limits.begin(), limits.end());
+  reducer_ = std::make_unique<c10d::Reducer>(parameters, buckets, std::move(group), sparse, bucket_bytes,
+                                             /*find_unused_parameters=*/false,
+                                             /*gradient_as_bucket_view=*/false,
+                                             std::unordered_map<std::size_t, std::string>{}, first_bucket_bytes,
+                                             /*skip_all_reduce_unused_params=*/false,
+                                             /*use_python_reducer=*/false, std::move(caps));
+#else
+  reducer_ = std::make_unique<c10d::Reducer>(parameters, buckets, limits, std::move(group), sparse, bucket_bytes,
+                                             /*find_unused_parameters=*/false,
+                                             /*gradient_as_bucket_view=*/false,
+                                             std::unordered_map<std::size_t, std::string>{}, first_bucket_bytes);
+#endif
+}
+
+gradient_reducer::~gradient_reducer() = default;
+
+void gradient_reducer::prepare_for_backward() {
+  reducer_->prepare_for_forward();
+  reducer_->prepare_for_backward({});
+}
+
+} // namespace cdui::torch_compat

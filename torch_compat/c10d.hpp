@@ -1,0 +1,55 @@
+#pragma once
+// c10d as both libtorch configurations give it (docs/architecture.md): in 1.13 ProcessGroupGloo
+// and ProcessGroupNCCL are process groups; in 2.x they are backends that a ProcessGroup holds, and
+// the Reducer's constructor differs. Callers see one process group and one gradient reducer.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+namespace c10d {
+class Reducer;
+}
+
+namespace cdui::torch_compat {
+
+/// A process group over Gloo on the network interface `interface` ("lo"); it reduces CPU tensors,
+/// and CUDA tensors through the host.
+[[nodiscard]] c10::intrusive_ptr<c10d::ProcessGroup> gloo_group(const c10::intrusive_ptr<c10d::Store>& store,
+                                                                int rank, int size,
+                                                                std::chrono::milliseconds timeout,
+                                                                const std::string& interface);
+
+/// Whether this build has c10d's NCCL (libtorch with CUDA, and CDUI_NCCL on).
+[[nodiscard]] bool has_nccl();
+
+/// A process group over NCCL, this rank on cuda:`card` (made current here). Throws where has_nccl()
+/// is false.
+[[nodiscard]] c10::intrusive_ptr<c10d::ProcessGroup> nccl_group(const c10::intrusive_ptr<c10d::Store>& store,
+                                                                int rank, int size,
+                                                                std::chrono::milliseconds timeout, int card);
+
+/// The gradient engine behind PyTorch's DistributedDataParallel (c10d::Reducer) over `parameters`:
+/// their gradients are averaged over the group's ranks, in buckets, as the backward pass makes them.
+class gradient_reducer {
+public:
+  /// Buckets as PyTorch DDP's: a first of `first_bucket_bytes`, then `bucket_bytes` each.
+  gradient_reducer(const std::vector<at::Tensor>& parameters, c10::intrusive_ptr<c10d::ProcessGroup> group,
+                   std::int64_t first_bucket_bytes, std::int64_t bucket_bytes);
+  ~gradient_reducer();
+  gradient_reducer(const gradient_reducer&) = delete;
+  gradient_reducer& operator=(const gradient_reducer&) = delete;
+
+  /// Before a backward pass whose gradients are to be averaged over the ranks.
+  void prepare_for_backward();
+
+private:
+  std::unique_ptr<c10d::Reducer> reducer_;
+};
+
+} // namespace cdui::torch_compat
