@@ -2,6 +2,7 @@
 """The Python side of bench/process_bench.sh: the whole job of `cdui run` on a Fashion-MNIST example.
 
     /usr/bin/python3 bench/fashion_mnist_job.py GRAPH.json [--epochs E] [--seed S] [--out DIR]
+                                                [--device D]
 
 Does what the example's graph does, node by node, in Debian's python3-torch with one intra-op
 thread: loads the train and test splits (gzip + numpy, normalised as cdui's Dataset node does),
@@ -10,7 +11,8 @@ batches of the train loader's size, in a new order every epoch when it shuffles,
 batch's loss (the TrainingLoop records it), validates on the test loader after every epoch (the
 loop's val_dataloader), evaluates on it once more (EvaluateModel), and saves what the graph's saver
 saves: the model's weights (ModelSaver) or the model and optimizer states (CheckpointSaver).
-Prints the test accuracy, and on stderr the seconds of loading, training and the rest.
+Prints the test accuracy, and on stderr the seconds of loading, training and the rest. With
+--device cuda:0 the splits and the model live on that card, as cdui's TrainingLoop puts them there.
 """
 import argparse
 import json
@@ -71,6 +73,7 @@ def main():
     ap.add_argument("--epochs", type=int, default=None, help="default: the TrainingLoop's")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", default=None, help="where the saver writes (default: a temp folder)")
+    ap.add_argument("--device", default="cpu", help="cpu (default) or cuda:N")
     args = ap.parse_args()
     with open(args.graph) as f:
         graph = json.load(f)
@@ -78,8 +81,9 @@ def main():
     torch.manual_seed(args.seed)
     t0 = time.perf_counter()
 
-    train_x, train_y = load_split("train")
-    test_x, test_y = load_split("t10k")
+    device = torch.device(args.device)
+    train_x, train_y = (t.to(device) for t in load_split("train"))
+    test_x, test_y = (t.to(device) for t in load_split("t10k"))
     t_loaded = time.perf_counter()
 
     loop = node(graph, "TrainingLoop")
@@ -87,7 +91,7 @@ def main():
     train_loader = feeding(graph, f"{loop['id']}.dataloader")["params"]
     batch, shuffle = train_loader.get("batch_size", 32), train_loader.get("shuffle", True)
     val_batch = feeding(graph, f"{loop['id']}.val_dataloader")["params"].get("batch_size", 32)
-    model = build_model(node(graph, "Model")["params"]["layers"])
+    model = build_model(node(graph, "Model")["params"]["layers"]).to(device)
     optimizer = make_optimizer(node(graph, "Optimizer"), model.parameters())
     schedule = node(graph, "LRScheduler")
     scheduler = None
@@ -100,7 +104,7 @@ def main():
     model.train()
     n = train_x.size(0)
     for _ in range(epochs):
-        order = torch.randperm(n) if shuffle else torch.arange(n)
+        order = (torch.randperm(n) if shuffle else torch.arange(n)).to(device)
         for start in range(0, n, batch):
             idx = order[start:start + batch]
             loss = F.cross_entropy(model(train_x.index_select(0, idx)), train_y.index_select(0, idx))

@@ -2,7 +2,7 @@
 """Whole-process benchmark (issue 14; docs/benchmarks.md): what a user times, side by side.
 
     /usr/bin/python3 bench/process_bench.py [--cdui build/apps/cdui] [--rounds 5]
-                                            [--only mlp,cnn,commands]
+                                            [--only mlp,cnn,commands] [--python PY] [--device D]
 
 - mlp, cnn: `cdui run examples/fashion_mnist_{mlp,cnn}.json --set loop.epochs=1 --seed 1` on the
   embedded runtime (a fresh CODEFYUI_HOME each time, so no server is found) against the same job in
@@ -15,6 +15,12 @@
 - commands: `cdui --version`, `cdui validate examples/fashion_mnist_mlp.json`, and a server:
   `cdui start --foreground --port 0` on a fresh home, timed until server.json is written and
   GET /api/health answers 200 (polled every 2 ms), then SIGTERM to its pid, timed until it exits.
+
+--python: the Python (with its torch) that runs the Python side; default $PYTHON, else Debian's
+/usr/bin/python3. To compare the pip configuration (docs/gpu.md) with the same PyPI torch:
+--cdui build-pip/apps/cdui --python ~/.cache/cdui/torch-2.11.0-cu130/bin/python. --device: where
+both sides train (cpu, the default, or cuda:0: cdui run --device, the job's --device).
+$CDUI_FASHION_MNIST: the data set's folder, for both sides, when it is not Debian's.
 
 Builds nothing: build cdui first (ninja -C build cdui). OMP_NUM_THREADS=1 is set for both sides.
 No goal is asserted; the figures are printed with the issue's goals beside them.
@@ -78,11 +84,18 @@ def cdui_phases(home):
     return load, train
 
 
-def cdui_job(cdui, example, env):
+def data_root_settings():
+    """cdui's --set for a data set that is not in Debian's folder ($CDUI_FASHION_MNIST)."""
+    root = os.environ.get("CDUI_FASHION_MNIST")
+    return [] if not root else ["--set", f"train_data.root={root}", "--set", f"test_data.root={root}"]
+
+
+def cdui_job(cdui, example, env, device):
     home = tempfile.mkdtemp(prefix="process-bench-")
     try:
         wall, cpu, rss, out, _ = run_child(
-            [cdui, "run", example, "--set", "loop.epochs=1", "--seed", "1"], dict(env, CODEFYUI_HOME=home))
+            [cdui, "run", example, "--set", "loop.epochs=1", "--seed", "1", "--device", device]
+            + data_root_settings(), dict(env, CODEFYUI_HOME=home))
         load, train = cdui_phases(home)
     finally:
         shutil.rmtree(home, ignore_errors=True)
@@ -91,9 +104,10 @@ def cdui_job(cdui, example, env):
     return wall, cpu, rss, load, train, accuracy
 
 
-def python_job(example, env):
+def python_job(python, example, env, device):
     wall, cpu, rss, out, err = run_child(
-        [PYTHON, os.path.join(HERE, "fashion_mnist_job.py"), example, "--epochs", "1", "--seed", "1"], env)
+        [python, os.path.join(HERE, "fashion_mnist_job.py"), example, "--epochs", "1", "--seed", "1",
+         "--device", device], env)
     phases = err.strip().splitlines()[-1]  # "python job: load L s, train T s, ..."
     load = float(phases.split("load ")[1].split(" s")[0])
     train = float(phases.split("train ")[1].split(" s")[0])
@@ -101,21 +115,21 @@ def python_job(example, env):
     return wall, cpu, rss, load, train, accuracy
 
 
-def jobs(cdui, name, rounds, env):
+def jobs(cdui, python, device, name, rounds, env):
     example = os.path.join(ROOT, "examples", f"fashion_mnist_{name}.json")
-    print(f"== {name}: cdui run {os.path.relpath(example, ROOT)} --set loop.epochs=1 --seed 1"
-          f" vs bench/fashion_mnist_job.py, {rounds} rounds, alternating")
+    print(f"== {name}: cdui run {os.path.relpath(example, ROOT)} --set loop.epochs=1 --seed 1 --device {device}"
+          f" vs {python} bench/fashion_mnist_job.py, {rounds} rounds, alternating")
     print(f"{'round':>5} {'first':>6} | {'cdui wall':>9} {'cpu':>6} {'RSS MiB':>8} {'load':>6} {'train':>6} |"
           f" {'py wall':>8} {'cpu':>6} {'RSS MiB':>8} {'load':>6} {'train':>6} | {'wall py/c':>9} {'rss c/py':>8}")
     rows = []
     for r in range(rounds):
         cdui_first = r % 2 == 0
         if cdui_first:
-            c = cdui_job(cdui, example, env)
-            p = python_job(example, env)
+            c = cdui_job(cdui, example, env, device)
+            p = python_job(python, example, env, device)
         else:
-            p = python_job(example, env)
-            c = cdui_job(cdui, example, env)
+            p = python_job(python, example, env, device)
+            c = cdui_job(cdui, example, env, device)
         rows.append((c, p))
         print(f"{r + 1:>5} {'cdui' if cdui_first else 'python':>6} | {c[0]:9.2f} {c[1]:6.2f} {c[2]:8.0f} {c[3]:6.2f}"
               f" {c[4]:6.2f} | {p[0]:8.2f} {p[1]:6.2f} {p[2]:8.0f} {p[3]:6.2f} {p[4]:6.2f} |"
@@ -204,6 +218,8 @@ def main():
     ap.add_argument("--cdui", default=os.path.join(ROOT, "build", "apps", "cdui"))
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--only", default="mlp,cnn,commands", help="a comma list of mlp, cnn, commands")
+    ap.add_argument("--python", default=PYTHON, help="the Python that runs the Python side (its torch)")
+    ap.add_argument("--device", default="cpu", help="where both sides train: cpu or cuda:N")
     args = ap.parse_args()
     if not os.access(args.cdui, os.X_OK):
         sys.exit(f"process_bench: {args.cdui} is not built (ninja -C build cdui)")
@@ -215,7 +231,7 @@ def main():
     print(f"== {os.cpu_count()} cores, load average {load}; {cdui}")
     for part in args.only.split(","):
         if part in ("mlp", "cnn"):
-            jobs(cdui, part, args.rounds, env)
+            jobs(cdui, args.python, args.device, part, args.rounds, env)
         elif part == "commands":
             commands(cdui, args.rounds, env)
         else:

@@ -12,7 +12,7 @@ venv=${CDUI_TORCH_VENV:-$HOME/.cache/cdui/torch-$torch_version-cu130}
 python=${CDUI_PYTHON:-python3}
 
 if [ -x "$venv/bin/python" ] \
-   && "$venv/bin/python" -c "import torch, sys; sys.exit(torch.__version__ != '$torch_version+cu130')" 2>/dev/null; then
+   && "$venv/bin/python" -c "import numpy, torch, sys; sys.exit(torch.__version__ != '$torch_version+cu130')" 2>/dev/null; then
   echo "install-torch-pip: torch $torch_version+cu130 present in $venv" >&2
   echo "$venv"
   exit 0
@@ -23,6 +23,7 @@ mkdir -p "$(dirname "$venv")"
 # PyPI's default Linux wheel of 2.11.0 is the CUDA 13.0 build; its nvidia-*-cu13 wheels bring the
 # CUDA runtime, cuDNN, cuBLAS and NCCL that libtorch_cuda loads (its RUNPATH points at them), so
 # the process holds the CUDA runtime torch was built with, whatever CUDA toolkit the host has.
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "torch==$torch_version"
+# numpy: for bench/process_bench.py's Python side (its data loading), as the GPU host's torch has it.
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "torch==$torch_version" numpy
 "$venv/bin/python" -c "import torch, sys; print('install-torch-pip: torch', torch.__version__, 'CUDA', torch.version.cuda, file=sys.stderr)"
 echo "$venv"
