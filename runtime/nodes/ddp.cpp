@@ -3,6 +3,7 @@
 // DistributedDataParallel, driven from C++.
 #include "runtime/nodes/ddp.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
@@ -28,11 +29,22 @@ std::string interface_from(const char* variable) {
   return iface != nullptr && *iface != '\0' ? iface : "lo";
 }
 
-/// The rank's process group: NCCL when its card is a CUDA card and the build has NCCL, else Gloo
-/// (which reduces CUDA tensors too, through the host).
+/// Whether the ranks reduce over NCCL: when the build has it and every rank has a CUDA card of its
+/// own (NCCL refuses two ranks on one GPU). Every rank decides alike, from the run's device set.
+bool over_nccl(const std::vector<std::string>& devices) {
+  if (!torch_compat::has_nccl())
+    return false;
+  for (std::size_t i = 0; i < devices.size(); ++i)
+    if (!torch_device(devices[i]).is_cuda() || std::count(devices.begin(), devices.end(), devices[i]) > 1)
+      return false;
+  return true;
+}
+
+/// The rank's process group: NCCL (over_nccl), else Gloo (which reduces CUDA tensors too, through
+/// the host).
 c10::intrusive_ptr<c10d::ProcessGroup> make_group(const c10::intrusive_ptr<c10d::Store>& store,
                                                   const ddp_rank& settings, c10::Device device) {
-  if (device.is_cuda() && torch_compat::has_nccl())
+  if (over_nccl(settings.devices))
     return torch_compat::nccl_group(store, settings.rank, settings.world_size, settings.timeout, device.index());
   return torch_compat::gloo_group(store, settings.rank, settings.world_size, settings.timeout,
                                   interface_from("GLOO_SOCKET_IFNAME"));
