@@ -263,6 +263,11 @@ std::pair<at::Tensor, at::Tensor> max_pool_forward(const at::Tensor& x, std::int
   return {out, where};
 }
 
+at::Tensor layer_norm_impl::forward(const at::Tensor& x) {
+  auto reduced = x.scalar_type() == at::kBFloat16 || x.scalar_type() == at::kHalf;
+  return LayerNormImpl::forward(reduced ? x.to(at::kFloat) : x);
+}
+
 at::Tensor dropout_impl::forward(const at::Tensor& x) {
   if (!is_training() || p_ == 0.0)
     return x;

@@ -27,6 +27,7 @@
 #include <ATen/core/Generator.h>
 #include <ATen/core/Tensor.h>
 #include <torch/nn/module.h>
+#include <torch/nn/modules/normalization.h>
 
 namespace cdui::runtime::nodes {
 
@@ -55,6 +56,16 @@ struct batch_norm_result {
 [[nodiscard]] batch_norm_result batch_norm_forward(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                                                    const at::Tensor& running_mean, const at::Tensor& running_var,
                                                    double momentum, double eps);
+
+/// LayerNorm (torch::nn::LayerNorm's parameters, names and options) that computes in fp32 under
+/// autocast, as CUDA autocast's rule for layer_norm has it: libtorch 1.13's CPU autocast has none,
+/// and its kernel refuses a bf16 input with fp32 weights. Its output is fp32; the next Linear or
+/// Conv2d casts it again.
+class layer_norm_impl : public torch::nn::LayerNormImpl {
+public:
+  using LayerNormImpl::LayerNormImpl;
+  at::Tensor forward(const at::Tensor& x);
+};
 
 /// Dropout with probability `p`, masks drawn from `gen`; in eval mode, or with p 0, the identity.
 class dropout_impl : public torch::nn::Module {

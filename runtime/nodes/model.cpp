@@ -65,7 +65,7 @@ torch::nn::AnyModule make_layer(const layer_plan& plan, at::Generator& gen) {
     return nn::AnyModule(nn::BatchNorm1d(in[0]));
   if (type == "BatchNorm2d")
     return nn::AnyModule(std::make_shared<batch_norm2d_impl>(in[0]));
-  return nn::AnyModule(nn::LayerNorm(nn::LayerNormOptions({in.back()})));
+  return nn::AnyModule(std::make_shared<layer_norm_impl>(nn::LayerNormOptions({in.back()})));
 }
 
 /// Puts adapters on the layers `lora` names (after every layer is built, so the base weights are
