@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include <torch/torch.h>
+
 #include "runtime/node_call.hpp"
 #include "runtime/nodes/builtin.hpp"
 

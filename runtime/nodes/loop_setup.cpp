@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include <torch/torch.h>
+
 #include "devices/cpu_features.hpp"
 #include "runtime/node_call.hpp"
 #include "runtime/engine.hpp"

@@ -9,7 +9,8 @@
 #include <string>
 #include <vector>
 
-#include <torch/torch.h>
+#include <c10/core/Device.h>
+#include <torch/optim/optimizer.h>
 
 #include "runtime/memory_meter.hpp"
 #include "runtime/nodes/amp.hpp"
