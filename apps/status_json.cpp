@@ -100,7 +100,8 @@ json worker_json(const worker_entry& w) {
                        {"kind", d.kind},
                        {"uuid", d.uuid},
                        {"total_bytes", d.total_bytes},
-                       {"free_bytes", d.free_bytes}});
+                       {"free_bytes", d.free_bytes},
+                       {"label", d.label}});
   return {{"name", w.name},
           {"status", w.status},
           {"reason", w.reason.empty() ? json(nullptr) : json(w.reason)},

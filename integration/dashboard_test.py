@@ -438,6 +438,9 @@ class Dashboard(unittest.TestCase):
             wait().until(lambda d: text_of(f'{panel} .status') == 'online')
             self.assertEqual(texts_of(f'{panel} tr[data-device] td:first-child'), ['cpu', 'sim:0', 'sim:1'])
             self.assertEqual(text_of(f'{panel} tr[data-device="sim:0"] td.slots'), '0/1')
+            # What the agent's machine says of each card (for a CUDA card: its name, UUID and memory).
+            self.assertEqual(text_of(f'{panel} tr[data-device="sim:1"] td.card-label'),
+                             'simulated accelerator #1 (1.00 GiB, executes on the CPU)')
             self.assertIn('s ago', text_of(f'{panel} .heartbeat'))
             click(f'{panel} button[data-action="drain"]')
             wait().until(lambda d: text_of(f'{panel} .status') == 'draining')

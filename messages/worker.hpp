@@ -21,7 +21,10 @@ struct device_offer {
   std::string uuid;
   std::int64_t total_bytes = 0;
   std::int64_t free_bytes = 0;
-  CDUI_FIELDS(name, kind, uuid, total_bytes, free_bytes)
+  /// What the worker's machine says of it: a CUDA card's name, short UUID and memory (NVML); a sim
+  /// card's size; empty for the CPU.
+  std::string label;
+  CDUI_FIELDS(name, kind, uuid, total_bytes, free_bytes, label)
 };
 
 /// The agent's first message.

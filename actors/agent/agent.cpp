@@ -87,7 +87,7 @@ agent::agent(config cfg) : cfg_(std::move(cfg)) {
     if (!cfg_.devices.empty()
         && std::find(cfg_.devices.begin(), cfg_.devices.end(), d.name) == cfg_.devices.end())
       continue;
-    offers_.push_back({d.name, devices::kind_of(d.name), d.uuid, d.total_bytes, d.total_bytes});
+    offers_.push_back({d.name, devices::kind_of(d.name), d.uuid, d.total_bytes, d.total_bytes, d.label});
   }
 }
 

@@ -63,9 +63,11 @@ function modeSwitch(owner, device, on) {
 
 function devicesTable(owner, devices, on) {
   return el('table', {class: 'devices'},
-            el('thead', {}, el('tr', {}, ['Device', 'Kind', 'Slots', 'Memory', 'Mode'].map(h => el('th', {}, h)))),
+            el('thead', {}, el('tr', {}, ['Device', 'Card', 'Kind', 'Slots', 'Memory', 'Mode'].map(h => el('th', {}, h)))),
             el('tbody', {}, devices.map(d => el('tr', {dataset: {device: d.name}},
-                                                el('td', {}, d.name), el('td', {}, d.kind),
+                                                el('td', {}, d.name),
+                                                el('td', {class: 'card-label'}, d.label || ''),
+                                                el('td', {}, d.kind),
                                                 el('td', {class: 'slots'}, slots(d)),
                                                 el('td', {class: 'memory-cell'}, memory(d)),
                                                 el('td', {}, modeSwitch(owner, d, on))))));
