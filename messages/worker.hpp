@@ -23,7 +23,7 @@ struct device_offer {
   std::int64_t free_bytes = 0;
   /// What the worker's machine says of it: a CUDA card's name, short UUID and memory (NVML); a sim
   /// card's size; empty for the CPU.
-  std::string label;
+  std::string label{};  // {}: aggregates written before it need not name it (-Wmissing-field-initializers)
   CDUI_FIELDS(name, kind, uuid, total_bytes, free_bytes, label)
 };
 
