@@ -108,7 +108,8 @@ int exec_command(const std::filesystem::path& run_dir, bool pipe, int rank, int 
   }
   // On a worker the agent set CODEFYUI_SIM_DEVICES to the run's cards; under a server, the
   // server's cards, by the server's names.
-  auto host = devices::host_inventory::probe();
+  // The run needs its cards' count and the cores, not what the driver says of each card.
+  auto host = devices::host_inventory::probe(devices::cuda_detail::counted);
   if (!pipe)  // What the run sees: its cards renumbered from 0, and which worker's cards they are.
     emit("execution_facts", {{"worker", run.value("worker", std::string{})},
                              {"visible_devices", run["visible_devices"]},

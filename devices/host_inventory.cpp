@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 #include "devices/cuda_cards.hpp"
 #include "devices/memory.hpp"
@@ -17,12 +18,27 @@
 
 namespace cdui::devices {
 
-host_inventory host_inventory::probe() {
+host_inventory host_inventory::probe(cuda_detail detail) {
   const char* sim = std::getenv("CODEFYUI_SIM_DEVICES");
-  return probe(sim == nullptr ? "" : sim);
+  return probe(sim == nullptr ? "" : sim, detail);
 }
 
-host_inventory host_inventory::probe(const std::string& sim_devices) {
+namespace {
+
+/// The driver's cards, or why there are none.
+std::pair<std::vector<gpu_card>, std::string> driver_cards() {
+  auto library = nvml::shared();
+  if (auto* why = std::get_if<std::string>(&library))
+    return {{}, *why};
+  auto listed = std::get<std::shared_ptr<nvml>>(library)->cards();
+  if (auto* failed = std::get_if<std::string>(&listed))
+    return {{}, *failed};
+  return {std::move(std::get<std::vector<gpu_card>>(listed)), {}};
+}
+
+} // namespace
+
+host_inventory host_inventory::probe(const std::string& sim_devices, cuda_detail detail) {
   auto sims = parse_sim_devices(sim_devices);
   if (auto* err = std::get_if<std::string>(&sims))
     throw std::invalid_argument("CODEFYUI_SIM_DEVICES: " + *err);
@@ -33,22 +49,16 @@ host_inventory host_inventory::probe(const std::string& sim_devices) {
     {"cpu", "CPU (" + std::to_string(inv.cores_) + " cores)", cpu_slot_limit, false, 0, ""});
   // Each CUDA card with the driver's name, UUID and memory (NVML), matched by the UUID the CUDA
   // runtime gives it, so a card offered here and by an agent is one card.
-  std::vector<gpu_card> cards;
-  std::string nvml_problem;
-  auto library = nvml::shared();
-  if (auto* why = std::get_if<std::string>(&library)) {
-    nvml_problem = *why;
+  if (detail == cuda_detail::described) {
+    auto [cards, nvml_problem] = driver_cards();
+    auto visible = cuda_visible_cards(cards, std::getenv("CUDA_VISIBLE_DEVICES"));
+    for (auto& offer : cuda_offers(inv.counts_.cuda_count, torch_compat::cuda_uuids(), visible, nvml_problem))
+      inv.devices_.push_back(std::move(offer));
+    inv.cuda_note_ = devices::cuda_note(inv.counts_.cuda_count, torch_compat::has_cuda(), cards, nvml_problem);
   } else {
-    auto listed = std::get<std::shared_ptr<nvml>>(library)->cards();
-    if (auto* failed = std::get_if<std::string>(&listed))
-      nvml_problem = *failed;
-    else
-      cards = std::move(std::get<std::vector<gpu_card>>(listed));
+    for (auto& offer : cuda_offers(inv.counts_.cuda_count, {}, {}, "not described in a run's process"))
+      inv.devices_.push_back(std::move(offer));
   }
-  auto visible = cuda_visible_cards(cards, std::getenv("CUDA_VISIBLE_DEVICES"));
-  for (auto& offer : cuda_offers(inv.counts_.cuda_count, torch_compat::cuda_uuids(), visible, nvml_problem))
-    inv.devices_.push_back(std::move(offer));
-  inv.cuda_note_ = devices::cuda_note(inv.counts_.cuda_count, torch_compat::has_cuda(), cards, nvml_problem);
   for (const auto& card : std::get<std::vector<sim_card>>(sims)) {
     auto name = "sim:" + std::to_string(card.index);
     inv.devices_.push_back({name,

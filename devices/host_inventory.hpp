@@ -8,15 +8,20 @@
 
 namespace cdui::devices {
 
+/// How much a probe learns of the CUDA cards: each card's name, UUID and memory from the driver
+/// (what an offer needs), or only how many torch sees (what a run's process needs, at no NVML cost).
+enum class cuda_detail { described, counted };
+
 /// What this host offers: its CPU and every accelerator libtorch sees.
 class host_inventory {
 public:
   /// Probes the host (core count, CUDA devices through libtorch and NVML) and adds the simulated cards
   /// `sim_devices` describes (e.g. "2x8GiB"). Throws std::invalid_argument naming a bad entry.
-  [[nodiscard]] static host_inventory probe(const std::string& sim_devices);
+  [[nodiscard]] static host_inventory probe(const std::string& sim_devices,
+                                            cuda_detail detail = cuda_detail::described);
 
   /// The same, with the simulated cards of $CODEFYUI_SIM_DEVICES.
-  [[nodiscard]] static host_inventory probe();
+  [[nodiscard]] static host_inventory probe(cuda_detail detail = cuda_detail::described);
 
   [[nodiscard]] const std::vector<offered_device>& devices() const { return devices_; }
   [[nodiscard]] const host_devices& counts() const { return counts_; }

@@ -34,8 +34,8 @@ std::string interface_from(const char* variable) {
 bool over_nccl(const std::vector<std::string>& devices) {
   if (!torch_compat::has_nccl())
     return false;
-  for (std::size_t i = 0; i < devices.size(); ++i)
-    if (!torch_device(devices[i]).is_cuda() || std::count(devices.begin(), devices.end(), devices[i]) > 1)
+  for (const auto& device : devices)
+    if (!torch_device(device).is_cuda() || std::count(devices.begin(), devices.end(), device) > 1)
       return false;
   return true;
 }

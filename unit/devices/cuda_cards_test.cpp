@@ -116,6 +116,8 @@ BOOST_AUTO_TEST_CASE(the_inventory_reads_the_drivers_cards) {
   BOOST_TEST(inventory.counts().cuda_count == 0);
   BOOST_TEST(inventory.devices().size() == 1u);
   BOOST_TEST(inventory.cuda_note().find("NVIDIA H200") != std::string::npos);
+  // A run's process counts its cards and does not ask the driver about them.
+  BOOST_TEST(host_inventory::probe("", cuda_detail::counted).cuda_note().empty());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
