@@ -28,7 +28,7 @@ void add_strategy(nlohmann::json& j, const distribution& dist) {
 
 void announce(node_call& call, loop_inputs& in, loop_setup& s, const distribution& dist) {
   auto n = static_cast<std::int64_t>(dist.world_size());
-  s.batches_per_epoch = in.loader->batches_for((in.loader->dataset->size() + n - 1) / n);
+  s.batches_per_epoch = training_batches(call, in, (in.loader->dataset->size() + n - 1) / n);
   nlohmann::json config{{"device", s.device_name},
                         {"precision", to_string(s.choice.ran)},
                         {"epochs", s.epochs},

@@ -160,6 +160,25 @@ loop_setup set_up(node_call& call, loop_inputs& in, const std::string& device_na
 }
 
 
+std::int64_t training_batches(node_call& call, const loop_inputs& in, std::int64_t samples) {
+  const auto& loader = *in.loader;
+  auto batches = loader.batches_for(samples);
+  const auto& norm = in.model->single_value_norm;
+  bool ones = loader.batch_size == 1 || samples == 1;
+  if (norm.empty() || (!ones && (loader.drop_last || samples % loader.batch_size != 1)))
+    return batches;
+  auto why = "layer " + norm + " of the model cannot train on one sample (BatchNorm needs more than one value "
+             "per channel)";
+  if (ones)
+    throw node_error("every training batch holds one sample (" + std::to_string(samples) + " in batches of "
+                     + std::to_string(loader.batch_size) + "), and " + why + ": use batches of 2 or more samples");
+  call.warn("batch_skipped", "Node " + call.node().id + " (TrainingLoop): the last batch of each epoch holds one sample ("
+                               + std::to_string(samples) + " samples in batches of " + std::to_string(loader.batch_size)
+                               + "), and " + why + "; the loop skips it, as the DataLoader's drop_last would. Set "
+                               "drop_last, or a batch size that leaves no single sample, to say so in the graph");
+  return batches - 1;
+}
+
 void restore(loop_setup& s, loop_inputs& in, const loop_checkpoint& c) {
   if (!c.optimizer.optimizer.empty() && c.optimizer.optimizer != in.opt_spec->name)
     throw node_error("the checkpoint to resume from holds " + c.optimizer.optimizer + " state, but the "

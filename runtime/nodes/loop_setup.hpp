@@ -79,6 +79,12 @@ void step_window(torch::optim::Optimizer& optimizer, std::optional<grad_scaler>&
 [[nodiscard]] loop_setup set_up(node_call& call, loop_inputs& in, const std::string& device_name,
                                 devices::memory_scope* scope);
 
+/// The training batches of an epoch over `samples` (this process's part of the dataset): the
+/// loader's, less a last batch of one sample when a BatchNorm layer cannot train on it (its
+/// statistics need more than one value per channel): the loop skips that batch, as drop_last would,
+/// with a run_warning (kind batch_skipped). Throws node_error when every batch holds one sample.
+[[nodiscard]] std::int64_t training_batches(node_call& call, const loop_inputs& in, std::int64_t samples);
+
 /// Continues from a checkpoint: the optimizer's and the loss scaler's state, and the epochs a
 /// resumed optimizer_state had run.
 void restore(loop_setup& s, loop_inputs& in, const loop_checkpoint& c);

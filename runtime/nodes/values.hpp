@@ -57,6 +57,10 @@ struct model_value {
   /// With `checkpoint_activations`: its training forward pass in segments (layer_shapes.hpp's
   /// checkpoint_plan); empty: the layers' own forward pass.
   std::vector<forward_segment> checkpoint_segments;
+  /// The first BatchNorm layer that sees one value per channel in a sample ("BatchNorm1d3": one
+  /// after a Linear, or a BatchNorm2d over 1x1 images): it cannot train on a batch of one sample.
+  /// Empty: none.
+  std::string single_value_norm;
   /// The generator the Dropout layers draw their masks from, when there are any: a recomputed
   /// block replays its state.
   at::Generator dropout_rng;

@@ -1,0 +1,400 @@
+#include "runtime/activation_passes.hpp"
+
+#include <optional>
+
+#include "runtime/kernel_memory.hpp"
+
+namespace cdui::runtime {
+
+namespace {
+
+/// What the loop's step and evaluation hold besides the persistent state, layer by layer: the
+/// rules of libtorch 1.13's CPU kernels and autograd (what each backward function saves, what it
+/// allocates), measured with the counting allocator (docs/training-memory.md, "The static estimate").
+class pass_counter {
+public:
+  explicit pass_counter(const pass_model& m)
+    : layers_(*m.layers), training_(m.training), half_(m.half), cross_entropy_(m.cross_entropy),
+      classification_(m.classification) {
+    segments_ = m.checkpoint;
+    if (segments_.empty())
+      segments_.push_back({0, layers_.size(), false});
+  }
+
+  /// The peak of one training step at batch `b`: the batch, the forward pass and what autograd
+  /// keeps, the loss, the backward pass, then the optimizer's temporaries.
+  std::int64_t training_step(std::int64_t b, std::int64_t optimizer_temporaries) {
+    timeline t;
+    pass p{t};
+    auto x = t.alloc(batch_elements(b, layers_.front().in) * float_bytes);
+    auto y = t.alloc(target_bytes(b));
+    p.chain = t.hold(x);
+    std::vector<kept> layers(layers_.size());
+    std::vector<std::optional<checkpointed>> runs(segments_.size());
+    for (std::size_t s = 0; s < segments_.size(); ++s) {
+      const auto& seg = segments_[s];
+      if (!seg.checkpointed || (!trains(seg) && !p.grad)) {
+        for (auto i = seg.begin; i < seg.end; ++i)
+          forward(p, layers_[i], training(i), layers[i], b);
+        continue;
+      }
+      // Through the checkpoint: the block runs without autograd and keeps its input alone.
+      runs[s] = checkpointed{t.hold(p.chain), p.grad, p.chain_size};
+      for (auto i = seg.begin; i < seg.end; ++i)
+        p.chain = no_grad_layer(t, p.chain, p.chain_size, p.cache, layers_[i], training(i).weight, training(i).lora_rank, b, half_, true);
+      p.grad = true;
+    }
+    auto any_grad = p.grad;  // false: nothing in the model trains, the loss needs no backward
+    auto g = loss_gradient(p, b);
+    for (auto s = segments_.size(); s-- > 0 && any_grad;) {
+      const auto& seg = segments_[s];
+      bool more = true;
+      if (runs[s]) {
+        g = rerun_backward(t, seg, *runs[s], layers, g, b);
+        more = runs[s]->grad_in;
+      } else {
+        for (auto i = seg.end; i-- > seg.begin && more;) {
+          g = backward(t, layers_[i], layers[i], g, b, nullptr);
+          more = layers[i].grad_in;  // false: nothing before this layer needs a gradient
+        }
+      }
+      if (!more)
+        break;
+    }
+    t.drop(g);
+    t.spike(optimizer_temporaries);  // the optimizer steps while the batch is still held
+    t.drop(x);
+    t.drop(y);
+    return t.peak();
+  }
+
+  /// The peak of one validation batch of `b`: under no_grad, over a view of the dataset (not
+  /// copied), each layer's output freed once the next one has it.
+  std::int64_t evaluation(std::int64_t b) {
+    timeline t;
+    auto chain = timeline::none;
+    std::int64_t chain_size = float_bytes;
+    std::vector<timeline::id> cache;
+    for (std::size_t i = 0; i < layers_.size(); ++i)
+      chain = no_grad_layer(t, chain, chain_size, cache, layers_[i], training(i).weight, training(i).lora_rank, b, half_, false);
+    auto outputs = batch_elements(b, layers_.back().out);
+    chain = output_in_float(t, chain, chain_size, outputs);
+    t.drop_all(cache);
+    auto loss = t.alloc(outputs * float_bytes);  // log_softmax, or mse's difference
+    t.drop(loss);
+    if (classification_)
+      t.spike(b * (index_bytes + 1));  // argmax and the comparison with the labels
+    t.drop(chain);
+    return t.peak();
+  }
+
+private:
+  /// A pass under way: the tensors held, the one flowing from layer to layer and its element
+  /// size, whether it requires grad, and autocast's weight copies until the forward pass ends.
+  struct pass {
+    explicit pass(timeline& on) : t(on) {}
+    timeline& t;
+    timeline::id chain = timeline::none;
+    std::int64_t chain_size = float_bytes;
+    bool grad = false;
+    std::vector<timeline::id> cache;
+  };
+
+  /// What one layer keeps for its backward, and the element sizes it computed in.
+  struct kept {
+    std::vector<timeline::id> saved;
+    std::int64_t in_size = float_bytes;   // the input it computed on (its gradient's size)
+    std::int64_t out_size = float_bytes;
+    std::int64_t received_size = float_bytes;  // the input as it came: its gradient goes back in it
+    bool grad_in = false;  // whether its input requires grad
+    layer_training trains;
+    /// A LoRA layer's adapter: what its backward passes through (the rank's activation, kept).
+    std::int64_t lora_rank = 0;
+  };
+
+  [[nodiscard]] layer_training training(std::size_t i) const {
+    return training_.empty() ? layer_training{} : training_[i];
+  }
+
+  /// A checkpointed block in training: the input it kept, whether that needs a gradient, its size.
+  struct checkpointed {
+    timeline::id input = timeline::none;
+    bool grad_in = false;
+    std::int64_t chain_size = float_bytes;
+  };
+
+  /// Whether any parameter of the segment's layers trains.
+  [[nodiscard]] bool trains(const forward_segment& seg) const {
+    for (auto i = seg.begin; i < seg.end; ++i) {
+      auto tr = training(i);
+      if ((tr.weight || tr.bias || tr.lora_rank > 0) && (layers_[i].parameters > 0 || tr.lora_rank > 0))
+        return true;
+    }
+    return false;
+  }
+
+  /// A checkpointed block's backward from its output's gradient `g`: its layers run again with
+  /// autograd from the kept input (their 16-bit weight copies let go when the rerun ends, those
+  /// the layers keep excepted), then their backward; the incoming gradient, the rerun's output
+  /// and the weights' gradients are let go together when the block's backward returns.
+  timeline::id rerun_backward(timeline& t, const forward_segment& seg, const checkpointed& run,
+                              std::vector<kept>& layers, timeline::id g, std::int64_t b) const {
+    pass q{t};
+    q.chain = t.hold(run.input);
+    q.chain_size = run.chain_size;
+    q.grad = run.grad_in;
+    for (auto i = seg.begin; i < seg.end; ++i)
+      forward(q, layers_[i], training(i), layers[i], b);
+    t.drop_all(q.cache);
+    auto out = q.chain;
+    auto incoming = t.hold(g);  // the block's backward holds its output's gradient until it returns
+    std::vector<timeline::id> grads;
+    for (auto i = seg.end; i-- > seg.begin;) {
+      g = backward(t, layers_[i], layers[i], g, b, &grads);
+      if (!layers[i].grad_in)
+        break;
+    }
+    t.drop(out);
+    t.drop(incoming);
+    t.drop_all(grads);
+    t.drop(run.input);
+    return g;
+  }
+
+  /// One layer's forward pass in training: its output, what autograd keeps, its temporaries.
+  void forward(pass& p, const layer_plan& l, const layer_training& tr, kept& k, std::int64_t b) const {
+    auto& t = p.t;
+    k.grad_in = p.grad;
+    k.received_size = p.chain_size;
+    k.trains = tr;
+    auto e_in = batch_elements(b, l.in), e_out = batch_elements(b, l.out);
+    timeline::id out = timeline::none;
+    if (l.type == "Linear" || l.type == "Conv2d") {
+      bool conv = l.type == "Conv2d";
+      // Autograd records the layer when its input or one of its parameters needs a gradient.
+      bool grad = k.grad_in || tr.weight || tr.bias;
+      std::vector<timeline::id> temporaries;
+      auto used = layer_input(t, half_, p.chain, p.chain_size, e_in);
+      k.in_size = p.chain_size;
+      if (half_) {
+        // Autocast keeps the 16-bit copy of a weight that trains for the rest of the forward pass;
+        // a frozen weight's copy lives for the op alone. Linear keeps the copy only to compute its
+        // input's gradient; Conv2d keeps both.
+        auto copy = t.alloc(l.cast_parameters * half_bytes);
+        (tr.weight ? p.cache : temporaries).push_back(copy);
+        if (grad && (k.grad_in || conv))
+          k.saved.push_back(t.hold(copy));
+      }
+      k.out_size = half_ ? half_bytes : float_bytes;
+      out = conv ? conv_output(t, l, b, half_) : t.alloc(e_out * k.out_size);
+      if (!conv && half_ && l.out[0] < 64)
+        t.spike(gemm_scratch(l.in[0], l.out[0]));
+      // The matrix product keeps its input for the weight's gradient; the convolution keeps it
+      // whenever it is recorded.
+      (grad && (conv || tr.weight) ? k.saved : temporaries).push_back(used);
+      t.drop_all(temporaries);
+      p.grad = grad;
+      if (tr.lora_rank > 0)
+        out = lora_forward(p, l, tr.lora_rank, k, out, b);
+    } else {
+      k.in_size = k.out_size = p.chain_size;
+      if (l.type == "Flatten" || (l.type == "Dropout" && l.p == 0)) {
+        out = t.hold(p.chain);
+      } else if (l.type == "Dropout") {
+        auto keep = t.alloc(e_in * p.chain_size);
+        auto product = t.alloc(e_in * p.chain_size);
+        out = t.alloc(e_in * p.chain_size);
+        t.drop(product);
+        if (p.grad)
+          k.saved.push_back(keep);
+        else
+          t.drop(keep);
+      } else if (l.type == "MaxPool2d") {
+        out = t.alloc(e_out * p.chain_size);
+        if (p.grad) {
+          k.saved.push_back(t.hold(p.chain));
+          k.saved.push_back(t.alloc(e_out * index_bytes));
+        }
+      } else if (l.type == "LayerNorm" && p.chain_size == half_bytes) {
+        // The Model's LayerNorm normalises in fp32 under autocast (runtime/nodes/layers.hpp): it
+        // keeps its input's fp32 copy, and the chain goes on in fp32.
+        bool grad = k.grad_in || tr.weight || tr.bias;
+        k.in_size = k.out_size = float_bytes;
+        auto full = t.alloc(e_in * float_bytes);
+        out = t.alloc(e_out * float_bytes);
+        auto stats = t.alloc(norm_statistics(l, b));
+        if (grad) {
+          k.saved.push_back(full);
+          k.saved.push_back(stats);
+        } else {
+          t.drop(full);
+          t.drop(stats);
+        }
+        p.grad = grad;
+        p.chain_size = float_bytes;
+      } else if (l.type == "BatchNorm1d" || l.type == "BatchNorm2d" || l.type == "LayerNorm") {
+        bool grad = k.grad_in || tr.weight || tr.bias;
+        out = t.alloc(e_out * p.chain_size);
+        auto stats = t.alloc(norm_statistics(l, b));
+        if (grad) {
+          k.saved.push_back(t.hold(p.chain));
+          k.saved.push_back(stats);
+        } else {
+          t.drop(stats);
+        }
+        p.grad = grad;
+      } else {  // ReLU, Tanh (save their output), GELU (saves its input)
+        out = t.alloc(e_out * p.chain_size);
+        if (p.grad)
+          k.saved.push_back(t.hold(l.type == "GELU" ? p.chain : out));
+      }
+    }
+    t.drop(p.chain);
+    p.chain = out;
+  }
+
+  /// The loss after the forward pass (the output back in fp32, log_softmax kept for backward or
+  /// mse's difference), then its gradient as it reaches the last layer.
+  timeline::id loss_gradient(pass& p, std::int64_t b) const {
+    auto& t = p.t;
+    auto outputs = batch_elements(b, layers_.back().out);
+    auto output = output_in_float(t, p.chain, p.chain_size, outputs);
+    p.chain = timeline::none;
+    std::vector<timeline::id> loss_saved;
+    if (cross_entropy_) {
+      loss_saved.push_back(t.alloc(outputs * float_bytes));
+      t.drop(output);
+    } else {
+      t.spike(outputs * float_bytes);
+      loss_saved.push_back(output);  // mse keeps the output
+    }
+    t.drop_all(p.cache);
+    auto g = t.alloc(outputs * float_bytes);
+    if (cross_entropy_) {
+      auto g2 = t.alloc(outputs * float_bytes);
+      t.drop(g);
+      g = g2;
+    }
+    t.drop_all(loss_saved);
+    if (p.chain_size == half_bytes) {
+      auto g2 = t.alloc(outputs * half_bytes);
+      t.drop(g);
+      g = g2;
+    }
+    return g;
+  }
+
+  /// One layer's backward pass from its output's gradient `g`: its input's gradient (none when
+  /// its input needs none), its weights' gradients and temporaries; what it kept is let go.
+  /// `grads`: where the weights' gradients go when the caller hands them back later (a
+  /// checkpointed block); null: accumulated at once.
+  static timeline::id backward(timeline& t, const layer_plan& l, kept& k, timeline::id g, std::int64_t b,
+                               std::vector<timeline::id>* grads) {
+    auto e_in = batch_elements(b, l.in);
+    auto gin = timeline::none;
+    std::vector<timeline::id> temporaries;
+    if (l.type == "Conv2d") {
+      auto weights = conv_backward(t, l, b, {k.in_size, k.out_size, k.trains.weight, k.grad_in}, temporaries, gin);
+      if (grads != nullptr && k.trains.weight && k.out_size == float_bytes)
+        grads->push_back(weights);
+      else
+        t.drop(weights);
+    } else if (l.type == "Linear") {
+      if (k.lora_rank > 0)
+        gin = lora_backward(t, l, k.lora_rank, {k.in_size, k.out_size, true, k.grad_in}, b);
+      if (k.grad_in)
+        gin = accumulate(t, gin, t.alloc(e_in * k.in_size), e_in * k.in_size);
+      if (k.trains.weight)
+        (grads != nullptr && k.out_size == float_bytes ? *grads : temporaries)
+          .push_back(t.alloc(l.cast_parameters * k.out_size));
+    } else if (l.type == "Flatten" || (l.type == "Dropout" && l.p == 0)) {
+      gin = t.hold(g);
+    } else if (l.type == "Dropout") {
+      // Two backward functions: the division by 1 - p, then the product with the mask; each lets
+      // go of its incoming gradient before the next one runs.
+      auto divided = t.alloc(e_in * k.in_size);
+      t.drop(g);
+      g = timeline::none;
+      gin = t.alloc(e_in * k.in_size);
+      t.drop(divided);
+    } else if (l.type == "BatchNorm1d" || l.type == "BatchNorm2d") {
+      if (k.grad_in)
+        gin = t.alloc(e_in * k.in_size);
+      t.spike(e_in * k.in_size);
+    } else if (k.grad_in) {  // LayerNorm, MaxPool2d, the activations
+      gin = t.alloc(e_in * k.in_size);
+    }
+    t.drop(g);
+    t.drop_all(k.saved);
+    // Under autocast the weights' gradients come back to fp32 once the layer has let go of what
+    // it kept, before the next layer's backward runs.
+    if (grads != nullptr && l.cast_parameters > 0 && k.trains.weight && k.out_size == half_bytes)
+      grads->push_back(t.alloc(l.cast_parameters * float_bytes));
+    else if (k.out_size == half_bytes && l.cast_parameters > 0 && k.trains.weight)
+      t.spike(l.cast_parameters * float_bytes);
+    t.drop_all(temporaries);
+    if (gin != timeline::none && k.received_size != k.in_size) {
+      // Autocast's cast of the input, undone: its gradient goes back to the format it came in.
+      auto back = t.alloc(e_in * k.received_size);
+      t.drop(gin);
+      gin = back;
+    }
+    return gin;
+  }
+
+  /// A LoRA layer's adapter beside its frozen Linear's output `base`: x A^T (kept), its product with
+  /// B, that times the scale, and the sum with `base`, which goes on.
+  timeline::id lora_forward(pass& p, const layer_plan& l, std::int64_t rank, kept& k, timeline::id base,
+                            std::int64_t b) const {
+    auto& t = p.t;
+    auto in = l.in[0], out = l.out[0];
+    k.lora_rank = rank;
+    if (half_) {
+      // The adapters' 16-bit copies, cached for the forward pass; each product keeps its weight's.
+      auto a = t.alloc(rank * in * half_bytes), bw = t.alloc(out * rank * half_bytes);
+      p.cache.push_back(a);
+      p.cache.push_back(bw);
+      if (k.grad_in)
+        k.saved.push_back(t.hold(a));
+      k.saved.push_back(t.hold(bw));
+    }
+    // x A^T keeps x (the chain, or its 16-bit copy when the chain was fp32).
+    k.saved.push_back(k.received_size == k.in_size ? t.hold(p.chain) : t.alloc(b * in * half_bytes));
+    auto ax = t.alloc(b * rank * k.out_size);
+    k.saved.push_back(ax);
+    // One C++ expression: its temporaries live until the sum is made.
+    auto bax = t.alloc(b * out * k.out_size);
+    auto scaled = t.alloc(b * out * k.out_size);
+    auto sum = t.alloc(b * out * k.out_size);
+    t.drop(bax);
+    t.drop(base);
+    t.drop(scaled);
+    p.grad = true;
+    return sum;
+  }
+
+  [[nodiscard]] std::int64_t target_bytes(std::int64_t b) const {
+    if (classification_)
+      return b * index_bytes;
+    return batch_elements(b, layers_.back().out) * float_bytes;
+  }
+
+  const std::vector<layer_plan>& layers_;
+  const std::vector<layer_training>& training_;
+  std::vector<forward_segment> segments_;
+  bool half_;
+  bool cross_entropy_;
+  bool classification_;
+};
+
+} // namespace
+
+std::int64_t training_step_peak(const pass_model& model, std::int64_t b, std::int64_t optimizer_temporaries) {
+  return pass_counter{model}.training_step(b, optimizer_temporaries);
+}
+
+std::int64_t evaluation_peak(const pass_model& model, std::int64_t b) {
+  return pass_counter{model}.evaluation(b);
+}
+
+} // namespace cdui::runtime

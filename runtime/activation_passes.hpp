@@ -1,0 +1,47 @@
+#pragma once
+// The activation part of the static estimate (runtime/estimate.hpp): one training step and one
+// evaluation pass simulated layer by layer on a timeline of allocations, with the rules of
+// libtorch's CPU kernels and autograd (what each forward keeps for its backward, what each backward
+// allocates) measured with the counting allocator (docs/training-memory.md, "The static
+// estimate"). Torch-free.
+
+#include <cstdint>
+#include <vector>
+
+#include "runtime/layer_shapes.hpp"
+
+namespace cdui::runtime {
+
+/// Which of a layer's parameters train (Model.freeze and lora), and its LoRA adapter's rank.
+struct layer_training {
+  bool weight = true;  // a Linear's or Conv2d's weight, a norm's scale
+  bool bias = true;
+  std::int64_t lora_rank = 0;  // 0: no adapter
+};
+
+/// What the passes need to know of a model and its loop.
+struct pass_model {
+  const std::vector<layer_plan>* layers = nullptr;
+  /// One per layer; empty: every parameter trains.
+  std::vector<layer_training> training;
+  /// With checkpoint_activations: the training forward pass in segments (checkpoint_plan);
+  /// empty: the layers' own.
+  std::vector<forward_segment> checkpoint;
+  /// bf16 or fp16 autocast.
+  bool half = false;
+  bool cross_entropy = true;
+  /// Class labels (int64) or value targets (float).
+  bool classification = true;
+};
+
+/// The peak of one training step at batch `b` besides the persistent state: the batch, the forward
+/// pass and what autograd keeps, the loss, the backward pass, then the optimizer's temporaries
+/// (`optimizer_temporaries` bytes held for a moment while the batch still is).
+[[nodiscard]] std::int64_t training_step_peak(const pass_model& model, std::int64_t b,
+                                              std::int64_t optimizer_temporaries);
+
+/// The peak of one validation batch of `b`: under no_grad, over a view of the dataset (not copied),
+/// each layer's output freed once the next one has it.
+[[nodiscard]] std::int64_t evaluation_peak(const pass_model& model, std::int64_t b);
+
+} // namespace cdui::runtime
