@@ -1,5 +1,6 @@
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -35,6 +36,11 @@ int exec_runtime() {
       continue;
     auto args = arguments;
     std::string program = binary.string();
+    // OpenMP's idle threads sleep instead of spinning, unless the user says otherwise: a spinning
+    // intra-op thread takes a core from the run beside it (two 2-thread runs on 2 cores: 5.6 times
+    // slower each; docs/benchmarks.md, "Intra-op threads"). Read by libgomp as it loads, so here,
+    // before the runtime binary (and every run process it starts) loads it.
+    ::setenv("OMP_WAIT_POLICY", "passive", 0);
     args.front() = program.data();
     ::execv(program.c_str(), args.data());
     error = errno;

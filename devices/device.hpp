@@ -1,5 +1,6 @@
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <string>
@@ -86,5 +87,14 @@ struct offered_device {
 inline constexpr int cpu_slot_limit = 2;
 /// An accelerator admits one run at a time (seed 001: "one run at a time on an accelerator").
 inline constexpr int accelerator_slot_limit = 1;
+
+/// Intra-op threads for one run that computes on the CPU, on `cpu` or on a sim card, on a host of
+/// `cores` cores with `sim_cards` sim cards: the CPU's slots and the sim cards (whose runs execute
+/// on the CPU too) share the cores, so that all of them busy at once use each core once; at least
+/// 1. (Two such runs on 2 cores at 2 threads each: the Fashion-MNIST CNN 1.4 times slower than at
+/// one; docs/benchmarks.md, "Intra-op threads".)
+[[nodiscard]] constexpr int cpu_share(int cores, int sim_cards) {
+  return std::max(1, cores / (cpu_slot_limit + std::max(0, sim_cards)));
+}
 
 } // namespace cdui::devices

@@ -80,8 +80,10 @@ std::string host_inventory::environment() const {
 }
 
 int host_inventory::cores_per_run(const std::string& device) const {
-  // An accelerator run needs host threads only to feed its card; CPU runs split the cores.
-  return device == "cpu" ? std::max(1, cores_ / cpu_slot_limit) : cores_;
+  // A CUDA run needs host threads only to feed its card; the runs that compute on the CPU share it.
+  if (device == "cpu" || device.rfind("sim:", 0) == 0)
+    return cpu_share(cores_, counts_.sim_count);
+  return cores_;
 }
 
 } // namespace cdui::devices

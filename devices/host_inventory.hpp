@@ -34,7 +34,8 @@ public:
   /// Workers report its digest, so an operator sees which agents differ.
   [[nodiscard]] std::string environment() const;
 
-  /// Intra-op threads for one run on `device`: the CPU's cores shared among its slots, at least 1.
+  /// Intra-op threads for one run on `device`: on `cpu` or a sim card, the cores shared among the
+  /// CPU's slots and the sim cards (cpu_share); on a CUDA card, all of them.
   [[nodiscard]] int cores_per_run(const std::string& device) const;
 
 private:

@@ -81,16 +81,30 @@ proc_stat read_proc_stat(int pid) {
   return fields ? s : proc_stat{};
 }
 
-/// This process's start time, read again in a forked child (which starts later than its parent).
-std::uint64_t own_start_time() {
-  static std::atomic<int> read_for{0};
-  static std::atomic<std::uint64_t> start{0};
-  int pid = ::getpid();
-  if (read_for.load() != pid) {
-    start.store(read_proc_stat(pid).start_time);
-    read_for.store(pid);
+/// This process: its pid and start time, which its slot is known by. Cached, since a slot is
+/// looked up on every allocation a sim card's run makes (getpid is a system call each time), and
+/// read again in a forked child (another pid, a later start).
+struct process_identity {
+  std::int32_t pid = 0;
+  std::uint64_t start_time = 0;
+};
+
+std::atomic<bool> identity_known{false};
+
+const process_identity& own_identity() {
+  static process_identity identity;
+  static std::mutex reading;
+  if (!identity_known.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock{reading};
+    if (!identity_known.load(std::memory_order_relaxed)) {
+      static std::once_flag forks;
+      std::call_once(forks, [] { ::pthread_atfork(nullptr, nullptr, [] { identity_known.store(false); }); });
+      identity.pid = static_cast<std::int32_t>(::getpid());
+      identity.start_time = read_proc_stat(identity.pid).start_time;
+      identity_known.store(true, std::memory_order_release);
+    }
   }
-  return start.load();
+  return identity;
 }
 
 /// Holds the segment's lock; a dead holder's slots are reclaimed before the lock is made
@@ -137,8 +151,7 @@ std::int64_t used_bytes(const sim_card_segment& s) {
 
 /// This process's slot, claimed when it has none; nullptr when every slot is taken. Under the lock.
 sim_card_slot* own_slot(sim_card_segment& s, bool claim) {
-  auto pid = static_cast<std::int32_t>(::getpid());
-  auto start = own_start_time();
+  auto [pid, start] = own_identity();
   for (auto& slot : s.slots)
     if (slot.pid == pid && slot.start_time == start)
       return &slot;
@@ -406,7 +419,7 @@ bool sim_card_memory::remove_if_last() {
   auto& s = *m->segment;
   segment_lock lock{s};
   reclaim_dead(s);
-  auto pid = static_cast<std::int32_t>(::getpid());
+  auto pid = own_identity().pid;
   for (const auto& slot : s.slots)
     if (slot.pid != 0 && slot.pid != pid)
       return false;

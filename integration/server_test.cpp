@@ -2,8 +2,10 @@
 // HTTP as a user's tools drive it.
 #include <boost/test/unit_test.hpp>
 
+#include <fstream>
 #include <future>
 
+#include "testkit/env.hpp"
 #include "testkit/graphs.hpp"
 #include "testkit/server_process.hpp"
 #include "testkit/wait.hpp"
@@ -434,6 +436,29 @@ BOOST_AUTO_TEST_CASE(version_metrics_and_the_status_summary_say_what_runs_what_w
              failed["error"].dump());
   BOOST_TEST(metrics.find("cdui_runs_by_reason{status=\"queued\"") == std::string::npos);
   BOOST_TEST(srv.get_json("/api/status")["summary"]["waiting"].empty());
+}
+
+// An idle OpenMP thread that spins takes a core from the run beside it: the runtime's processes
+// let idle threads sleep, unless the user chose otherwise.
+BOOST_AUTO_TEST_CASE(the_runtime_lets_idle_openmp_threads_sleep_unless_told_otherwise) {
+  auto policy = [](pid_t pid) {
+    std::ifstream in{"/proc/" + std::to_string(pid) + "/environ"};
+    std::string entry;
+    while (std::getline(in, entry, '\0'))
+      if (entry.rfind("OMP_WAIT_POLICY=", 0) == 0)
+        return entry.substr(16);
+    return std::string{"(unset)"};
+  };
+  temp_home home;
+  {
+    cdui::test::scoped_env chosen{"OMP_WAIT_POLICY", "active"};
+    server_process srv{home};
+    BOOST_TEST(policy(srv.pid()) == "active");
+  }
+  cdui::test::scoped_env restore{"OMP_WAIT_POLICY", ""};
+  ::unsetenv("OMP_WAIT_POLICY");
+  server_process srv{home};
+  BOOST_TEST(policy(srv.pid()) == "passive");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "devices/device.hpp"
 #include "runtime/engine.hpp"
 
 namespace cdui::runtime {
@@ -184,8 +185,8 @@ private:
     ctx.run_id = "fit";
     ctx.run_dir = dir_;
     ctx.seed = 0;
-    // The intra-op threads a run on a sim card gets (host_inventory::cores_per_run): all cores.
-    ctx.num_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    // The intra-op threads a run on a host of one sim card gets (host_inventory::cores_per_run).
+    ctx.num_threads = devices::cpu_share(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())), 1);
     ctx.host.sim_count = 1;
     ctx.host.sim_total_bytes = {r_.memory_bytes};
     ctx.emit = [](const std::string&, const nlohmann::json&) {};

@@ -106,7 +106,9 @@ loop_setup set_up(node_call& call, loop_inputs& in, const std::string& device_na
   s.clip = call.number_param("grad_clip_norm");
   s.accumulate = call.int_param("accumulate_steps");
   auto threads = call.int_param("num_threads");
-  set_intra_op_threads(static_cast<int>(threads > 0 ? threads : call.run().num_threads));
+  if (threads == 0)
+    threads = default_loop_threads(call.run().num_threads, in.model->macs_per_sample * in.loader->batch_size);
+  set_intra_op_threads(static_cast<int>(threads));
 
   s.requested_precision = call.string_param("precision");
   s.choice = resolve_precision(s.requested_precision, device_name, cuda_has_bf16(s.device));

@@ -65,6 +65,18 @@ struct loop_setup {
   std::int64_t batches_per_epoch = 0;
 };
 
+/// Below this many multiply-adds in a batch's forward pass a loop's ops are too small to share
+/// among intra-op threads: moons' MLP (37 thousand) ran 1.3 times slower on two threads than on
+/// one, the Fashion-MNIST MLP (13 million) as fast, its CNN (67 million) 1.3 times faster
+/// (docs/benchmarks.md, "Intra-op threads").
+inline constexpr std::int64_t threaded_batch_macs = std::int64_t{16} << 20;
+
+/// The intra-op threads of a loop whose `num_threads` is 0: the run's, or one for a batch of fewer
+/// than threaded_batch_macs multiply-adds.
+[[nodiscard]] constexpr std::int64_t default_loop_threads(std::int64_t run_threads, std::int64_t batch_macs) {
+  return batch_macs < threaded_batch_macs ? 1 : run_threads;
+}
+
 /// The optimizer's state as bytes, and back (throws c10::Error when they do not fit it).
 [[nodiscard]] std::string save_optimizer(torch::optim::Optimizer& optimizer);
 void load_optimizer(torch::optim::Optimizer& optimizer, const std::string& bytes);

@@ -136,6 +136,7 @@ port_values run_model(node_call& call) {
       throw node_error(where + " gives " + shape_text(shape) + " but the shape rules "
                        "(runtime/layer_shapes.cpp) say " + shape_text(plan.out)
                        + "; this is a bug in cdui");
+    model->macs_per_sample += macs_per_output(plan) * elements(plan.out);
     if (model->single_value_norm.empty() && type.rfind("BatchNorm", 0) == 0 && elements(plan.in) == plan.in[0])
       model->single_value_norm = layer_name(type, i);
     built.push_back(std::move(layer));

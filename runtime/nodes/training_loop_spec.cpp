@@ -28,7 +28,7 @@ void register_training_loop_node(node_registry& registry) {
     {"max_steps", param_kind::integer, 0, 0, INFINITY, {}, "stop after this many optimizer steps (0: none)"},
     {"grad_clip_norm", param_kind::number, 0.0, 0, INFINITY, {}, "clip the gradient norm (0: off)"},
     {"device", param_kind::string, "cpu", -INFINITY, INFINITY, {}, "cpu, auto, cuda, cuda:N, mps, sim:N"},
-    {"num_threads", param_kind::integer, 0, 0, 1024, {}, "intra-op threads (0: the cores of the run's slot)"},
+    {"num_threads", param_kind::integer, 0, 0, 1024, {}, "intra-op threads (0: the cores of the run's slot, one for a small model)"},
     {"strategy", param_kind::string, "single", -INFINITY, INFINITY, {"single", "ddp"},
      "single: one process on the loop's device; ddp: one model across the cards of a worker run's "
      "device set, a process per card"},

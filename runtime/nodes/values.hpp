@@ -57,6 +57,9 @@ struct model_value {
   /// With `checkpoint_activations`: its training forward pass in segments (layer_shapes.hpp's
   /// checkpoint_plan); empty: the layers' own forward pass.
   std::vector<forward_segment> checkpoint_segments;
+  /// The multiply-adds of one sample's forward pass through its Linear and Conv2d layers: what
+  /// decides whether the loop's ops are worth several intra-op threads.
+  std::int64_t macs_per_sample = 0;
   /// The first BatchNorm layer that sees one value per channel in a sample ("BatchNorm1d3": one
   /// after a Linear, or a BatchNorm2d over 1x1 images): it cannot train on a batch of one sample.
   /// Empty: none.
