@@ -119,7 +119,7 @@ json run_object(cdui::server& runtime, const run_info& run) {
 /// worker's. 404 for a device or worker it does not know, 409 for a card that cannot be shared.
 void put_sharing(cdui::server& rt, const std::string& worker, const std::string& device,
                  const httplib::Request& req, httplib::Response& res) {
-  auto body = json::parse(req.body, nullptr, false);
+  auto body = parse_json_text(req.body).value;
   auto mode = body.is_object() ? body.value("mode", json()) : json();
   if (mode != "shared" && mode != "exclusive") {
     refuse(res, 400, "field 'mode': must be \"shared\" (runs declare a memory budget and share the "
@@ -211,12 +211,10 @@ std::string csv_field(const std::string& s) {
 }
 
 void post_run(cdui::server& runtime, const httplib::Request& req, httplib::Response& res) {
-  auto body = json::parse(req.body, nullptr, false);
-  if (body.is_discarded()) {
-    refuse(res, 400, "the body is not valid JSON");
+  auto body = json_body(req, res);
+  if (!body)
     return;
-  }
-  auto parsed = policy::parse_submission(body);
+  auto parsed = policy::parse_submission(*body);
   if (auto* err = std::get_if<policy::submission_error>(&parsed)) {
     refuse(res, err->unprocessable ? 422 : 400, err->message);
     return;
@@ -242,12 +240,10 @@ void post_run(cdui::server& runtime, const httplib::Request& req, httplib::Respo
 /// A sweep's or a study's body, read by `parse`; nullopt once the refusal is answered.
 template <class Request, class Parse>
 std::optional<Request> read_search_body(const httplib::Request& req, httplib::Response& res, Parse parse) {
-  auto body = json::parse(req.body, nullptr, false);
-  if (body.is_discarded()) {
-    refuse(res, 400, "the body is not valid JSON");
+  auto body = json_body(req, res);
+  if (!body)
     return std::nullopt;
-  }
-  auto parsed = parse(body);
+  auto parsed = parse(*body);
   if (auto* err = std::get_if<policy::submission_error>(&parsed)) {
     refuse(res, err->unprocessable ? 422 : 400, err->message);
     return std::nullopt;
@@ -359,11 +355,10 @@ void post_parameter_estimate(const json& body, httplib::Response& res) {
 /// count. Computed here from the layer shapes (microseconds, no tensor); never applied to a run: a
 /// client that wants it as a budget sends it with memory_source "estimate".
 void post_estimate(const httplib::Request& req, httplib::Response& res) {
-  auto body = json::parse(req.body, nullptr, false);
-  if (body.is_discarded()) {
-    refuse(res, 400, "the body is not valid JSON");
+  auto parsed = json_body(req, res);
+  if (!parsed)
     return;
-  }
+  auto& body = *parsed;
   if (body.is_object() && body.contains("parameters") && !body.contains("graph")) {
     post_parameter_estimate(body, res);
     return;
@@ -476,7 +471,7 @@ bool refused_enrollment(httplib::Response& res, const enrollment& e) {
 /// `server_host` besides. Empty for a rekey is an empty object. nullopt (400 sent) when it is bad.
 std::optional<json> enrollment_body(const httplib::Request& req, httplib::Response& res,
                                     bool needs_name) {
-  auto body = req.body.empty() && !needs_name ? json::object() : json::parse(req.body, nullptr, false);
+  auto body = req.body.empty() && !needs_name ? json::object() : parse_json_text(req.body).value;
   if (!body.is_object()) {
     refuse(res, 400, needs_name ? "the body must be a JSON object {\"name\": \"...\"}"
                                 : "the body must be empty or a JSON object {\"server_host\": \"...\"}");
@@ -860,7 +855,8 @@ void get_outputs(cdui::server& runtime, const std::string& id, httplib::Response
 void mount_http_api(httplib::Server& http, cdui::server& runtime, http_api_options options) {
   auto& rt = runtime;
   auto gate = std::make_shared<const access_gate>(
-    access_gate{{options.token, options.reads_need_token, options.cookie_name, options.sessions.get()},
+    access_gate{{options.token, options.reads_need_token, options.cookie_name, options.sessions.get(),
+                 options.host_names},
                 options.sessions});
   auto polls = std::make_shared<poll_slots>(options.max_waiting_polls);
   // Before any route, and before a body is read: the request's strings, and the token for reads

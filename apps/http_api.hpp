@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace httplib {
 class Server;
@@ -19,6 +20,10 @@ class browser_sessions;
 /// The header that carries the session token.
 inline constexpr const char* token_header = "X-CodefyUI-Token";
 
+/// The names a server that listens on loopback is reached by ("localhost", "127.0.0.1", "[::1]"),
+/// with `bind_host` (the address it listens on, written as a Host header writes it).
+[[nodiscard]] std::vector<std::string> loopback_host_names(const std::string& bind_host = "127.0.0.1");
+
 /// How the API answers (docs/http-api.md#the-session-token, #limits).
 struct http_api_options {
   /// The session token that requests which change something carry.
@@ -34,6 +39,9 @@ struct http_api_options {
   std::shared_ptr<browser_sessions> sessions;
   /// The dashboard's cookie: one name per port, since a browser keeps cookies per host.
   std::string cookie_name = "cdui_session";
+  /// The names a request without the token must reach the server by (access_rules::host_names):
+  /// loopback's, for a server on 127.0.0.1; empty for one that listens beyond loopback.
+  std::vector<std::string> host_names = loopback_host_names();
 };
 
 /// Registers cdui's HTTP API (docs/http-api.md) on `http`, answering from `runtime`, and the

@@ -79,7 +79,7 @@ std::optional<loaded_graph> load_run_graph(const run_command_options& options) {
     }
     overrides.push_back(std::get<param_override>(std::move(parsed)));
   }
-  auto graph = nlohmann::json::parse(*text, nullptr, false);
+  auto graph = parse_json_text(*text).value;
   if (graph.is_discarded())  // validation says where the JSON breaks
     return check_graph(options.graph_file, std::move(*text));
   if (auto why = apply_overrides(graph, overrides); !why.empty()) {

@@ -183,6 +183,9 @@ int serve(const start_options& options) {
     // Beyond loopback anyone who reaches the port could read every run: reads need the token too.
     const char* read_token = std::getenv(read_token_env);
     api.reads_need_token = reads_need_token(http.listens_on_loopback(), read_token ? read_token : "");
+    // On loopback, a request without the token must name the server by a loopback name (DNS
+    // rebinding); beyond it, every read needs the token or a sign-in already.
+    api.host_names = http.listens_on_loopback() ? loopback_host_names(options.host) : std::vector<std::string>{};
   } catch (const std::invalid_argument& e) {
     spdlog::error("cannot start: {}", e.what());
     return exit_usage;

@@ -228,6 +228,51 @@ BOOST_AUTO_TEST_CASE(a_body_is_read_as_json_whatever_its_content_type_and_size_u
   BOOST_TEST(res->body.find("the graph is empty") != std::string::npos, res->body);
 }
 
+// JSON nested 100,000 deep (200 KB of brackets) in a param or a sweep's graph ended the server
+// with a stack overflow, and every run it executed with it (issue 33). Every body is parsed with a
+// nesting limit: such a body gets a 400 saying so, and the server and its runs go on.
+BOOST_AUTO_TEST_CASE(a_body_nested_past_the_limit_gets_400_and_the_server_and_its_runs_go_on) {
+  cdui::test::temp_home home;
+  server_process srv{home};
+  auto running = srv.submit_ok(endless_run());
+  srv.await_status(running, "running");
+  constexpr int depth = 100'000;
+  auto deep_array = std::string(depth, '[') + std::string(depth, ']');
+  std::string deep_object;
+  for (int i = 0; i < depth; ++i)
+    deep_object += "{\"a\":";
+  deep_object += "1" + std::string(depth, '}');
+  // A body whose `"@deep"` string is replaced by `deep`.
+  auto with = [](json body, const std::string& deep) {
+    auto text = body.dump();
+    return text.replace(text.find("\"@deep\""), 7, deep);
+  };
+  auto param = short_run();
+  param["graph"]["nodes"][0]["params"]["deep"] = "@deep";
+  json search{{"graph", "@deep"}, {"spec", {{"loop.epochs", {1, 2}}}}, {"objective", {{"metric", "val_loss"}}}};
+  for (auto [path, body] : {std::pair{"/api/runs", with(param, deep_array)},
+                            std::pair{"/api/runs", with(param, deep_object)},
+                            std::pair{"/api/sweeps", with(search, deep_object)},
+                            std::pair{"/api/studies", with(search, deep_array)},
+                            std::pair{"/api/estimate", with(json{{"graph", "@deep"}}, deep_object)}}) {
+    auto res = srv.client().Post(path, srv.auth(), body, "application/json");
+    BOOST_REQUIRE_MESSAGE(res, path << ": no answer: " << httplib::to_string(res.error()));
+    BOOST_TEST(res->status == 400, path << ": " << res->body.substr(0, 300));
+    BOOST_TEST(res->body.find("nests objects and arrays deeper than 256 levels") != std::string::npos,
+               path << ": " << res->body.substr(0, 300));
+  }
+  BOOST_TEST(still_serving(srv));
+  BOOST_TEST(srv.get_json("/api/runs/" + running)["status"] == "running");
+  // Nesting a graph needs is far inside the limit.
+  auto fine = short_run();
+  fine["graph"]["nodes"][0]["params"]["deep"] = "@deep";
+  auto shallow = srv.client().Post("/api/runs", srv.auth(), with(fine, std::string(200, '[') + std::string(200, ']')),
+                                   "application/json");
+  BOOST_REQUIRE(shallow);
+  BOOST_TEST(shallow->body.find("deeper than") == std::string::npos, shallow->body);
+  srv.cancel(running);
+}
+
 BOOST_AUTO_TEST_CASE(a_body_over_the_limit_gets_413_naming_it_before_it_is_sent_and_after) {
   cdui::test::temp_home home;
   server_process srv{home, {{"CODEFYUI_HTTP_MAX_BODY_MB", "1"}}};
@@ -397,6 +442,48 @@ BOOST_AUTO_TEST_CASE(long_polls_beyond_the_cap_answer_at_once_and_never_starve_o
     BOOST_TEST(!json::parse(r->body)["events"].empty());
   }
   srv.cancel(running);
+}
+
+// A web page whose name its DNS rebinds to 127.0.0.1 reaches the server as a loopback client, with
+// its own name in Host (issue 33): without the token, a request must name the server by loopback's
+// names, and a page of another site (Origin) is no sign-in.
+BOOST_AUTO_TEST_CASE(requests_without_the_token_must_name_the_server_by_a_loopback_name) {
+  cdui::test::temp_home home;
+  server_process srv{home};
+  auto port = std::to_string(srv.port());
+  auto answer = [&](const std::string& path, const std::string& headers) {
+    auto r = ask(srv.port(), "GET " + path + " HTTP/1.1\r\n" + headers + "\r\n");
+    BOOST_REQUIRE_MESSAGE(r, "no answer to GET " << path << " with " << headers);
+    return *r;
+  };
+  auto id = srv.submit_ok(short_run());
+  for (const std::string& host : {"127.0.0.1:" + port, "localhost:" + port, std::string{"LocalHost"}, "[::1]:" + port}) {
+    BOOST_TEST(answer("/api/runs", "Host: " + host + "\r\n").status == 200, host);
+  }
+  BOOST_TEST(answer("/api/runs", "").status == 200);  // no Host at all: not a browser
+  for (const std::string& path : {std::string{"/api/runs"}, "/api/runs/" + id, "/api/runs/" + id + "/events",
+                                  std::string{"/api/status"}, std::string{"/metrics"}}) {
+    auto rebound = answer(path, "Host: attacker.example:" + port + "\r\n");
+    BOOST_TEST(rebound.status == 403, path << ": " << rebound.body);
+    BOOST_TEST(rebound.detail().get<std::string>().find("Host: 'attacker.example:" + port + "'") != std::string::npos,
+               rebound.body);
+    BOOST_TEST(rebound.body.find("moons") == std::string::npos);
+  }
+  // A page of another site, even under a loopback name, is refused; the server's own page is not.
+  auto foreign = answer("/api/runs", "Host: 127.0.0.1:" + port + "\r\nOrigin: http://attacker.example\r\n");
+  BOOST_TEST(foreign.status == 403, foreign.body);
+  BOOST_TEST(foreign.detail().get<std::string>().find("Origin: 'http://attacker.example'") != std::string::npos,
+             foreign.body);
+  BOOST_TEST(answer("/api/runs", "Host: 127.0.0.1:" + port + "\r\nOrigin: null\r\n").status == 403);
+  BOOST_TEST(answer("/api/runs", "Host: 127.0.0.1:" + port + "\r\nOrigin: http://127.0.0.1:" + port + "\r\n").status == 200);
+  // The token is enough whatever the names (an SSH tunnel, a proxy).
+  auto token = "X-CodefyUI-Token: " + srv.auth().begin()->second + "\r\n";
+  BOOST_TEST(answer("/api/runs", "Host: gpu-box.lab:9000\r\nOrigin: http://gpu-box.lab:9000\r\n" + token).status == 200);
+  auto cancel = ask(srv.port(), "POST /api/runs/" + id + "/cancel HTTP/1.1\r\nHost: attacker.example\r\n"
+                                "Content-Length: 0\r\n\r\n");
+  BOOST_REQUIRE(cancel);
+  BOOST_TEST(cancel->status == 403);
+  srv.wait_final(id);
 }
 
 BOOST_AUTO_TEST_CASE(reads_need_the_token_when_asked_and_the_cli_sends_it) {

@@ -1,6 +1,7 @@
 #include "runtime/validate.hpp"
 
 #include "devices/device.hpp"
+#include "messages/json_text.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -382,7 +383,9 @@ validation_result validate_graph(const nlohmann::json& doc, const node_registry&
 validation_result validate_graph(std::string_view json_text, const node_registry& registry) {
   nlohmann::json doc;
   try {
-    doc = nlohmann::json::parse(json_text);
+    doc = nlohmann::json::parse(json_text, json_depth_limit);
+  } catch (const json_too_deep& e) {
+    return std::vector<graph_error>{{"", "", std::string{"malformed JSON: "} + e.what()}};
   } catch (const nlohmann::json::parse_error& e) {
     auto [line, column] = line_column(json_text, e.byte == 0 ? 0 : e.byte - 1);
     std::string reason = e.what();

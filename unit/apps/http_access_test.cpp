@@ -3,6 +3,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "apps/http_access.hpp"
+#include "apps/http_api.hpp"
 
 using namespace cdui::apps;
 using namespace std::chrono_literals;
@@ -103,6 +104,47 @@ BOOST_FIXTURE_TEST_CASE(without_sessions_only_the_token_counts, fixture) {
   auto a = change({"", cookie(), signed_in.csrf});
   BOOST_TEST(!a.allowed);
   BOOST_TEST(a.refusal == token_refusal);
+}
+
+BOOST_AUTO_TEST_CASE(a_host_is_named_by_its_name_whatever_the_port_and_case) {
+  auto names = loopback_host_names();
+  BOOST_TEST(host_named("127.0.0.1:8765", names));
+  BOOST_TEST(host_named("LOCALHOST", names));
+  BOOST_TEST(host_named("[::1]:8765", names));
+  BOOST_TEST(host_named("", names));  // not sent: a client that is not a browser
+  BOOST_TEST(!host_named("attacker.example:8765", names));
+  BOOST_TEST(!host_named("localhost.attacker.example", names));
+  BOOST_TEST(!host_named("127.0.0.1.nip.io:8765", names));
+  BOOST_TEST(!host_named("[::1", names));
+  BOOST_TEST(!host_named(":8765", names));
+  // The address the server listens on counts too, IPv6 written as Host writes it.
+  BOOST_TEST(host_named("127.0.0.2:80", loopback_host_names("127.0.0.2")));
+  BOOST_TEST(!host_named("127.0.0.2:80", names));
+  BOOST_TEST(loopback_host_names("::1").size() == 3u);
+  BOOST_TEST(origin_named("http://localhost:8765", names));
+  BOOST_TEST(origin_named("https://127.0.0.1", names));
+  BOOST_TEST(!origin_named("null", names));
+  BOOST_TEST(!origin_named("file://", names));
+  BOOST_TEST(!origin_named("http://attacker.example:8765", names));
+  BOOST_TEST(!origin_named("http://localhost:8765/path", names));
+}
+
+BOOST_FIXTURE_TEST_CASE(without_the_token_a_request_must_name_the_server_as_it_listens, fixture) {
+  rules.host_names = loopback_host_names();
+  // DNS rebinding: a page whose own name now points at 127.0.0.1.
+  auto rebound = read({"", "", "", "attacker.example:8765"});
+  BOOST_TEST(!rebound.allowed);
+  BOOST_TEST(rebound.refusal.find("Host: 'attacker.example:8765'") != std::string::npos, rebound.refusal);
+  BOOST_TEST(read({"", "", "", "localhost:8765"}).allowed);
+  // The signed-in cookie from a page of another site is no sign-in.
+  auto foreign = change({"", cookie(), signed_in.csrf, "127.0.0.1:8765", "http://attacker.example"});
+  BOOST_TEST(!foreign.allowed);
+  BOOST_TEST(foreign.refusal.find("Origin: 'http://attacker.example'") != std::string::npos, foreign.refusal);
+  BOOST_TEST(change({"", cookie(), signed_in.csrf, "127.0.0.1:8765", "http://127.0.0.1:8765"}).allowed);
+  // The token is enough whatever the names; beyond loopback (no names) any name is.
+  BOOST_TEST(change({token, "", "", "gpu-box.lab:9000", "http://gpu-box.lab:9000"}).allowed);
+  rules.host_names.clear();
+  BOOST_TEST(read({"", "", "", "gpu-box.lab:8765"}).allowed);
 }
 
 BOOST_AUTO_TEST_CASE(cookies_are_found_by_their_exact_name) {

@@ -52,6 +52,29 @@ BOOST_AUTO_TEST_CASE(json_with_bad_bytes_serialises_instead_of_throwing) {
   BOOST_TEST(json_text({{"a", 1}}, 2) == "{\n  \"a\": 1\n}");
 }
 
+BOOST_AUTO_TEST_CASE(json_from_outside_parses_up_to_the_nesting_limit_and_says_why_not_beyond) {
+  auto nested = [](int depth) { return std::string(depth, '[') + std::string(depth, ']'); };
+  auto at_limit = parse_json_text(nested(max_json_depth));
+  BOOST_TEST(at_limit.ok(), at_limit.error);
+  BOOST_TEST(at_limit.value.is_array());
+  auto objects = std::string{};
+  for (int i = 0; i < max_json_depth; ++i)
+    objects += "{\"a\":";
+  objects += "1" + std::string(max_json_depth, '}');
+  BOOST_TEST(parse_json_text(objects).ok());
+  // One level more, or 100,000 (which overflowed the stack), is refused while parsing.
+  for (const auto& text : {nested(max_json_depth + 1), "{\"a\":" + objects + "}", nested(100'000)}) {
+    auto past = parse_json_text(text);
+    BOOST_TEST(!past.ok());
+    BOOST_TEST(past.value.is_discarded());
+    BOOST_TEST(past.error == "it nests objects and arrays deeper than 256 levels");
+  }
+  auto broken = parse_json_text("{\"a\": tru}");
+  BOOST_TEST(broken.value.is_discarded());
+  BOOST_TEST(broken.error.rfind("parse error at line 1, column 10: syntax error", 0) == 0u, broken.error);
+  BOOST_TEST(parse_json_text("{\"a\": [1, \"\\u00e9\"]}").value == (nlohmann::json{{"a", {1, "\u00e9"}}}));
+}
+
 BOOST_AUTO_TEST_CASE(trimmed_drops_spaces_and_tabs_at_the_ends_only) {
   BOOST_TEST(cdui::text::trimmed(" \t a b \t") == "a b");
   BOOST_TEST(cdui::text::trimmed("x") == "x");

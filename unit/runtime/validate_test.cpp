@@ -237,6 +237,13 @@ BOOST_AUTO_TEST_CASE(malformed_json_reports_the_line_and_column) {
   expect_error(std::string{"{\"nodes\": [\n {\"id\": \"a"}, "", "", {"malformed JSON", "line 2"});
 }
 
+BOOST_AUTO_TEST_CASE(a_graph_file_nested_past_the_limit_is_malformed_not_a_crash) {
+  // 100,000 levels in a param overflowed the stack of whatever parsed or copied it (issue 33).
+  std::string deep = std::string(100'000, '[') + std::string(100'000, ']');
+  std::string text = R"({"nodes": [{"id": "a", "type": "Loss", "params": {"weight": )" + deep + "}}]}";
+  expect_error(text, "", "", {"malformed JSON", "deeper than 256 levels"});
+}
+
 BOOST_AUTO_TEST_CASE(a_duplicate_node_id_is_named) {
   auto doc = data_and_loader();
   cdui::test::add_node(doc, "data", "Dataset", {{"name", "circles"}});
