@@ -161,6 +161,10 @@ bool leaves_its_folder(const fs::path& relative) {
 std::string refusal_by_text(file_use use, std::string_view param, const std::string& path) {
   if (path.empty())
     return prefix(param) + "is empty; give a file name";
+  // The system would end the name at the NUL: "ok\0.pt" wrote "ok" while the run said "ok\0.pt".
+  if (auto nul = path.find('\0'); nul != std::string::npos)
+    return prefix(param) + quote(fs::path{path}) + " holds a NUL byte (byte " + std::to_string(nul + 1)
+           + "): no file name can";
   fs::path p{path};
   if (!p.is_relative() || !leaves_its_folder(p))
     return {};

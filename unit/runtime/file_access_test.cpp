@@ -121,6 +121,21 @@ BOOST_AUTO_TEST_CASE(a_relative_path_that_climbs_out_is_told_by_its_text) {
 
 // Outputs
 
+BOOST_AUTO_TEST_CASE(a_path_with_a_nul_byte_is_refused_for_every_use_and_nothing_is_written) {
+  // "ok\0.pt" was accepted and wrote "ok" (issue 33): the system ends a name at the NUL.
+  using namespace std::string_literals;
+  for (auto use : {file_use::output, file_use::checkpoint, file_use::data}) {
+    auto refusal = refusal_by_text(use, "path", "ok\0.pt"s);
+    BOOST_TEST(contains(refusal, "param 'path' 'ok\\x00.pt' holds a NUL byte (byte 3)"), refusal);
+  }
+  layout l;
+  expect_refused(l.rules().write("path", "ok\0.pt"s, "bytes"), {"holds a NUL byte"});
+  expect_refused(l.rules().write("path", (l.run_dir / "checkpoints" / "a").string() + "\0b"s, "bytes"),
+                 {"holds a NUL byte"});
+  BOOST_TEST(!fs::exists(l.run_dir / "checkpoints" / "ok"));
+  BOOST_TEST(!fs::exists(l.run_dir / "checkpoints" / "a"));
+}
+
 BOOST_AUTO_TEST_CASE(a_relative_output_lands_in_the_run_s_checkpoints_folder) {
   layout l;
   auto d = l.rules().decide(file_use::output, "path", "sub/../model.pt");
