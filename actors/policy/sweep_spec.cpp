@@ -240,6 +240,9 @@ std::variant<sweep_objective, std::string> parse_objective(const json& j) {
   auto metric = j.value("metric", json());
   if (!metric.is_string() || metric.get_ref<const std::string&>().empty())
     return std::string{"objective.metric: must be a non-empty string (a final metric's name, or node.name)"};
+  if (metric.get_ref<const std::string&>().size() > max_metric_name_length)
+    return "objective.metric: at most " + std::to_string(max_metric_name_length) + " bytes (a metric's "
+           "name, or node.name), got " + std::to_string(metric.get_ref<const std::string&>().size());
   auto direction = j.value("direction", json());
   if (direction != "min" && direction != "max")
     return std::string{"objective.direction: must be \"min\" or \"max\""};

@@ -75,6 +75,10 @@ using variant_params = std::vector<param_setting>;
 parse_sweep_params(const nlohmann::json& params, const std::string& where, bool grid);
 
 /// Reads `objective` {metric, direction: "min"|"max"}; the refusal names the field.
+/// The longest objective.metric a sweep or a study takes: a node id, a dot and a metric's name fit
+/// many times over; a longer one (a 1 MB name was stored, issue 33) names nothing a run reports.
+inline constexpr std::size_t max_metric_name_length = 256;
+
 [[nodiscard]] std::variant<sweep_objective, std::string> parse_objective(const nlohmann::json& objective);
 
 /// The spec as JSON, its seed included when it has one: what the store keeps and GET shows.

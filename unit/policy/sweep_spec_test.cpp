@@ -177,6 +177,13 @@ BOOST_AUTO_TEST_CASE(an_objective_needs_a_metric_and_a_direction) {
   BOOST_TEST(std::get<std::string>(parse_objective(J(R"({"metric": "loss", "direction": "down"})")))
              == "objective.direction: must be \"min\" or \"max\"");
   BOOST_TEST(std::get<std::string>(parse_objective(J(R"({"direction": "min"})"))).rfind("objective.metric:", 0) == 0);
+  // A metric's name of 1 MB was stored with its sweep (issue 33).
+  auto named = [](std::size_t length) {
+    return parse_objective(json{{"metric", std::string(length, 'm')}, {"direction", "min"}});
+  };
+  BOOST_TEST(std::holds_alternative<sweep_objective>(named(max_metric_name_length)));
+  BOOST_TEST(std::get<std::string>(named(1 << 20))
+             == "objective.metric: at most 256 bytes (a metric's name, or node.name), got 1048576");
 }
 
 BOOST_AUTO_TEST_CASE(the_spec_reads_back_the_same_from_its_json) {
