@@ -188,6 +188,11 @@ std::vector<std::string> check_layers(const std::string& node_id, const nlohmann
   std::vector<std::string> errors;
   if (layers.empty())
     errors.push_back("node '" + node_id + "' (Model): param 'layers' is empty; a model needs a layer");
+  if (layers.size() > max_model_layers) {
+    errors.push_back("node '" + node_id + "' (Model): param 'layers' has " + std::to_string(layers.size())
+                     + " layers; a Model takes at most " + std::to_string(max_model_layers));
+    return errors;  // nothing of such a list is checked: that alone took seconds of a request
+  }
   for (std::size_t i = 0; i < layers.size(); ++i) {
     const auto& l = layers[i];
     if (!l.is_object() || !l.contains("type") || !l["type"].is_string()) {
