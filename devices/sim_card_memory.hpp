@@ -9,6 +9,8 @@
 #include <variant>
 #include <vector>
 
+#include "devices/process_identity.hpp"
+
 namespace cdui::devices {
 
 namespace detail {
@@ -91,8 +93,5 @@ private:
   std::vector<std::unique_ptr<mapping>> mappings_;
 };
 
-/// Whether process `pid` still runs: neither gone nor a zombie, and when `start_time` is not 0,
-/// started then (not a later process that was given the same pid).
-[[nodiscard]] bool process_alive(int pid, std::uint64_t start_time = 0);
 
 } // namespace cdui::devices

@@ -15,6 +15,13 @@ namespace cdui {
   return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+/// nlohmann's sentence for `e`, without the "[json.exception.parse_error.101] " it starts with.
+[[nodiscard]] inline std::string json_error_sentence(const nlohmann::json::exception& e) {
+  std::string_view what = e.what();
+  auto bracket = what.rfind("] ", what.find(' '));
+  return std::string{bracket == std::string_view::npos ? what : what.substr(bracket + 2)};
+}
+
 /// How deep a JSON text from outside may nest. A graph nests about 8 levels; nlohmann's parser,
 /// copy and dump recurse once per level, so 100,000 levels (200 KB of brackets) overflowed a
 /// thread's stack and ended the server (issue 33).
@@ -53,10 +60,7 @@ struct parsed_json {
   } catch (const json_too_deep& e) {
     out.error = e.what();
   } catch (const nlohmann::json::exception& e) {
-    // Without nlohmann's "[json.exception.parse_error.101] " before its sentence.
-    std::string_view what = e.what();
-    auto bracket = what.rfind("] ", what.find(' '));
-    out.error = std::string{bracket == std::string_view::npos ? what : what.substr(bracket + 2)};
+    out.error = json_error_sentence(e);
   }
   if (!out.ok())
     out.value = nlohmann::json(nlohmann::json::value_t::discarded);

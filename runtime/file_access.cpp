@@ -6,7 +6,6 @@
 #include <cstdlib>
 #include <cstring>
 
-#include <ext/stdio_filebuf.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -25,10 +24,6 @@ constexpr std::size_t shown_characters = 200;
 
 /// Files that make a folder a cdui home (a server's, an embedded run's or an agent's).
 constexpr const char* home_markers[] = {"cdui.db", "server.lock", "session.token"};
-
-std::string quote(const fs::path& p) {
-  return text::quoted(p.string(), shown_characters);
-}
 
 /// `p` without `.`, `..` and a trailing separator.
 fs::path normal(const fs::path& p) {
@@ -140,6 +135,10 @@ std::string about(std::string_view param) {
 
 } // namespace
 
+std::string quoted_path(const fs::path& p) {
+  return text::quoted(p.string(), shown_characters);
+}
+
 std::vector<fs::path> parse_roots(std::string_view text) {
   std::vector<fs::path> roots;
   while (true) {
@@ -163,12 +162,12 @@ std::string refusal_by_text(file_use use, std::string_view param, const std::str
     return prefix(param) + "is empty; give a file name";
   // The system would end the name at the NUL: "ok\0.pt" wrote "ok" while the run said "ok\0.pt".
   if (auto nul = path.find('\0'); nul != std::string::npos)
-    return prefix(param) + quote(fs::path{path}) + " holds a NUL byte (byte " + std::to_string(nul + 1)
+    return prefix(param) + quoted_path(fs::path{path}) + " holds a NUL byte (byte " + std::to_string(nul + 1)
            + "): no file name can";
   fs::path p{path};
   if (!p.is_relative() || !leaves_its_folder(p))
     return {};
-  return prefix(param) + quote(p) + " leaves "
+  return prefix(param) + quoted_path(p) + " leaves "
          + (use == file_use::data ? "the data roots" : "the run's checkpoints/ folder")
          + ": a relative path must stay inside it"
          + (use == file_use::output ? std::string{" (to write elsewhere, give an absolute path under "
@@ -182,52 +181,6 @@ file_roots file_roots::from_environment() {
     return parse_roots(value == nullptr ? "" : value);
   };
   return {read(output_roots_variable), read(data_roots_variable)};
-}
-
-struct input_file::streaming {
-  explicit streaming(int fd) : buffer(fd, std::ios::in | std::ios::binary), in(&buffer) {}
-  __gnu_cxx::stdio_filebuf<char> buffer;  // closes the descriptor when it goes
-  std::istream in;
-};
-
-input_file::input_file() = default;
-
-input_file::input_file(input_file&& other) noexcept
-  : decision_(std::move(other.decision_)), fd_(other.fd_), stream_(std::move(other.stream_)) {
-  other.fd_ = -1;
-}
-
-input_file& input_file::operator=(input_file&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0 && !stream_)
-      ::close(fd_);
-    decision_ = std::move(other.decision_);
-    fd_ = other.fd_;
-    stream_ = std::move(other.stream_);
-    other.fd_ = -1;
-  }
-  return *this;
-}
-
-input_file::~input_file() {
-  if (fd_ >= 0 && !stream_)
-    ::close(fd_);
-}
-
-std::string input_file::quoted() const {
-  return quote(decision_.shown);
-}
-
-std::istream& input_file::stream() {
-  if (!stream_)
-    stream_ = std::make_unique<streaming>(fd_);
-  return stream_->in;
-}
-
-int input_file::release() {
-  auto fd = fd_;
-  fd_ = -1;
-  return fd;
 }
 
 file_access::file_access(fs::path run_dir, fs::path home, file_roots roots)
@@ -278,7 +231,7 @@ file_decision file_access::resolve(file_use use, std::string_view param,
                                 [&](const fs::path& root) { return fs::exists(root / p, ec); });
       if (found == roots_.data.end()) {
         d.shown = p;
-        d.refusal = about(param) + "cannot open " + quote(p) + ": no such file under the data "
+        d.refusal = about(param) + "cannot open " + quoted_path(p) + ": no such file under the data "
                     "roots (a relative path is looked up under each folder of "
                     + data_roots_variable + ", then under " + builtin_datasets_root + "; "
                     + describe(data_roots_variable) + ")";
@@ -299,12 +252,12 @@ file_decision file_access::resolve(file_use use, std::string_view param,
 std::string file_access::check_place(file_use use, std::string_view param,
                                      const file_decision& d) const {
   const auto& real = d.real;
-  auto what = prefix(param) + quote(d.shown);
+  auto what = prefix(param) + quoted_path(d.shown);
   if (use == file_use::output) {
     if (inside(real, checkpoints_))
       return {};
     if (auto home = home_holding(real); !home.empty())
-      return what + " is inside cdui's home " + quote(home)
+      return what + " is inside cdui's home " + quoted_path(home)
              + ", where a run writes only into its own checkpoints/ folder";
     if (under_any(real, roots_.output))
       return {};
@@ -318,7 +271,7 @@ std::string file_access::check_place(file_use use, std::string_view param,
   if (auto home = home_holding(real); !home.empty()) {
     if (in_a_runs_checkpoints(real, home))
       return {};
-    return what + " is inside cdui's home " + quote(home)
+    return what + " is inside cdui's home " + quoted_path(home)
            + ", where a run reads only its own folder and the checkpoints/ folders of runs";
   }
   if (under_any(real, roots_.data))
@@ -341,14 +294,14 @@ file_decision file_access::decide(file_use use, std::string_view param,
   int error = exists ? 0 : errno;
   if (use == file_use::output) {
     if (exists && S_ISDIR(st.st_mode))
-      d.refusal = prefix(param) + quote(d.shown) + " is a folder; give a file name";
+      d.refusal = prefix(param) + quoted_path(d.shown) + " is a folder; give a file name";
     return d;
   }
   if (!exists)
     d.refusal = about(param) + (use == file_use::checkpoint ? "no checkpoint at " : "cannot open ")
-                + quote(d.shown) + (error == ENOENT ? "" : std::string{": "} + std::strerror(error));
+                + quoted_path(d.shown) + (error == ENOENT ? "" : std::string{": "} + std::strerror(error));
   else if (!S_ISREG(st.st_mode))
-    d.refusal = prefix(param) + quote(d.shown) + " is " + kind_of(st.st_mode)
+    d.refusal = prefix(param) + quoted_path(d.shown) + " is " + kind_of(st.st_mode)
                 + "; a run reads regular files only";
   return d;
 }
@@ -363,13 +316,13 @@ input_file file_access::open(file_use use, std::string_view param, const std::st
   // O_NOFOLLOW: a link put there since the check is not followed.
   int fd = ::open(d.real.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
-    d.refusal = about(param) + "cannot open " + quote(d.shown) + ": " + std::strerror(errno);
+    d.refusal = about(param) + "cannot open " + quoted_path(d.shown) + ": " + std::strerror(errno);
     return f;
   }
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    d.refusal = prefix(param) + quote(d.shown) + " is " + kind_of(st.st_mode)
+    d.refusal = prefix(param) + quoted_path(d.shown) + " is " + kind_of(st.st_mode)
                 + "; a run reads regular files only";
     return f;
   }
@@ -398,7 +351,7 @@ file_decision file_access::write(std::string_view param, const std::string& path
   fs::create_directories(folder, ec);
   int dir = ec ? -1 : ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir < 0) {
-    d.refusal = about(param) + "cannot create the folder " + quote(d.shown.parent_path()) + ": "
+    d.refusal = about(param) + "cannot create the folder " + quoted_path(d.shown.parent_path()) + ": "
                 + (ec ? ec.message() : std::strerror(errno));
     return d;
   }
@@ -422,7 +375,7 @@ file_decision file_access::write(std::string_view param, const std::string& path
   }
   if (!written) {
     ::unlinkat(dir, tmp.c_str(), 0);
-    d.refusal = about(param) + "cannot write " + quote(d.shown) + ": " + std::strerror(error);
+    d.refusal = about(param) + "cannot write " + quoted_path(d.shown) + ": " + std::strerror(error);
   }
   ::close(dir);
   return d;

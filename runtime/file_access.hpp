@@ -51,6 +51,10 @@ enum class file_use {
   data,
 };
 
+/// A path as a refusal shows it: quoted, its first 200 characters, bytes that are not UTF-8
+/// replaced.
+[[nodiscard]] std::string quoted_path(const std::filesystem::path& p);
+
 /// The refusal that the text of a path alone gives, for validation: empty, or relative and
 /// leaving its folder. Empty when there is none.
 [[nodiscard]] std::string refusal_by_text(file_use use, std::string_view param,
