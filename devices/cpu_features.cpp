@@ -17,13 +17,8 @@ std::string joined(const std::vector<std::string>& items, const char* last) {
   return out;
 }
 
-} // namespace
-
-std::string bf16_support::text() const {
-  return native() ? "native (" + joined(has, " and ") + ")" : "not native (no " + joined(lacks, " or ") + ")";
-}
-
-bf16_support bf16_support_of(std::string_view cpuinfo) {
+/// The words of the `flags` lines of /proc/cpuinfo's text.
+std::set<std::string> flags_of(std::string_view cpuinfo) {
   std::set<std::string> flags;
   std::istringstream lines{std::string{cpuinfo}};
   for (std::string line; std::getline(lines, line);) {
@@ -33,6 +28,25 @@ bf16_support bf16_support_of(std::string_view cpuinfo) {
     for (std::string w; words >> w;)
       flags.insert(w);
   }
+  return flags;
+}
+
+/// /proc/cpuinfo's text.
+std::string cpuinfo_text() {
+  std::ifstream in{"/proc/cpuinfo"};
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+} // namespace
+
+std::string bf16_support::text() const {
+  return native() ? "native (" + joined(has, " and ") + ")" : "not native (no " + joined(lacks, " or ") + ")";
+}
+
+bf16_support bf16_support_of(std::string_view cpuinfo) {
+  auto flags = flags_of(cpuinfo);
   bf16_support s;
   for (auto i : bf16_instructions)
     (flags.count(std::string{i}) ? s.has : s.lacks).emplace_back(i);
@@ -40,13 +54,17 @@ bf16_support bf16_support_of(std::string_view cpuinfo) {
 }
 
 const bf16_support& cpu_bf16_support() {
-  static const bf16_support support = [] {
-    std::ifstream in{"/proc/cpuinfo"};
-    std::ostringstream text;
-    text << in.rdbuf();
-    return bf16_support_of(text.str());
-  }();
+  static const bf16_support support = bf16_support_of(cpuinfo_text());
   return support;
+}
+
+bool avx512_of(std::string_view cpuinfo) {
+  return flags_of(cpuinfo).count("avx512f") > 0;
+}
+
+bool cpu_has_avx512() {
+  static const bool has = avx512_of(cpuinfo_text());
+  return has;
 }
 
 } // namespace cdui::devices

@@ -102,24 +102,18 @@ BOOST_AUTO_TEST_CASE(a_run_whose_process_crashes_fails_alone_and_the_run_beside_
 
 BOOST_AUTO_TEST_CASE(a_stuck_run_in_its_own_process_is_killed_at_its_stop_deadline) {
   temp_home home;
-  temp_home data;
   run_process_guard guard{home};
-  auto csv = data.path() / "big.csv";
-  write_big_csv(csv, 3'000'000);  // seconds of reading, with no stop check inside
   auto env = in_processes;
   env["CODEFYUI_STOP_DEADLINE_S"] = "0.2";
-  env["CODEFYUI_DATA_ROOTS"] = data.path().string();
   server_process srv{home, env};
-  auto graph = csv_graph_json(csv, std::nullopt);
-  auto id = srv.submit_ok({{"graph", graph}, {"options", {{"device", "cpu"}}}});
+  auto id = srv.submit_ok({{"graph", slow_batches_graph_json()}, {"options", {{"device", "cpu"}}}});
   await_run_process(home, id);
-  for (std::uint64_t cursor = 0;;) {  // until the Dataset node is executing
+  for (std::uint64_t cursor = 0;;) {  // until the first batch's progress: the second is executing
     auto page = srv.get_json("/api/runs/" + id + "/events?wait=5&cursor=" + std::to_string(cursor));
-    bool running = false;
+    bool first_batch = false;
     for (const auto& e : page["events"])
-      running |= e["type"] == "node_status" && e["data"]["node"] == "data"
-                 && e["data"]["status"] == "running";
-    if (running)
+      first_batch |= e["type"] == "progress" && e["data"]["batch"] == 1;
+    if (first_batch)
       break;
     BOOST_REQUIRE(page["finished"] == false);
     cursor = page["cursor"].get<std::uint64_t>();

@@ -247,6 +247,30 @@ BOOST_AUTO_TEST_CASE(a_cancel_stops_the_running_children_and_cancels_the_queued_
   BOOST_TEST(post(srv, "/api/sweeps/nope/cancel", json::object())->status == 404);
 }
 
+BOOST_AUTO_TEST_CASE(a_server_with_an_active_sweep_stops_and_its_queued_children_wait_for_the_next_start) {
+  temp_home home;
+  std::string id;
+  {
+    server_process srv{home};
+    // Two variants run on the CPU, two wait; the sweep's actor waits for all four.
+    id = sweep_ok(srv, sweep_body(moons_graph_json(1'000'000), {{"seed", 1}}));
+    await_sweep(srv, id, [](const json& s) { return s["counts"]["running"] == 2; });
+    // The stop ended in the actor system's teardown, waiting for good on the queued children's
+    // actors (the sweep's waits kept them alive).
+    srv.proc().signal(SIGTERM);
+    auto code = srv.proc().wait_for(std::chrono::seconds(60));
+    BOOST_REQUIRE_MESSAGE(code.has_value(), "the server did not stop within 60 s of its SIGTERM");
+    BOOST_TEST(*code == 0, srv.proc().err());
+  }
+  server_process srv{home};
+  auto sweep = srv.get_json("/api/sweeps/" + id);
+  BOOST_TEST(sweep["counts"]["interrupted"] == 2, sweep.dump());
+  // The two that waited were left queued, not failed: this server runs them.
+  await_sweep(srv, id, [](const json& s) { return s["counts"]["running"] == 2; });
+  BOOST_TEST(json::parse(post(srv, "/api/sweeps/" + id + "/cancel", json::object())->body)["cancelled"] == true);
+  await_sweep(srv, id, [](const json& s) { return s["counts"]["cancelled"] == 2; });
+}
+
 BOOST_AUTO_TEST_CASE(children_for_any_worker_run_two_at_a_time_on_two_agents_with_one_card_each) {
   temp_home home;
   run_process_guard guard{home};

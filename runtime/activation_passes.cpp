@@ -15,7 +15,7 @@ class pass_counter {
 public:
   explicit pass_counter(const pass_model& m)
     : layers_(*m.layers), training_(m.training), half_(m.half), cross_entropy_(m.cross_entropy),
-      classification_(m.classification) {
+      classification_(m.classification), conv_block_(m.conv_block) {
     segments_ = m.checkpoint;
     if (segments_.empty())
       segments_.push_back({0, layers_.size(), false});
@@ -24,7 +24,7 @@ public:
   /// The peak of one training step at batch `b`: the batch, the forward pass and what autograd
   /// keeps, the loss, the backward pass, then the optimizer's temporaries.
   std::int64_t training_step(std::int64_t b, std::int64_t optimizer_temporaries) {
-    timeline t;
+    timeline t{conv_block_};
     pass p{t};
     auto x = t.alloc(batch_elements(b, layers_.front().in) * float_bytes);
     auto y = t.alloc(target_bytes(b));
@@ -71,7 +71,7 @@ public:
   /// The peak of one validation batch of `b`: under no_grad, over a view of the dataset (not
   /// copied), each layer's output freed once the next one has it.
   std::int64_t evaluation(std::int64_t b) {
-    timeline t;
+    timeline t{conv_block_};
     auto chain = timeline::none;
     std::int64_t chain_size = float_bytes;
     std::vector<timeline::id> cache;
@@ -385,6 +385,7 @@ private:
   bool half_;
   bool cross_entropy_;
   bool classification_;
+  std::int64_t conv_block_;
 };
 
 } // namespace

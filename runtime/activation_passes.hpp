@@ -32,6 +32,9 @@ struct pass_model {
   bool cross_entropy = true;
   /// Class labels (int64) or value targets (float).
   bool classification = true;
+  /// The channels oneDNN's blocked layout pads a convolution's tensors to: 16 with AVX-512, 8 with
+  /// AVX2.
+  std::int64_t conv_block = 16;
 };
 
 /// The peak of one training step at batch `b` besides the persistent state: the batch, the forward

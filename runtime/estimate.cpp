@@ -244,6 +244,8 @@ memory_estimate estimate_loop(const graph_index& index, const graph_node& loop,
                                                                                  : recompute_granularity::selective);
   pass_model passes{&layers, std::move(training), std::move(segments), half, cross_entropy,
                     train.data.classification};
+  // oneDNN's blocked layout pads channels to 16 with its AVX-512 kernels, to 8 with its AVX2 ones.
+  passes.conv_block = cuda || options.cpu_avx512 ? 16 : 8;
   auto step = training_step_peak(passes, train.batch, opt.temporaries * largest * float_bytes);
   auto working = step;
   e.activations_from = "training step";
@@ -287,6 +289,10 @@ memory_estimate estimate_loop(const graph_index& index, const graph_node& loop,
         "20% of the above for the CUDA caching allocator's reserve", true);
     add("cuda_workspace", cuda_workspace_bytes, "the CUDA libraries' workspaces (cuBLAS, cuDNN)", true);
   }
+  if (half && !cuda && !options.cpu_avx512)
+    e.rough = "TrainingLoop '" + loop.id + "' trains in " + e.precision + " on " + e.device
+              + ", whose kernels here are oneDNN's without AVX-512: the estimate's rules for their 16-bit "
+                "buffers were measured on AVX-512 kernels, and these allocate otherwise";
   return e;
 }
 
@@ -340,6 +346,8 @@ memory_estimate estimate_memory(const validated_graph& graph, const estimate_opt
       e.rough = r.text;
       return e;  // one loop it cannot count makes the whole graph's estimate rough
     }
+    if (e.is_rough())
+      return e;  // its terms are kept, for what they are worth; no figure
     if (!best || e.total() > best->total())
       best = std::move(e);
   }

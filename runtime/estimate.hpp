@@ -1,24 +1,25 @@
 #pragma once
-// The static memory estimate of a graph's training run (seed 001, "Without such a run, the field is
-// filled with a static estimate"): named terms that add up to the figure, from the layer shapes
-// alone (runtime/layer_shapes.hpp), with no tensor allocated. Torch-free.
+// The static memory estimate of a graph's training run (docs/training-memory.md,
+// "The static estimate"): named terms that add up to the figure, from the layer shapes alone
+// (runtime/layer_shapes.hpp), with no tensor allocated. Torch-free.
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "devices/cpu_features.hpp"
 #include "runtime/optimizer_state.hpp"
 #include "runtime/precision.hpp"
 #include "runtime/validate.hpp"
 
 namespace cdui::runtime {
 
-/// On CUDA, the caching allocator's reserve (seed 001: "plus 20% on all of that for the
-/// allocator's reserve").
+/// On CUDA, the caching allocator's reserve: 20% on all the other terms (docs/training-memory.md,
+/// "The terms").
 inline constexpr double cuda_allocator_reserve = 0.20;
-/// On CUDA, the libraries' workspaces (seed 001: "plus 128 MiB for the CUDA libraries'
-/// workspaces").
+/// On CUDA, the libraries' workspaces: 128 MiB for cuBLAS and cuDNN (docs/training-memory.md,
+/// "The terms").
 inline constexpr std::int64_t cuda_workspace_bytes = std::int64_t{128} << 20;
 
 /// fp32, bf16 or fp16; nullopt for any other word.
@@ -66,6 +67,10 @@ struct estimate_options {
   std::string device;
   /// Cards of a device set: the figure is per card (without DDP, each card holds a whole run).
   std::int64_t cards = 1;
+  /// Whether the CPU's kernels (device cpu, and sim cards, which compute on the CPU) are oneDNN's
+  /// AVX-512 ones, which the rules for its 16-bit buffers were measured on (kernel_memory.hpp);
+  /// without them a bf16 or fp16 run there gets a rough estimate. This machine's by default.
+  bool cpu_avx512 = devices::cpu_has_avx512();
 };
 
 /// Estimates the memory of the graph's TrainingLoop (the largest, when there are several).

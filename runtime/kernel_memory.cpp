@@ -87,16 +87,18 @@ std::int64_t norm_statistics(const layer_plan& l, std::int64_t b) {
   return 2 * l.in[0] * float_bytes;
 }
 
-// Its input copied to the blocked layout (channels padded to 16) when the kernel wants it so (a
+// Its input copied to the blocked layout (channels padded to the timeline's block: 16 with
+// AVX-512, 8 with AVX2) when the kernel wants it so (a
 // 1x1 kernel as above; 16 or more channels in fp32, and a number of them not a multiple of 16 in
 // 16 bits), the output written blocked, the input's copy let go, then the blocked output copied
 // to the dense one. Under 16-bit autocast the blocked output is as large as fp32's once the layer
 // has 8 channels in and out.
 timeline::id conv_output(timeline& t, const layer_plan& l, std::int64_t b, bool half) {
   auto size = half ? half_bytes : float_bytes;
-  auto reorder = reorders_input(l, half) || (l.in[0] >= 16 && (!half || l.in[0] % 16 != 0));
-  auto written = blocked(b, l.out, 16) * (!half || (l.in[0] >= 8 && l.out[0] >= 8) ? float_bytes : half_bytes);
-  t.spike(written + (reorder ? blocked(b, l.in, 16) * size : 0));
+  auto block = t.conv_block();
+  auto reorder = reorders_input(l, half) || (l.in[0] >= block && (!half || l.in[0] % block != 0));
+  auto written = blocked(b, l.out, block) * (!half || (l.in[0] >= 8 && l.out[0] >= 8) ? float_bytes : half_bytes);
+  t.spike(written + (reorder ? blocked(b, l.in, block) * size : 0));
   auto out = t.alloc(batch_elements(b, l.out) * size);
   t.spike(written);
   return out;
@@ -149,7 +151,8 @@ timeline::id no_grad_layer(timeline& t, timeline::id chain, std::int64_t& chain_
   return out;
 }
 
-// oneDNN works on copies in its blocked layout (channels padded to 16): of the output's gradient,
+// oneDNN works on copies in its blocked layout (channels padded to the timeline's block: 16 with
+// AVX-512, 8 with AVX2): of the output's gradient,
 // and of the input when it computes the input's gradient or a 1x1 kernel reads it blocked (the
 // first layer's kernel reads its plain input). The weights' gradient comes first; of the two copies
 // the larger lives on while the input's dense gradient is made. From 16 input channels on (unless
@@ -157,9 +160,9 @@ timeline::id no_grad_layer(timeline& t, timeline::id chain, std::int64_t& chain_
 // output's gradient; a 1x1 kernel over fewer channels computes it into a buffer of its own first.
 timeline::id conv_backward(timeline& t, const layer_plan& l, std::int64_t b, const layer_gradients& c,
                            std::vector<timeline::id>& temporaries, timeline::id& gin) {
-  auto dst_bytes = blocked(b, l.out, 16) * c.out_size;
+  auto dst_bytes = blocked(b, l.out, t.conv_block()) * c.out_size;
   auto src_bytes = c.weight && (c.input || reorders_input(l, c.in_size == half_bytes))
-                     ? blocked(b, l.in, 16) * c.in_size
+                     ? blocked(b, l.in, t.conv_block()) * c.in_size
                      : 0;
   auto dst = t.alloc(dst_bytes);
   auto weights = t.alloc(c.weight ? l.cast_parameters * c.out_size : 0);
@@ -168,8 +171,8 @@ timeline::id conv_backward(timeline& t, const layer_plan& l, std::int64_t b, con
   temporaries.push_back(src_bytes > dst_bytes ? src : dst);
   if (c.input) {
     auto e_in = batch_elements(b, l.in);
-    auto second = l.in[0] >= 16 && (l.stride > 1 || l.out[0] < 2 * l.in[0]) ? t.alloc(dst_bytes)
-                  : l.kernel == 1 && l.in[0] < 16                             ? t.alloc(e_in * c.in_size)
+    auto second = l.in[0] >= t.conv_block() && (l.stride > 1 || l.out[0] < 2 * l.in[0]) ? t.alloc(dst_bytes)
+                  : l.kernel == 1 && l.in[0] < t.conv_block()                             ? t.alloc(e_in * c.in_size)
                                                                               : timeline::none;
     gin = t.alloc(e_in * c.in_size);
     t.drop(second);

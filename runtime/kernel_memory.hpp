@@ -22,6 +22,10 @@ public:
   using id = int;
   static constexpr id none = -1;
 
+  /// `conv_block`: the channels oneDNN's blocked layout pads to (pass_model::conv_block).
+  explicit timeline(std::int64_t conv_block = 16) : conv_block_(conv_block) {}
+  [[nodiscard]] std::int64_t conv_block() const { return conv_block_; }
+
   id alloc(std::int64_t bytes);
   /// Something held for a moment on top of what is live (a library's scratch buffer).
   void spike(std::int64_t bytes);
@@ -35,6 +39,7 @@ private:
   std::vector<int> refs_;
   std::int64_t live_ = 0;
   std::int64_t peak_ = 0;
+  std::int64_t conv_block_;
 };
 
 /// Elements of a batch of `b` samples of `shape`.

@@ -1,11 +1,8 @@
 #include "storage/credentials.hpp"
+#include "storage/home.hpp"
 
 #include <fstream>
 #include <stdexcept>
-
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <sodium.h>
 
@@ -52,19 +49,7 @@ bool same_secret(std::string_view a, std::string_view b) {
 }
 
 void write_private_file(const std::filesystem::path& path, std::string_view text) {
-  auto tmp = path;
-  tmp += ".tmp" + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0)
-    throw std::runtime_error("cannot create " + tmp.string());
-  ::fchmod(fd, 0600);  // whatever the umask
-  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size())
-            && ::fsync(fd) == 0;
-  ::close(fd);
-  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    ::unlink(tmp.c_str());
-    throw std::runtime_error("cannot write " + path.string());
-  }
+  write_file_atomic(path, text, 0600, true);
 }
 
 std::optional<std::string> read_first_line(const std::filesystem::path& path) {

@@ -4,10 +4,10 @@
 #include <cstdio>
 #include <cstring>
 #include <cstdlib>
-#include <fstream>
 #include <stdexcept>
 #include <string>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -50,22 +50,43 @@ void prepare_home(const std::filesystem::path& home) {
     make_private(home / name);
 }
 
-void write_file_atomic(const std::filesystem::path& path, std::string_view bytes) {
+std::string io_error_text(int error) {
+  if (error == ENOSPC || error == EDQUOT)
+    return std::string{"the disk is full ("} + std::strerror(error) + ")";
+  return std::strerror(error);
+}
+
+void write_file_atomic(const std::filesystem::path& path, std::string_view bytes, mode_t mode, bool sync) {
   auto tmp = path;
   tmp += ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream out{tmp, std::ios::binary | std::ios::trunc};
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out)
-      throw std::runtime_error("cannot write " + tmp.string());
+  auto failed = [&](const std::string& verb, int error) {
+    ::unlink(tmp.c_str());
+    return std::runtime_error(verb + " " + path.string() + ": " + io_error_text(error));
+  };
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0)
+    throw failed("cannot create a new", errno);
+  ::fchmod(fd, mode);
+  for (std::size_t done = 0; done < bytes.size();) {
+    auto n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      int error = n < 0 ? errno : EIO;
+      ::close(fd);
+      throw failed("cannot write", error);
+    }
+    done += static_cast<std::size_t>(n);
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw std::runtime_error("cannot rename " + tmp.string() + " to " + path.string());
+  if (sync && ::fsync(fd) != 0) {
+    int error = errno;
+    ::close(fd);
+    throw failed("cannot write", error);
   }
+  if (::close(fd) != 0)
+    throw failed("cannot write", errno);
+  if (::rename(tmp.c_str(), path.c_str()) != 0)
+    throw failed("cannot replace", errno);
 }
 
 } // namespace cdui::storage

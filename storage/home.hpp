@@ -1,7 +1,10 @@
 #pragma once
 
 #include <filesystem>
+#include <string>
 #include <string_view>
+
+#include <sys/types.h>
 
 namespace cdui::storage {
 
@@ -28,9 +31,15 @@ void prepare_home(const std::filesystem::path& home);
 /// Gives an existing regular file of this user mode 0600 if it had more (a link is left alone).
 void make_private(const std::filesystem::path& file);
 
-/// Writes `bytes` to a temporary name beside `path`, flushes it and renames it over `path`, so a
-/// reader sees the old file or the new one, never half of one. Throws std::runtime_error naming
-/// the path on failure.
-void write_file_atomic(const std::filesystem::path& path, std::string_view bytes);
+/// Writes `bytes` to a temporary name beside `path` and renames it over `path`, so a reader sees
+/// the old file or the new one, never half of one; the new file has `mode` (whatever the umask)
+/// and, with `sync`, is on the disk before the rename. Throws std::runtime_error naming the path
+/// and the cause (io_error_text) on failure, the temporary file removed.
+void write_file_atomic(const std::filesystem::path& path, std::string_view bytes, mode_t mode = 0644,
+                       bool sync = false);
+
+/// What a failed file operation's errno means, for a message: "the disk is full (No space left on
+/// device)" when it is (ENOSPC, or a quota's EDQUOT), else strerror's sentence.
+[[nodiscard]] std::string io_error_text(int error);
 
 } // namespace cdui::storage

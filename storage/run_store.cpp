@@ -11,6 +11,7 @@
 #include <sqlite3.h>
 
 #include "storage/home.hpp"
+#include "storage/sqlite_failure.hpp"
 #include "storage/wal_checkpointer.hpp"
 
 namespace cdui::storage {
@@ -214,7 +215,7 @@ public:
       return true;
     if (rc == SQLITE_DONE)
       return false;
-    throw std::runtime_error(std::string{"SQLite: "} + sqlite3_errmsg(db_));
+    throw std::runtime_error(sqlite_failure(db_));
   }
 
   std::string text(int col) const {
@@ -236,12 +237,8 @@ private:
 };
 
 void exec(sqlite3* db, const char* sql) {
-  char* message = nullptr;
-  if (sqlite3_exec(db, sql, nullptr, nullptr, &message) != SQLITE_OK) {
-    std::string text = message ? message : "unknown error";
-    sqlite3_free(message);
-    throw std::runtime_error("SQLite: " + text);
-  }
+  if (sqlite3_exec(db, sql, nullptr, nullptr, nullptr) != SQLITE_OK)
+    throw std::runtime_error(sqlite_failure(db));
 }
 
 /// BEGIN IMMEDIATE ... COMMIT, rolled back when an exception leaves the scope.

@@ -60,11 +60,7 @@ std::optional<server_address> read_server_json(const std::filesystem::path& home
 
 std::string create_token(const std::filesystem::path& home) {
   auto token = random_secret();
-  try {
-    write_private_file(token_path(home), token + "\n");
-  } catch (const std::runtime_error&) {
-    throw std::runtime_error("cannot write the token file " + token_path(home).string());
-  }
+  write_private_file(token_path(home), token + "\n");  // its error names the file and why
   return token;
 }
 

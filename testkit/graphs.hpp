@@ -128,8 +128,23 @@ inline moons_options evaluated_moons() {
   return o;
 }
 
+/// A run whose batches each take a second or more on one core, with no stop check inside one (the
+/// loop checks between batches): 12,288 moons in three batches through an MLP 2-2048-2048-2, a
+/// progress event after every batch. Tests of the stop deadline cancel it once the first batch's
+/// progress event came, so the cancel finds the second batch executing. About 0.3 GB.
+inline nlohmann::json slow_batches_graph_json() {
+  return training_graph_json({{"name", "moons"}, {"n_samples", 12288}}, {{"batch_size", 4096}},
+                             {{{"type", "Linear"}, {"out_features", 2048}},
+                              {{"type", "ReLU"}},
+                              {{"type", "Linear"}, {"out_features", 2048}},
+                              {{"type", "ReLU"}},
+                              {{"type", "Linear"}, {"out_features", 2}}},
+                             {{"name", "sgd"}, {"lr", 0.01}},
+                             {{"epochs", 1}, {"device", "cpu"}, {"progress_interval_ms", 0}});
+}
+
 /// A CSV with `rows` rows of three features and a label (a, b, c, label); 3 million rows take
-/// seconds to read.
+/// seconds to read (a cancel stops the read at its next stop check).
 inline void write_big_csv(const std::filesystem::path& file, int rows) {
   std::ofstream out{file};
   out << "a,b,c,label\n";

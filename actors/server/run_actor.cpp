@@ -1,10 +1,12 @@
 #include "actors/server/run_actor.hpp"
+#include "actors/server/run_actor_parts.hpp"
 
 #include <chrono>
 #include <cstdio>
 
 #include <caf/all.hpp>
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include "actors/common/guarded.hpp"
 #include "actors/common/run_process.hpp"
@@ -21,109 +23,25 @@
 
 namespace cdui::actors {
 
+namespace run_parts {
+
 namespace {
 
-using self_ptr = caf::stateful_actor<run_state>*;
+/// How often an end the store refused is tried again.
+constexpr auto end_retry_interval = std::chrono::seconds(1);
 
-std::atomic<int> abandoned{0};
-
-event_batch events_after(const run_state& st, std::uint64_t cursor) {
-  event_batch batch;
-  batch.events = st.setup.store->events_after(st.setup.info.id, cursor, max_events_per_answer);
-  auto last_read = batch.events.empty() ? cursor : batch.events.back().cursor;
-  batch.finished = is_final(st.setup.info.status) && last_read >= st.last_cursor;
-  return batch;
-}
-
-void wake_waiters(self_ptr self) {
+/// Records the run's end (its artifacts and final row); false when the store refuses it.
+bool record_end(self_ptr self) {
   auto& st = self->state;
-  bool ended = is_final(st.setup.info.status);
-  std::vector<event_waiter> still;
-  for (auto& w : st.waiters) {
-    if (w.cursor < st.last_cursor || ended)
-      w.promise.deliver(events_after(st, w.cursor));
-    else
-      still.push_back(std::move(w));
-  }
-  st.waiters = std::move(still);
-  if (ended) {
-    for (auto& p : st.end_waiters)
-      p.deliver(st.setup.info);
-    st.end_waiters.clear();
-  }
-}
-
-/// A pruned run's execution_stopped: the engine (or the worker's) said `cancelled`, since a prune
-/// stops a run as a cancel does; the log says `pruned` and why.
-std::string pruned_stop(const std::string& data, const std::string& reason) {
-  auto stopped = stopped_reason(nlohmann::json::parse(data, nullptr, false));
-  if (stopped && *stopped != stop_reason::cancelled)
-    return data;  // a missed stop deadline stays a timeout
-  return json_text(stopped_data(stop_reason::pruned, reason));
-}
-
-/// Appends events with this run's next cursors; `events` keep their time, or get now when it is 0.
-void append_events(self_ptr self, std::vector<run_event> events) {
-  auto& st = self->state;
-  if (events.empty())
-    return;
-  auto time = now_ms();
-  for (std::size_t i = 0; i < events.size(); ++i) {
-    if (!st.prune_reason.empty() && events[i].type == "execution_stopped")
-      events[i].data = pruned_stop(events[i].data, st.prune_reason);
-    events[i].cursor = st.last_cursor + i + 1;
-    if (events[i].time_ms == 0)
-      events[i].time_ms = time;
-    const auto& type = events[i].type;
-    if (type == "execution_complete" || type == "execution_error" || type == "execution_stopped")
-      st.ended_event = true;
-  }
-  st.setup.store->append_events(st.setup.info.id, events);
-  st.last_cursor = events.back().cursor;
-  if (st.setup.dir)
-    for (const auto& e : events)
-      st.setup.dir->append(e);
-}
-
-void append_all(self_ptr self, std::vector<std::pair<std::string, std::string>> items) {
-  std::vector<run_event> events;
-  for (auto& [type, data] : items)
-    events.push_back({0, 0, std::move(type), std::move(data)});
-  append_events(self, std::move(events));
-}
-
-void append(self_ptr self, const std::string& type, std::string data) {
-  append_all(self, {{type, std::move(data)}});
-}
-
-/// Stores what the executor has emitted so far.
-void flush(self_ptr self) {
-  std::vector<std::pair<std::string, std::string>> items;
-  {
-    std::lock_guard lock{self->state.buffer->mutex};
-    items.swap(self->state.buffer->pending);
-  }
-  append_all(self, std::move(items));
-}
-
-/// Records the files a run left in its folder's checkpoints/ as its artifacts.
-void record_artifacts(const run_state& st) {
-  if (!st.setup.dir)
-    return;
-  std::error_code ec;
-  auto root = st.setup.dir->path();
-  for (std::filesystem::recursive_directory_iterator i{st.setup.dir->checkpoints(), ec}, end;
-       !ec && i != end; i.increment(ec)) {
-    if (i->is_regular_file(ec))
-      st.setup.store->add_artifact(
-        st.setup.info.id,
-        {std::filesystem::relative(i->path(), root, ec).string(), i->file_size(ec)});
-  }
+  return stored(self, [&] {
+    record_artifacts(st);
+    st.setup.store->update(st.setup.info);
+  });
 }
 
 /// Ends the run with `outcome`; `stopped` is the word of the execution_stopped it adds for a run in
 /// a process of its own that ended cancelled or interrupted without its end event.
-void finish(self_ptr self, run_outcome outcome, stop_reason stopped) {
+void finish_with(self_ptr self, run_outcome outcome, stop_reason stopped) {
   auto& st = self->state;
   if (!st.prune_reason.empty() && outcome.status == run_status::cancelled) {
     outcome.status = run_status::pruned;
@@ -144,23 +62,43 @@ void finish(self_ptr self, run_outcome outcome, stop_reason stopped) {
     else
       append(self, "execution_stopped", json_text(stopped_data(stopped, outcome.error)));
   }
+  if (!st.store_failure.empty() && outcome.status != run_status::failed) {
+    // It stopped because the store refused it (or its end would be refused): that is its end.
+    append(self, "execution_error", json_text(nlohmann::json{{"kind", "error"}, {"error", st.store_failure}}));
+    outcome.status = run_status::failed;
+    outcome.error = st.store_failure;
+  }
   st.setup.info.status = outcome.status;
   st.setup.info.error = outcome.error;
   st.setup.info.final_metrics = outcome.final_metrics;
   st.setup.info.finished_ms = now_ms();
   st.setup.info.queue_position = 0;
-  record_artifacts(st);
-  st.setup.store->update(st.setup.info);
-  // The queue hears of the end before anyone waiting does, so a question asked after the answer
-  // finds the run ended in the queue too (its mailbox is in order).
+  if (!record_end(self)) {
+    // Its end waits in this actor, tried again each second until the store takes it (room made
+    // on the disk) or the queue is gone (the server stops: the next start ends the run).
+    spdlog::error("run {} ended {}, which the store cannot record yet ({})", st.setup.info.id,
+                  to_string(st.setup.info.status), st.store_failure);
+    st.end_unrecorded = true;
+    self->monitor(st.queue);
+    self->set_down_handler([self](caf::down_msg& down) {
+      if (down.source == self->state.queue.address())
+        self->quit();
+    });
+    self->delayed_send(self, end_retry_interval, atoms::tick::value);
+  }
+  // Its slot is freed all the same. The queue hears of the end before anyone waiting does, so a
+  // question asked after the answer finds the run ended in the queue too (its mailbox is in order).
   self->send(st.queue, atoms::ended::value, st.setup.info.id);
   wake_waiters(self);
 }
 
-/// Ends the run with `outcome`; a stop's word is its status's.
+} // namespace
+
 void finish(self_ptr self, const run_outcome& outcome) {
-  finish(self, outcome, stop_reason_of(outcome.status));
+  finish_with(self, outcome, stop_reason_of(outcome.status));
 }
+
+namespace {
 
 /// A worker run: the registry sends it to the worker, whose agent executes it in a subprocess;
 /// its events and its end come back as messages from the registry.
@@ -207,17 +145,28 @@ void start(self_ptr self) {
     finish(self, run_outcome{run_status::failed, why, "{}"});
     return;
   }
-  st.setup.info.status = run_status::running;
-  st.setup.info.started_ms = now_ms();
-  st.setup.info.queue_position = 0;
-  if (!st.setup.worker.empty()) {
-    // Recorded before the assignment leaves: a server killed in between leaves a running run that
-    // its worker never had and sent no event of, which the next server sends again.
-    st.setup.store->record_worker_start(st.setup.info, st.last_cursor);
+  auto running = st.setup.info;
+  running.status = run_status::running;
+  running.started_ms = now_ms();
+  running.queue_position = 0;
+  // A worker run's start is recorded before the assignment leaves: a server killed in between
+  // leaves a running run that its worker never had and sent no event of, which the next server
+  // sends again.
+  bool remote = !st.setup.worker.empty();
+  if (!stored(self, [&] {
+        if (remote)
+          st.setup.store->record_worker_start(running, st.last_cursor);
+        else
+          st.setup.store->update(running);
+      })) {
+    finish(self, run_outcome{run_status::failed, st.store_failure, "{}"});
+    return;
+  }
+  st.setup.info = std::move(running);
+  if (remote) {
     start_remote(self);
     return;
   }
-  st.setup.store->update(st.setup.info);
   auto ctx = st.setup.context;
   ctx.stop = st.stop;
   ctx.interrupt = st.interrupt;
@@ -255,66 +204,10 @@ void start(self_ptr self) {
   }
   st.executor = std::thread([me, graph = st.setup.graph, ctx = std::move(ctx), buffer = st.buffer] {
     auto outcome = runtime::execute(*graph, ctx);
-    {
-      std::lock_guard lock{buffer->mutex};
-      if (buffer->abandoned)
-        --abandoned;
-    }
+    executor_returned(*buffer);
     caf::anon_send(me, atoms::finished::value, outcome);
   });
   wake_waiters(self);
-}
-
-/// Leaves the run's executor to end alone: what it emits from here on is dropped; a run in a process
-/// of its own has the process killed (with `reason`), and a thread is counted in
-/// abandoned_executors() until it returns.
-void abandon_executor(run_state& st, const std::string& reason) {
-  std::lock_guard lock{st.buffer->mutex};
-  st.buffer->closed = true;
-  if (!st.setup.exec_binary.empty()) {
-    st.buffer->kill_reason = reason;
-  } else {
-    st.buffer->abandoned = true;
-    ++abandoned;  // under the lock the thread takes when it ends, so the count is exact
-  }
-}
-
-/// After a cancel or an interrupt: a local run that has not ended by its stop deadline is ended
-/// then.
-void arm_stop_deadline(self_ptr self) {
-  auto& st = self->state;
-  if (st.setup.worker.empty() && st.setup.info.status == run_status::running)
-    self->delayed_send(self, std::chrono::milliseconds(st.setup.stop_deadline_ms),
-                       atoms::deadline::value);
-}
-
-/// The run did not reach a stop check in time (a read that blocks, a batch that takes minutes):
-/// it ends interrupted now and frees its slot; its thread is abandoned, and what it emits from here
-/// on is dropped.
-void miss_stop_deadline(self_ptr self) {
-  auto& st = self->state;
-  if (is_final(st.setup.info.status) || !st.executor.joinable())
-    return;
-  flush(self);
-  bool in_process = !st.setup.exec_binary.empty();
-  std::string where;
-  {
-    std::lock_guard lock{st.buffer->mutex};
-    where = st.buffer->current_node;
-  }
-  char seconds[32];  // "10", "0.2": as the registry writes its grace
-  std::snprintf(seconds, sizeof seconds, "%g", static_cast<double>(st.setup.stop_deadline_ms) / 1000.0);
-  auto reason = "the run did not stop within " + std::string{seconds} + " s of its "
-                + (st.interrupt->load() ? "server's stop" : "cancel")
-                + (where.empty() ? std::string{} : "; " + where + " was executing")
-                + " and never reached a stop check (CODEFYUI_STOP_DEADLINE_S); "
-                + (in_process ? "its process was killed" : "it was ended without it");
-  abandon_executor(st, reason);
-  append(self, "execution_stopped", json_text(stopped_data(stop_reason::timeout, reason)));
-  if (in_process)
-    return;  // the executor kills the process within a moment and posts the end
-  st.executor.detach();
-  finish(self, run_outcome{run_status::interrupted, reason, "{}"});
 }
 
 /// Ends a run that never started: cancelled (or pruned), or failed because nothing can take it.
@@ -342,35 +235,10 @@ bool cancel(self_ptr self, bool dequeued, const std::string& prune_reason) {
 
 } // namespace
 
-int abandoned_executors() {
-  return abandoned.load();
-}
+} // namespace run_parts
 
-run_state::~run_state() {
-  // A run that ended was joined in finish(). One still executing means the actor ended first (a
-  // kill, a bug): the run's queue fails it when it hears of the actor's end, which it does only
-  // once this returns, so this must not wait for the run to reach a stop check. A process is
-  // killed (within a moment: the executor then returns); a thread is left to end alone.
-  if (!executor.joinable())
-    return;
-  stop->store(true);
-  abandon_executor(*this, "the run's actor ended before the run did");
-  if (setup.exec_binary.empty())
-    executor.detach();
-  else
-    executor.join();
-}
-
-void append_stored_event(storage::run_store& store, storage::run_directory* dir,
-                         const std::string& run_id, const std::string& type,
-                         const std::string& data) {
-  run_event e{store.last_cursor(run_id) + 1, now_ms(), type, data};
-  store.append_event(run_id, e);
-  if (dir)
-    dir->append(e);
-}
-
-caf::behavior run_actor(self_ptr self, run_setup setup, run_queue_actor queue) {
+caf::behavior run_actor(run_parts::self_ptr self, run_setup setup, run_queue_actor queue) {
+  using namespace run_parts;
   self->state.setup = std::move(setup);
   self->state.queue = std::move(queue);
   if (self->state.setup.has_events)
@@ -389,7 +257,7 @@ caf::behavior run_actor(self_ptr self, run_setup setup, run_queue_actor queue) {
         st.setup.context.device = devices.front();
         st.setup.context.num_threads = num_threads;
       }
-      st.setup.store->update(st.setup.info);
+      stored(self, [&] { st.setup.store->update(st.setup.info); });
     },
     [=](atoms::budget, std::int64_t bytes, const std::string& source, const std::string& note) {
       // Given or raised while it waits (seed 001, "Sharing a card"): it runs held to this one,
@@ -402,7 +270,7 @@ caf::behavior run_actor(self_ptr self, run_setup setup, run_queue_actor queue) {
         options.memory_bytes = bytes;
         options.memory_source = source == "typed" ? "" : source;
         st.setup.info.options = json_text(policy::options_json(options));
-        st.setup.store->update(st.setup.info);
+        stored(self, [&] { st.setup.store->update(st.setup.info); });
       }
       append(self, "run_warning",
              json_text(nlohmann::json{{"kind", "memory_budget"},
@@ -444,7 +312,7 @@ caf::behavior run_actor(self_ptr self, run_setup setup, run_queue_actor queue) {
     [=](atoms::finished, const run_outcome& outcome, stop_reason stopped) {
       // A worker run the server ended itself, with the word of its stop.
       if (!is_final(self->state.setup.info.status))
-        finish(self, outcome, stopped);
+        finish_with(self, outcome, stopped);
     },
     [=](atoms::deadline) { miss_stop_deadline(self); },
     [=](atoms::cancel, bool dequeued) { return cancel(self, dequeued, ""); },
@@ -499,7 +367,35 @@ caf::behavior run_actor(self_ptr self, run_setup setup, run_queue_actor queue) {
       return run_actor_status{st.setup.info.id, self->mailbox().size(), st.setup.info.status,
                               st.setup.info.queue_key, st.last_cursor, st.waiters.size()};
     },
-    [=](atoms::quit) { self->quit(); }
+    [=](atoms::tick) {
+      auto& st = self->state;
+      if (!st.end_unrecorded)
+        return;
+      if (!record_end(self)) {
+        self->delayed_send(self, end_retry_interval, atoms::tick::value);
+        return;
+      }
+      spdlog::info("run {}: its end is recorded now", st.setup.info.id);
+      st.end_unrecorded = false;
+      if (st.quit_asked)
+        self->quit();
+    },
+    [=](atoms::quit) {
+      // An end the store has not taken yet keeps the actor (tick) until it has.
+      auto& st = self->state;
+      st.quit_asked = true;
+      if (st.end_unrecorded)
+        return;
+      // A run left queued for the next start: those waiting for it hear why no end comes here.
+      for (auto& p : st.end_waiters)
+        p.deliver(caf::make_error(caf::sec::runtime_error, "the server stopped; run " + st.setup.info.id
+                                                              + " is queued for its next start"));
+      st.end_waiters.clear();
+      for (auto& w : st.waiters)
+        w.promise.deliver(events_after(st, w.cursor));
+      st.waiters.clear();
+      self->quit();
+    }
   );
 }
 

@@ -97,6 +97,12 @@ struct run_state {
   std::uint64_t next_waiter = 0;
   /// A study's pruner stopped the run: it ends `pruned` with this reason instead of `cancelled`.
   std::string prune_reason;
+  /// The store could not record the run (a full disk, say): it stops and ends failed with this.
+  std::string store_failure;
+  /// The run has ended but the store refused its end: tried again until it takes it.
+  bool end_unrecorded = false;
+  /// The queue asked it to quit (it does once its end is recorded).
+  bool quit_asked = false;
   ~run_state();
   static inline const char* name = "run";
 };
@@ -105,9 +111,11 @@ struct run_state {
 inline constexpr std::size_t max_events_per_answer = 1000;
 
 /// One run: queued -> running -> succeeded | failed | cancelled | interrupted | pruned. Every event and
-/// status change is in the run store before anyone is told. A grant starts the engine on a thread
+/// status change is in the run store before anyone is told. A write the store refuses (a full
+/// disk) stops the run, which ends failed saying so, and its slot is freed all the same. A grant starts the engine on a thread
 /// of its own (never on a CAF scheduler thread); the thread posts events and the outcome back as
-/// messages. When the run has ended it tells the queue (ended, id) and quits on (quit).
+/// messages. When the run has ended it tells the queue (ended, id) and quits on (quit), once the store has
+/// its end (a refused end is tried again on (tick) each second while the queue lives).
 /// Protocol: (grant, run id or "interactive"); (append, type, data); (flush); (finished, run_outcome);
 /// (finished, run_outcome, stop_reason): a worker run the server ended, with its stop's word;
 /// (cancel, dequeued) -> bool (dequeued: the queue took it out of its queue, so it never starts;

@@ -27,7 +27,6 @@ namespace {
 
 /// For a request whose answer only confirms: a run actor that has ended meanwhile is no error, and
 /// an unhandled error would end the queue (CAF's default for a request without an error handler).
-const auto ignore_error = [](caf::error&) {};
 
 caf::error unknown_run(const std::string& id) {
   return caf::make_error(caf::sec::invalid_argument, "no run has the id '" + id + "'");
@@ -484,16 +483,7 @@ run_queue_actor::behavior_type run_queue(self_ptr self, run_queue_config cfg) {
     [=](atoms::shutdown) -> caf::result<bool> {
       auto& st = self->state;
       st.shutting_down = true;
-      for (const auto& [id, run] : st.runs) {
-        if (st.remote.count(id))
-          continue;  // it goes on on its worker; the next server adopts it
-        if (st.started.count(id))
-          self->request(run, request_deadline, atoms::interrupt::value)
-            .then([](bool) {}, ignore_error);
-        else if (!st.cfg.resume && st.slots.remove(id))
-          self->request(run, request_deadline, atoms::cancel::value, true)
-            .then([](bool) {}, ignore_error);
-      }
+      stop_runs(self);
       auto rp = self->make_response_promise<bool>();
       st.drained.push_back(rp);
       maybe_drained(self);

@@ -67,6 +67,9 @@ bool remove_floating(run_queue_state& st, const std::string& id);
 /// After a restart (policy::recovery_plan): runs that were running end interrupted, worker runs
 /// wait to be adopted, queued runs are queued again in their original order.
 void resume(self_ptr self);
+/// The server stops: running runs are interrupted (a worker's go on there); a queued one is
+/// cancelled, or with `resume` left in the store for the next start, its actor told to quit.
+void stop_runs(self_ptr self);
 /// A run actor ended before its run did: the run fails with the reason (a worker is told to stop
 /// it), and its slots go to the next run.
 void run_actor_down(self_ptr self, const caf::down_msg& down);

@@ -95,6 +95,30 @@ void queue_parts::resume(self_ptr self) {
   pump(self);
 }
 
+void queue_parts::stop_runs(self_ptr self) {
+  auto& st = self->state;
+  auto ignore_error = [](caf::error&) {};
+  std::vector<std::string> left;
+  for (const auto& [id, run] : st.runs) {
+    if (st.remote.count(id))
+      continue;  // it goes on on its worker; the next server adopts it
+    if (st.started.count(id))
+      self->request(run, request_deadline, atoms::interrupt::value).then([](bool) {}, ignore_error);
+    else if (st.cfg.resume)
+      left.push_back(id);
+    else if (st.slots.remove(id) || remove_floating(st, id))
+      self->request(run, request_deadline, atoms::cancel::value, true).then([](bool) {}, ignore_error);
+  }
+  // A run left for the next start ends with this process. Its actor quits now, forgotten first
+  // so that its end is not taken for a failure: one that someone waits for (a sweep, `cdui wait`)
+  // holds its waiters' promises, and would keep the actor system from ending.
+  for (const auto& id : left) {
+    auto run = st.runs.at(id);
+    forget(self, id);
+    caf::anon_send(run, atoms::quit::value);
+  }
+}
+
 void queue_parts::run_actor_down(self_ptr self, const caf::down_msg& down) {
   auto& st = self->state;
   auto i = st.run_ids.find(down.source);

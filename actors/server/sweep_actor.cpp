@@ -33,10 +33,22 @@ void finish(self_ptr self) {
   self->quit();
 }
 
+/// finish(), whose store may refuse it (a full disk): then the sweep stays active in the store,
+/// and the next start ends it, as when its runs went with a stopping server.
+void try_finish(self_ptr self) {
+  try {
+    finish(self);
+  } catch (const std::exception& e) {
+    spdlog::error("sweep {}: its end is not recorded ({}); the next start records it", self->state.sweep.id,
+                  e.what());
+    self->quit();
+  }
+}
+
 void ended(self_ptr self, const std::string& id) {
   auto& st = self->state;
   if (st.waiting.erase(id) > 0 && st.waiting.empty())
-    finish(self);
+    try_finish(self);
 }
 
 } // namespace
@@ -50,16 +62,20 @@ sweep_actor::behavior_type sweep_supervisor(self_ptr self, sweep_record sweep,
   st.store = std::move(store);
   st.waiting.insert(runs.begin(), runs.end());
   if (st.waiting.empty())
-    finish(self);  // nothing to wait for (its runs were erased): it ends at once
+    try_finish(self);  // nothing to wait for (its runs were erased): it ends at once
   for (const auto& id : runs)
     self->request(queue, caf::infinite, atoms::wait::value, id)
       .then([=](run_info&) { ended(self, id); },
             [=](caf::error&) {
               // An erased run has ended too; one still unfinished in the store went with its
               // actor, as the server stops.
-              auto stored = self->state.store->find(id);
-              if (!stored || is_final(stored->info.status))
-                ended(self, id);
+              try {
+                auto stored = self->state.store->find(id);
+                if (!stored || is_final(stored->info.status))
+                  ended(self, id);
+              } catch (const std::exception& e) {
+                spdlog::error("sweep {}: {}", self->state.sweep.id, e.what());
+              }
             });
   return guarded_typed_behavior<sweep_actor>("sweep", [=](atoms::cancel) {
     auto& st = self->state;

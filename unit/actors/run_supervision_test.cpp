@@ -17,6 +17,7 @@
 #include "messages/atoms.hpp"
 #include "messages/run_outcome.hpp"
 #include "testkit/env.hpp"
+#include "testkit/full_disk_vfs.hpp"
 #include "testkit/graphs.hpp"
 #include "testkit/home.hpp"
 #include "testkit/wait.hpp"
@@ -42,6 +43,7 @@ struct supervised_queue {
   test::temp_home home;
   caf::actor_system_config config;
   std::unique_ptr<caf::actor_system> system;
+  std::shared_ptr<storage::run_store> store;
   actors::run_queue_actor queue;
   std::unique_ptr<caf::scoped_actor> self;
   std::mutex mutex;
@@ -54,7 +56,8 @@ struct supervised_queue {
     actors::run_queue_config cfg;
     cfg.home = home.path();
     cfg.host = devices::host_inventory::probe("");
-    cfg.store = std::make_shared<storage::run_store>(home.path() / "cdui.db");
+    store = std::make_shared<storage::run_store>(home.path() / "cdui.db");
+    cfg.store = store;
     cfg.limits = {{"cpu", 1}};
     cfg.on_run_spawned = [this](const std::string& id, const caf::actor& run) {
       std::lock_guard lock{mutex};
@@ -139,6 +142,14 @@ bool started(const run_event& e) {
   return e.type == "execution_start";
 }
 
+/// The VFS first: the queue's store, opened after it, writes through it.
+struct vfs_first {
+  test::full_disk_vfs vfs;
+};
+
+/// supervised_queue on a disk that a test fills (vfs.set_full): its store's writes then fail.
+struct queue_on_a_disk_that_fills : vfs_first, supervised_queue {};
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(run_supervision_test)
@@ -188,7 +199,7 @@ BOOST_FIXTURE_TEST_CASE(a_run_stuck_inside_a_node_does_not_keep_its_dead_actors_
                         supervised_queue) {
   test::temp_home data;
   auto csv = data.path() / "big.csv";
-  test::write_big_csv(csv, 3'000'000);  // reading it takes seconds, with no stop check inside
+  test::write_big_csv(csv, 3'000'000);  // reading it takes seconds
   test::scoped_env roots{"CODEFYUI_DATA_ROOTS", data.path().string()};
   auto stuck = submit(request(test::csv_graph_json(csv)));
   auto next = submit(request(test::moons_graph_json(1)));
@@ -199,13 +210,72 @@ BOOST_FIXTURE_TEST_CASE(a_run_stuck_inside_a_node_does_not_keep_its_dead_actors_
 
   kill(stuck);
 
-  // The queue heard of the death while the read went on: its thread is left to end alone.
+  // The queue heard of the death while the read went on: its thread is left to end alone, and
+  // ends at the read's next stop check (the dead actor's state asked it to stop; its events are
+  // dropped).
   check_failed_by_its_actors_end(stuck);
-  BOOST_TEST(actors::abandoned_executors() == 1);
   BOOST_TEST((ask<run_info>(atoms::wait::value, next).status == run_status::succeeded));
-  // The abandoned thread ends at the read's end (its events are dropped).
   BOOST_TEST(test::eventually([] { return actors::abandoned_executors() == 0; }, 60s));
   check_idle();
+}
+
+BOOST_FIXTURE_TEST_CASE(a_cancelled_run_stops_reading_its_csv, supervised_queue) {
+  test::temp_home data;
+  auto csv = data.path() / "big.csv";
+  test::write_big_csv(csv, 3'000'000);  // seconds of reading, far more than a stop check's interval
+  test::scoped_env roots{"CODEFYUI_DATA_ROOTS", data.path().string()};
+  auto reading = submit(request(test::csv_graph_json(csv)));
+  await_event(reading, [](const run_event& e) {
+    auto data = nlohmann::json::parse(e.data);
+    return e.type == "node_status" && data["node"] == "data" && data["status"] == "running";
+  });
+
+  BOOST_TEST(ask<bool>(atoms::cancel::value, reading));
+
+  // The read itself stopped: the run ends cancelled through its node, not at the stop deadline
+  // (which would end it interrupted and leave the read going on in an abandoned thread).
+  auto ended = ask<run_info>(atoms::wait::value, reading);
+  BOOST_TEST((ended.status == run_status::cancelled), to_string(ended.status) << ": " << ended.error);
+  BOOST_TEST(actors::abandoned_executors() == 0);
+  auto events = ask<event_batch>(atoms::events::value, reading, std::uint64_t{0}, std::uint32_t{0});
+  bool data_stopped = false;
+  for (const auto& e : events.events) {
+    auto j = nlohmann::json::parse(e.data);
+    data_stopped = data_stopped || (e.type == "node_status" && j["node"] == "data" && j["status"] == "stopped");
+  }
+  BOOST_TEST(data_stopped);
+  check_idle();
+}
+
+BOOST_FIXTURE_TEST_CASE(a_store_that_refuses_writes_fails_its_runs_and_leaves_no_slot_held,
+                        queue_on_a_disk_that_fills) {
+  auto running = submit(request(test::moons_graph_json(1'000'000)));
+  auto queued = submit(request(test::moons_graph_json(1)));
+  await_event(running, [](const run_event& e) { return e.type == "progress"; });
+  // Asked while both are in the queue's hands: each answers from its actor, at its end.
+  auto running_end = (*self)->request(queue, 60s, atoms::wait::value, running);
+  auto queued_end = (*self)->request(queue, 60s, atoms::wait::value, queued);
+
+  vfs.set_full(true);
+
+  // The running run's next events are refused: it stops and ends failed saying why. The queued
+  // one then starts, cannot record its start, and ends failed the same way.
+  for (auto* end : {&running_end, &queued_end})
+    end->receive(
+      [&](run_info& info) {
+        BOOST_TEST((info.status == run_status::failed), info.id << ": " << to_string(info.status));
+        BOOST_TEST(info.error.find("the server cannot record the run: the disk is full") == 0u, info.error);
+      },
+      [&](caf::error& e) { BOOST_FAIL("no end: " + system->render(e)); });
+  check_idle();
+  // Their ends are not in the store yet; once there is room they are, within a second or so.
+  BOOST_TEST(!is_final(store->find(queued)->info.status));
+  vfs.set_full(false);
+  BOOST_TEST(test::eventually([&] {
+    return store->find(running)->info.status == run_status::failed
+           && store->find(queued)->info.status == run_status::failed;
+  }, 30s));
+  BOOST_TEST(store->find(queued)->info.error.find("the disk is full") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

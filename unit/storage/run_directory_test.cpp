@@ -1,5 +1,6 @@
 #include <boost/test/unit_test.hpp>
 
+#include <cerrno>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -49,8 +50,20 @@ BOOST_AUTO_TEST_CASE(an_atomic_write_replaces_the_file_whole_and_leaves_no_temp_
   for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(home.path()))
     ++files;
   BOOST_TEST(files == 1u);
-  BOOST_CHECK_THROW(cdui::storage::write_file_atomic(home.path() / "no" / "such" / "dir", "x"),
-                    std::runtime_error);
+  try {
+    cdui::storage::write_file_atomic(home.path() / "no" / "such" / "dir", "x");
+    BOOST_FAIL("a write into a folder that does not exist succeeded");
+  } catch (const std::runtime_error& e) {
+    std::string what = e.what();
+    BOOST_TEST(what.find((home.path() / "no" / "such" / "dir").string()) != std::string::npos, what);
+    BOOST_TEST(what.find("No such file or directory") != std::string::npos, what);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_full_disk_is_said_as_such) {
+  BOOST_TEST(cdui::storage::io_error_text(ENOSPC) == "the disk is full (No space left on device)");
+  BOOST_TEST(cdui::storage::io_error_text(EDQUOT).find("the disk is full") == 0u);
+  BOOST_TEST(cdui::storage::io_error_text(EACCES) == "Permission denied");
 }
 
 BOOST_AUTO_TEST_CASE(codefyui_home_sets_the_home) {

@@ -1,0 +1,75 @@
+#pragma once
+
+// The run actor's parts, one job per file, internal to it: run_actor.cpp (its messages, and the
+// run's way from queued to its end), run_log.cpp (the run's log and record: events into the store
+// and its folder, and those waiting for them) and run_stops.cpp (stop deadlines, and executors left
+// to end alone).
+
+#include <cstdint>
+#include <exception>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <caf/event_based_actor.hpp>
+#include <caf/stateful_actor.hpp>
+
+#include "actors/server/run_actor.hpp"
+#include "messages/run_outcome.hpp"
+
+namespace cdui::actors::run_parts {
+
+using self_ptr = caf::stateful_actor<run_state>*;
+
+// run_log.cpp
+
+/// The run's events after `cursor`, as the store has them.
+[[nodiscard]] event_batch events_after(const run_state& st, std::uint64_t cursor);
+/// Answers the event waiters that have news, and once the run has ended those waiting for its end.
+void wake_waiters(self_ptr self);
+/// The store refused a write of this run (a full disk, say): the run cannot be recorded, so it
+/// stops, and ends failed with the store's reason (finish) instead of being left between two
+/// states holding its slot. Logged once.
+void store_failed(self_ptr self, const std::string& what);
+/// Appends events with this run's next cursors; `events` keep their time, or get now when it is 0.
+/// Events the store refuses are dropped (the run stops: store_failed).
+void append_events(self_ptr self, std::vector<run_event> events);
+void append_all(self_ptr self, std::vector<std::pair<std::string, std::string>> items);
+void append(self_ptr self, const std::string& type, std::string data);
+/// Stores what the executor has emitted so far.
+void flush(self_ptr self);
+/// Records the files a run left in its folder's checkpoints/ as its artifacts.
+void record_artifacts(const run_state& st);
+
+/// Runs `write` (to the store); false, with the run stopping (store_failed), when it throws.
+template <class F>
+bool stored(self_ptr self, F write) {
+  try {
+    write();
+    return true;
+  } catch (const std::exception& e) {
+    store_failed(self, e.what());
+    return false;
+  }
+}
+
+// run_stops.cpp
+
+/// Leaves the run's executor to end alone: what it emits from here on is dropped; a run in a process
+/// of its own has the process killed (with `reason`), and a thread is counted in
+/// abandoned_executors() until it returns.
+void abandon_executor(run_state& st, const std::string& reason);
+/// An executor thread returns: counted off abandoned_executors() if it was abandoned.
+void executor_returned(event_buffer& buffer);
+/// After a cancel or an interrupt: a local run that has not ended by its stop deadline is ended
+/// then.
+void arm_stop_deadline(self_ptr self);
+/// The run did not reach a stop check in time: it ends interrupted now (miss_stop_deadline).
+void miss_stop_deadline(self_ptr self);
+
+// run_actor.cpp
+
+/// Ends the run with `outcome`; a stop's word is its status's.
+void finish(self_ptr self, const run_outcome& outcome);
+
+} // namespace cdui::actors::run_parts
