@@ -132,7 +132,7 @@ int workers_command() {
       if (d["slots"].is_object()) {  // runs holding its slot / its limit
         devices += " " + std::to_string(d["slots"]["taken"].get<int>()) + "/"
                    + std::to_string(d["slots"]["limit"].get<int>());
-        // seed 001: "Same physical card as ...", with the runs on the card and its limit.
+        // "(same card as ...)": the card's other offerers, the runs on the card and its limit.
         for (const auto& g : d["slots"].value("shared", nlohmann::json::array()))
           if (g["group"].get<std::string>().rfind("card:", 0) == 0) {
             std::string with;

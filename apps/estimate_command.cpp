@@ -37,7 +37,7 @@ void print_table(const runtime::memory_estimate& e) {
                 static_cast<long long>(e.cards));
 }
 
-/// GiB with two decimals, the unit of the seeds' tables (seed 002 divides by 1024**3 and calls it GB).
+/// GiB with two decimals: the seeds' "GB" (1024^3 bytes; docs/training-memory.md, "From a parameter count").
 std::string gib(std::int64_t bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / (1LL << 30));

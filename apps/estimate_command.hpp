@@ -25,7 +25,7 @@ struct estimate_command_options {
 /// graph's training run, term by term, computed here from the layer shapes (no server, no tensor).
 /// `cdui estimate --parameters N [--precision P] [--optimizer O] [--trainable S]
 /// [--state-precision P] [--json]`: the weights, gradients and optimizer state of a model known by
-/// its parameter count (seeds 002 and 004).
+/// its parameter count (docs/training-memory.md, "From a parameter count").
 /// Exit 0 with a figure, 1 for a rough estimate (the reason, no figure), 2 for a bad command line
 /// or a graph that cannot be read or is invalid.
 [[nodiscard]] int estimate_command(const estimate_command_options& options);

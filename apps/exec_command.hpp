@@ -10,12 +10,11 @@ namespace cdui::apps {
 /// SIGTERM cancels the run between batches, SIGUSR1 interrupts it (the server stopped).
 /// `pipe` (`cdui exec --pipe`, for a server with `--isolation process`): each event is a JSON line
 /// on stdout instead, and the server, which owns the folder's events.jsonl, records it.
-/// A run trained with DDP (seed 001, "Train one model on several cards") is `world_size` such
-/// processes: `rank` k trains on the run's card k (run.json's visible_devices), meeting the others
-/// at RUNDIR/ddp.store. Rank 0 is the run as above; rank k > 0 runs with the run's seed (so the
-/// nodes before the loop give it the same data), executes only the ddp TrainingLoops and the nodes
-/// that feed them, and writes its events to
-/// RUNDIR/output-rank<k>.log and its end to RUNDIR/outcome-rank<k>.json.
+/// A run trained with DDP (docs/ddp.md) is `world_size` such processes: `rank` k trains on the
+/// run's card k (run.json's visible_devices), meeting the others at RUNDIR/ddp.store. Rank 0 is the
+/// run as above; rank k > 0 runs with the run's seed (so the nodes before the loop give it the same
+/// data), executes only the ddp TrainingLoops and the nodes that feed them, and writes its events
+/// to RUNDIR/output-rank<k>.log and its end to RUNDIR/outcome-rank<k>.json.
 [[nodiscard]] int exec_command(const std::filesystem::path& run_dir, bool pipe = false, int rank = 0,
                                int world_size = 1);
 

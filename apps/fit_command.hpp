@@ -11,7 +11,7 @@ struct fit_options {
   std::string memory;
   /// --throughput: samples per second at each batch size that fits.
   bool throughput = false;
-  /// --ladder: seed 004's recovery ladder from the graph's batch size instead of the search.
+  /// --ladder: the recovery ladder from the graph's batch size instead of the search (docs/cli.md).
   bool ladder = false;
 };
 

@@ -333,7 +333,7 @@ void reply_cancel(httplib::Response& res, const std::string& kind, const std::st
 }
 
 /// POST /api/estimate {"parameters": N, ...}: the weights, gradients and optimizer state of a model
-/// known by its parameter count (seeds 002 and 004).
+/// known by its parameter count (docs/training-memory.md, "From a parameter count").
 void post_parameter_estimate(const json& body, httplib::Response& res) {
   for (const auto& [field, unused] : body.items())
     if (field != "parameters" && field != "precision" && field != "optimizer" && field != "trainable"
@@ -816,7 +816,7 @@ void get_outputs(cdui::server& runtime, const std::string& id, httplib::Response
   }
   auto options = parse_or_null(info->options);
   bool records = options.is_object() && options.value("record_outputs", false) == true;
-  // A worker run's outputs stay on its worker (seed 001): asked of it while it is connected.
+  // A worker run's outputs stay on its worker: asked of it while it is connected.
   if (auto key = slot_key::parse(info->queue_key);
       records && is_final(info->status) && !key.local()) {
     const auto& worker = key.offerer;

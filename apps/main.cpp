@@ -134,7 +134,7 @@ int run_cli(int argc, char** argv) {
   fit->add_flag("--throughput", fit_opts.throughput,
                 "also measure samples/s at each batch size that fits (without --memory: at 1, 2, 4, ... up to the graph's batch)");
   fit->add_flag("--ladder", fit_opts.ladder,
-                "seed 004's recovery ladder: the graph's batch size, halved on each out-of-memory error");
+                "the recovery ladder: the graph's batch size, halved on each out-of-memory error");
 
   estimate_command_options estimate_opts;
   auto* estimate = app.add_subcommand(

@@ -96,8 +96,9 @@ bool is_loopback(const std::string& host) {
   return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }
 
-/// Whether the agents' wire is encrypted: always when it listens beyond loopback (seed 001 sends
-/// tokens in the clear; cdui does not), and on loopback too with CODEFYUI_ZMQ_CURVE=on.
+/// Whether the agents' wire is encrypted: always when it listens beyond loopback (so no token
+/// crosses the network in the clear; docs/workers.md, "Security"), and on loopback too with
+/// CODEFYUI_ZMQ_CURVE=on.
 bool zmq_curve(const std::string& host) {
   const char* text = std::getenv("CODEFYUI_ZMQ_CURVE");
   std::string setting = text != nullptr ? text : "";

@@ -17,7 +17,7 @@ struct start_options {
   bool foreground = false;
   /// The largest request body in MiB; unset: $CODEFYUI_HTTP_MAX_BODY_MB, else 16.
   std::optional<std::size_t> max_body_mb;
-  /// Where queued local runs execute: "thread" (in the server's process, seed 001) or "process"
+  /// Where queued local runs execute: "thread" (in the server's process) or "process"
   /// (a `cdui exec` process each); empty: $CODEFYUI_ISOLATION, else thread.
   std::string isolation;
 };

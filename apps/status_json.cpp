@@ -69,8 +69,8 @@ json queue_json(const run_queue_status& q) {
           {"children", children}};
 }
 
-/// seed 000's /api/health shape: the execution cache counts instances and gives the budget of
-/// each; the other two count their entries under their own word (runs, modules).
+/// The shape of GET /api/health (docs/http-api.md): the execution cache counts instances and gives
+/// the budget of each; the other two count their entries under their own word (runs, modules).
 json budget_json(const cache_store_status& c) {
   if (c.per_instance)
     return {{"instances", c.instances},

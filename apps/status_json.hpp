@@ -30,7 +30,7 @@ namespace cdui::apps {
 /// wait in all: a page that costs the same with 10,000 queued runs.
 [[nodiscard]] nlohmann::json queues_json(const run_queue_status& queue, std::size_t most);
 
-/// GET /api/health: {"status": "ok", "caches": {name: {...}}}, seed 000's shape.
+/// GET /api/health: {"status": "ok", "caches": {name: {...}}} (docs/http-api.md, "GET /api/health").
 [[nodiscard]] nlohmann::json health_json(const std::vector<cache_store_status>& caches);
 
 /// GET /api/workers: every worker (with each device's "slots" from the queue: taken, limit,

@@ -62,9 +62,9 @@ struct resolved_device {
 [[nodiscard]] resolved_device resolve_device(const device_spec& spec, const host_devices& host);
 
 /// The device_fallback sentence of a node in a run on a worker, which sees its cards renumbered
-/// from 0 (seed 001, "In-run device names"): what the node is set to, the run's cards and which of
-/// the worker's cards they are, and where it runs. `aliases`: each of the run's names -> the
-/// worker's (run.json's device_aliases). The caller names the node before it:
+/// from 0 (docs/workers.md, "What the run sees: its cards, renumbered"): what the node is set to,
+/// the run's cards and which of the worker's cards they are, and where it runs. `aliases`: each of
+/// the run's names -> the worker's (run.json's device_aliases). The caller names the node before it:
 /// "is set to device cuda:1; this run has 1 card (cuda:0 = the worker's cuda:1), so when it
 /// executes, it runs on cuda:0."
 [[nodiscard]] std::string worker_run_fallback(const std::string& requested,
@@ -75,7 +75,7 @@ struct resolved_device {
 struct offered_device {
   std::string name;   // cpu, cuda:0, sim:1
   std::string label;  // what a listing shows
-  /// Runs admitted at once: two on the CPU, one on an accelerator (seed 001, "Slots and limits").
+  /// Runs admitted at once: two on the CPU, one on an accelerator (docs/http-api.md, "One FIFO per device").
   int slot_limit = 1;
   bool simulated = false;
   /// The card's memory in bytes; 0 when not known (the CPU).
@@ -83,9 +83,9 @@ struct offered_device {
   std::string uuid;
 };
 
-/// The CPU admits two runs at a time (seed 001: "two on the CPU").
+/// The CPU admits two runs at a time (docs/http-api.md, "One FIFO per device").
 inline constexpr int cpu_slot_limit = 2;
-/// An accelerator admits one run at a time (seed 001: "one run at a time on an accelerator").
+/// An accelerator admits one run at a time.
 inline constexpr int accelerator_slot_limit = 1;
 
 /// Intra-op threads for one run that computes on the CPU, on `cpu` or on a sim card, on a host of

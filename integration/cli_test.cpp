@@ -210,8 +210,8 @@ BOOST_AUTO_TEST_CASE(estimate_lists_terms_that_add_up) {
 
 BOOST_AUTO_TEST_CASE(estimate_from_a_parameter_count_prints_the_seeds_figures) {
   cdui::test::temp_home home;
-  // Seed 002's table ("1B: 11.18 GB") and seed 004's 7B rows ("13 GB plus 0.08 GB" for LoRA at
-  // 0.2%), in the seeds' GB: 1024^3 bytes.
+  // The table in docs/training-memory.md, "From a parameter count" (1B in bf16 with Adam: 11.18 GB;
+  // 7B with LoRA at 0.2%: "13 GB plus 0.08 GB"), in the seeds' GB: 1024^3 bytes.
   auto r = run_cdui(home, {"estimate", "--parameters", "1B", "--precision", "bf16", "--optimizer", "adam"});
   BOOST_TEST_MESSAGE(r.out);
   BOOST_REQUIRE(r.code == 0);
@@ -288,7 +288,7 @@ BOOST_AUTO_TEST_CASE(post_api_estimate_answers_with_the_token_and_refuses_bad_gr
   auto refusal = nlohmann::json::parse(res->body);
   BOOST_TEST(refusal["errors"][0]["node"] == "train_loader");
   BOOST_TEST(refusal["errors"][0]["field"] == "batch_size");
-  // A parameter count instead of a graph: seed 002's "7B: 78.23 GB" (bf16, Adam).
+  // A parameter count instead of a graph: 7B in bf16 with Adam, 78.23 GB (docs/training-memory.md).
   res = client.Post("/api/estimate", token, R"({"parameters": "7B", "precision": "bf16", "optimizer": "adam"})",
                     "application/json");
   BOOST_REQUIRE(res);
@@ -343,7 +343,7 @@ BOOST_AUTO_TEST_CASE(fit_suggests_a_batch_that_trains_on_a_card_of_that_size) {
     "suggestion: loader\\.batch_size ([0-9]+) with loop\\.accumulate_steps ([0-9]+) keeps the "
     "effective batch of 1024 \\(it trained with a peak of [0-9.]+ MiB\\)"}));
   BOOST_TEST(std::stoi(suggested[2]) > 1);
-  // Seed 004's recovery ladder on the same card: 1024 runs out of memory, then halves.
+  // The recovery ladder on the same card: 1024 runs out of memory, then halves.
   auto ladder = run_cdui(home, {"fit", graph, "--memory", card, "--ladder"});
   BOOST_REQUIRE_MESSAGE(ladder.code == 0, ladder.out << ladder.err);
   BOOST_TEST(ladder.out.find("        1024                 1  out of memory\n") != std::string::npos, ladder.out);

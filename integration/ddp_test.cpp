@@ -1,6 +1,6 @@
-// DDP on a worker (seed 001, "Train one model on several cards"): a run whose TrainingLoop has
-// strategy ddp, queued on a real agent with a device set of two sim cards, trains as two `cdui
-// exec` ranks that the agent starts and watches.
+// DDP on a worker (docs/ddp.md): a run whose TrainingLoop has strategy ddp, queued on a real agent
+// with a device set of two sim cards, trains as two `cdui exec` ranks that the agent starts and
+// watches.
 #include <boost/test/unit_test.hpp>
 
 #include <csignal>

@@ -1,6 +1,7 @@
-// A worker's card shared by memory (seed 001, "Sharing a card"): a real server and agents on
-// 127.0.0.1, the share set with `cdui workers share`, runs admitted on the agent's card by their
-// budgets, the card's figures from the agent's heartbeats; a card two agents offer, on one ledger.
+// A worker's card shared by memory (docs/http-api.md, "Cards shared by memory"): a real server and
+// agents on 127.0.0.1, the share set with `cdui workers share`, runs admitted on the agent's card by
+// their budgets, the card's figures from the agent's heartbeats; a card two agents offer, on one
+// ledger.
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>

@@ -220,7 +220,7 @@ BOOST_AUTO_TEST_CASE(a_run_targeted_at_a_worker_executes_there_on_its_renumbered
   pinned["graph"]["nodes"][5]["params"]["device"] = "sim:1";
   auto fallback = srv.wait_final(srv.submit_ok(pinned));
   BOOST_TEST(fallback["status"] == "succeeded");
-  // Seed 001's words: the run's cards, and which of the worker's cards they are.
+  // The warning names the run's cards, and which of the worker's cards they are (docs/graph-format.md).
   std::vector<json> warnings;
   for (const auto& e : srv.all_events(fallback["run_id"].get<std::string>()))
     if (e["type"] == "run_warning" && e["data"]["kind"] == "device_fallback")
@@ -387,7 +387,7 @@ json endless_for(const json& target, const std::string& device = "sim") {
 }
 
 BOOST_AUTO_TEST_CASE(any_with_a_device_set_runs_on_a_worker_that_has_the_whole_set_free) {
-  // seed 001: an any run with a set runs on a worker, which renumbers the set from sim:0.
+  // An any run with a set runs on a worker, which renumbers the set from sim:0.
   cdui::test::temp_home home;
   run_process_guard guard{home};
   server_process srv{home, fast_heartbeats};  // this server offers sim:0 only

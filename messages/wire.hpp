@@ -7,11 +7,11 @@
 #include <string_view>
 #include <variant>
 
-/// The wire between the server and its agents (DESIGN.md, "Wire"): a message is two ZeroMQ frames,
-/// [envelope][payload]. The envelope says the protocol version, the payload's type, a correlation id
-/// and the sender; the payload is the cereal portable-binary form of a messages/ struct. Decoding
-/// never trusts its input: a size field larger than what is left of the frame is refused before
-/// anything is allocated, so a garbage frame costs its own bytes and nothing more.
+/// The wire between the server and its agents (docs/architecture.md, "The wire"): a message is two
+/// ZeroMQ frames, [envelope][payload]. The envelope says the protocol version, the payload's type,
+/// a correlation id and the sender; the payload is the cereal portable-binary form of a messages/
+/// struct. Decoding never trusts its input: a size field larger than what is left of the frame is
+/// refused before anything is allocated, so a garbage frame costs its own bytes and nothing more.
 namespace cdui::wire {
 
 /// Bumped whenever a payload's fields change; an agent of another version is refused. A new

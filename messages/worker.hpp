@@ -9,8 +9,8 @@
 #include "messages/run_event.hpp"
 #include "messages/run_outcome.hpp"
 
-/// What a worker agent and the server say to each other (seed 001, "Start a worker on this
-/// machine"; DESIGN.md, "Wire"). Each struct travels as the payload of one wire message.
+/// What a worker agent and the server say to each other (docs/workers.md; docs/architecture.md,
+/// "The wire"). Each struct travels as the payload of one wire message.
 namespace cdui {
 
 /// A device a worker offers: its name on the worker (cpu, cuda:1, sim:0), its kind, the card's
@@ -124,8 +124,8 @@ struct run_ack {
   CDUI_FIELDS(run_id)
 };
 
-/// Server -> agent: the outputs a record_outputs run it executed left on the worker (seed 001:
-/// they stay there, and the server reads them while the worker is connected).
+/// Server -> agent: the outputs a record_outputs run it executed left on the worker (they stay
+/// there, and the server reads them while the worker is connected).
 struct outputs_request {
   std::string run_id;
   CDUI_FIELDS(run_id)

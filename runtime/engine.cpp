@@ -128,9 +128,9 @@ void restore_persisted_model(const graph_node& node, port_values& outputs, const
 /// weights_persistent, at the end of a run: each Model node's model (trained in place by the
 /// loops it fed) goes to the node state store.
 /// After node `index` ran out of memory in an editor session: its cache entry and those of the
-/// nodes whose model it was given are dropped (seed 000: "whatever that node had cached is
-/// dropped"). A loop trains its model in place, so the cached model holds that failed run's
-/// gradients and half-made step; the session's next run builds it afresh.
+/// nodes whose model it was given are dropped (docs/http-api.md, "Execution cache"). A loop trains
+/// its model in place, so the cached model holds that failed run's gradients and half-made step;
+/// the session's next run builds it afresh.
 void forget_after_oom(const validated_graph& graph, std::size_t index, const std::vector<std::string>& keys,
                       const std::map<std::string, port_values>& outputs, const run_context& ctx) {
   ctx.stores->forget(keys[index]);
@@ -338,7 +338,7 @@ node_call::node_call(const graph_node& node, const port_values& inputs, const ru
 
 std::string node_call::resolve_device() {
   std::string text = run_.device.empty() ? "cpu" : run_.device;
-  // auto follows the run's device, its first card (seed 001), not this machine's first accelerator.
+  // auto follows the run's device, its first card, not this machine's first accelerator.
   if (node_.was_given("device") && (string_param("device") != "auto" || run_.device.empty()))
     text = string_param("device");
   auto parsed = devices::parse_device(text);

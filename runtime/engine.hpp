@@ -23,8 +23,8 @@ namespace cdui::runtime {
 /// Receives a run's events as they happen: the event type and its data object.
 using event_sink = std::function<void(const std::string& type, const nlohmann::json& data)>;
 
-/// One process of a run trained with DDP (a TrainingLoop with strategy ddp; seed 001, "Train one
-/// model on several cards"): rank k of world_size trains on devices[k].
+/// One process of a run trained with DDP (a TrainingLoop with strategy ddp; docs/ddp.md): rank k
+/// of world_size trains on devices[k].
 struct ddp_rank {
   int rank = 0;
   /// 1: the run is one process, and a ddp loop trains single (saying so).
@@ -48,7 +48,7 @@ struct run_context {
   /// The run's device; a node whose device param the graph leaves out uses it. Empty: cpu.
   std::string device;
   /// A run on a worker: each of the run's device names -> the worker's (run.json's device_aliases;
-  /// seed 001: the run sees its cards renumbered from 0). Empty: the run sees the machine's names.
+  /// the run sees its cards renumbered from 0). Empty: the run sees the machine's names.
   std::map<std::string, std::string> device_aliases;
   /// The device whose slot the run holds (its queue key), reported in execution_start; empty: the
   /// run's device.
@@ -96,7 +96,7 @@ struct run_context {
 /// Sets the intra-op threads of the calling thread only (other runs' threads keep theirs).
 void set_intra_op_threads(int n);
 
-/// What a DDP rank other than 0 executes of a graph (seed 001: rank 0 is the run; the other ranks
+/// What a DDP rank other than 0 executes of a graph (docs/ddp.md: rank 0 is the run; the other ranks
 /// execute the TrainingLoops whose strategy is ddp and the nodes that feed them, and no node after
 /// them): the same graph with its execution order cut to those nodes.
 [[nodiscard]] validated_graph ddp_rank_part(const validated_graph& graph);

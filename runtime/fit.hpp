@@ -61,7 +61,7 @@ struct fit_report {
 [[nodiscard]] std::int64_t fit_effective_batch(const validated_graph& graph);
 
 /// Warm-up optimizer steps before `fit --throughput` starts its clock: the first steps of any
-/// timing include one-off costs (seed 004).
+/// timing include one-off costs (docs/cli.md, "cdui fit").
 inline constexpr std::int64_t throughput_warmup_steps = 3;
 
 /// `cdui fit --throughput`: at each batch size given (with one batch per step), trains
@@ -73,7 +73,7 @@ inline constexpr std::int64_t throughput_warmup_steps = 3;
                                                     double seconds = 1.0,
                                                     const std::function<void(const fit_probe&)>& on_probe = {});
 
-/// What `cdui fit --ladder` went down: seed 004's recovery ladder.
+/// What `cdui fit --ladder` went down: the recovery ladder (docs/cli.md, "cdui fit").
 struct fit_ladder_report {
   std::string loop_node;
   std::string loader_node;
@@ -86,7 +86,7 @@ struct fit_ladder_report {
   bool trained = false;
 };
 
-/// Seed 004's recovery ladder: tries the graph's batch size on a simulated card of `memory_bytes`;
+/// The recovery ladder: tries the graph's batch size on a simulated card of `memory_bytes`;
 /// on an out-of-memory error halves it (raising accumulate_steps to keep the effective batch) and
 /// tries again, until a rung trains or batch 1 did not.
 [[nodiscard]] fit_ladder_report fit_ladder(const validated_graph& graph, std::int64_t memory_bytes,

@@ -21,7 +21,7 @@ namespace cdui::runtime {
 
 /// A digest of every node type the registry knows, with its params (and their defaults) and
 /// ports: two processes with the same digest run the same graphs the same way. A worker whose
-/// digest differs from the server's is Degraded (seed 001).
+/// digest differs from the server's is Degraded (docs/workers.md, "Statuses").
 [[nodiscard]] std::string node_types_digest(const node_registry& registry = builtin_registry());
 
 } // namespace cdui::runtime

@@ -5,7 +5,8 @@
 
 namespace cdui::runtime {
 
-/// What the allocator held when a node ran out of memory (seed 000, "When the card runs out anyway").
+/// What the allocator held when a node ran out of memory
+/// (docs/training-memory.md, "When the card runs out: NodeOOMError").
 struct oom_figures {
   std::string device;
   bool simulated = false;

@@ -11,19 +11,20 @@
 
 namespace cdui::runtime {
 
-/// Bytes one number takes in a format (seed 004: "fp32 (float32) — 4 bytes", "fp16 (half) —
-/// 2 bytes", "bf16 (bfloat16) — 2 bytes"). The one definition both estimates count with.
+/// Bytes one number takes in a format: fp32 4, fp16 and bf16 2 (docs/training-memory.md,
+/// "From a parameter count"). The one definition both estimates count with.
 [[nodiscard]] constexpr std::int64_t bytes_per_number(precision p) {
   return p == precision::fp32 ? 4 : 2;
 }
 
 /// The optimizers whose state the estimates count: the Optimizer node's four (sgd with and without
-/// momentum, rmsprop likewise) and seed 002's adam8bit.
+/// momentum, rmsprop likewise) and adam8bit (docs/training-memory.md, "From a parameter count").
 enum class optimizer_kind { sgd, sgd_momentum, adam, adamw, rmsprop, rmsprop_momentum, adam8bit };
 
-/// What an optimizer keeps between steps for each trainable parameter (seed 004: "Plain SGD keeps
-/// none. SGD with momentum keeps one per parameter. Adam and AdamW keep two"; seed 002's table:
-/// adam and adamw 8 bytes, sgd_momentum 4, sgd 0, adam8bit 2). The one definition both estimates use.
+/// What an optimizer keeps between steps for each trainable parameter (plain SGD keeps none, SGD
+/// with momentum one per parameter, Adam and AdamW two; in bytes: adam and adamw 8, sgd_momentum 4,
+/// sgd 0, adam8bit 2; docs/training-memory.md, "From a parameter count"). The one definition both
+/// estimates use.
 struct optimizer_state {
   std::int64_t copies = 0;  // numbers kept per parameter
   bool eight_bit = false;   // adam8bit: each copy is one byte, whatever the weights' format

@@ -43,7 +43,7 @@ std::optional<double> number_in(const nlohmann::json& value, Suffix suffix) {
   return n * multiplier;
 }
 
-/// Seed 002 names models by count: 125M, 1B, 7B.
+/// Models are named by count: 125M, 1B, 7B.
 std::optional<double> count_suffix(char c) {
   switch (c) {
     case 'k': case 'K': return 1e3;

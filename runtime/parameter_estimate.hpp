@@ -1,8 +1,9 @@
 #pragma once
-// The memory of training a model known only by its parameter count (seeds 002 and 004): the
-// weights, their gradients and the optimizer state, counted the seeds' way: parameters x bytes per
-// number, with gradients and optimizer state only for the trainable share. No activations: they
-// depend on the batch and the layers, which only a graph gives (runtime/estimate.hpp). Torch-free.
+// The memory of training a model known only by its parameter count (docs/training-memory.md,
+// "From a parameter count"): the weights, their gradients and the optimizer state, counted the
+// seeds' way: parameters x bytes per number, with gradients and optimizer state only for the
+// trainable share. No activations: they depend on the batch and the layers, which only a graph
+// gives (runtime/estimate.hpp). Torch-free.
 
 #include <cstdint>
 #include <optional>
@@ -28,8 +29,9 @@ struct parameter_request {
   optimizer_kind optimizer = optimizer_kind::adamw;
   /// The share of the parameters trained, in (0, 1]: 1 trains them all; LoRA makes it tiny.
   double trainable = 1.0;
-  /// The format of the optimizer's copies: fp32 (seed 002's "adam 8 bytes") unless given; seed
-  /// 004's "fp16 weights" rows keep them in fp16 too. adam8bit's are always 8-bit.
+  /// The format of the optimizer's copies: fp32 (adam's 8 bytes) unless given; a model cast to
+  /// fp16 whole keeps them in fp16 too (docs/training-memory.md, "From a parameter count").
+  /// adam8bit's are always 8-bit.
   precision states = precision::fp32;
 };
 

@@ -17,8 +17,8 @@ struct cached_node {
   nlohmann::json final_metrics = nlohmann::json::object();
 };
 
-/// The server's in-memory stores as one run sees them (seed 000, "The server's own memory"). The
-/// engine calls them on the run's executor thread; implementations are thread-safe. `bytes` is
+/// The server's in-memory stores as one run sees them (docs/http-api.md, "The in-memory stores").
+/// The engine calls them on the run's executor thread; implementations are thread-safe. `bytes` is
 /// what the value holds in tensor storage (runtime/tensor_bytes.hpp), each storage once.
 class run_stores {
 public:
@@ -27,8 +27,8 @@ public:
   /// Execution cache of the run's editor session: a node's outputs from an earlier run.
   [[nodiscard]] virtual std::optional<cached_node> cached(const std::string& node_key) = 0;
   virtual void cache(const std::string& node_key, cached_node node, std::int64_t bytes) = 0;
-  /// Drops a node's entry from the execution cache (after an out-of-memory error: seed 000, "so
-  /// the next run starts from a clean card").
+  /// Drops a node's entry from the execution cache (after an out-of-memory error, so that the next
+  /// run starts from a clean card: docs/http-api.md, "Execution cache").
   virtual void forget(const std::string& node_key) = 0;
 
   /// Node state store: the model a node left behind in an earlier weights_persistent run.

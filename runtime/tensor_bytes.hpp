@@ -17,14 +17,14 @@ class Module;
 namespace cdui::runtime {
 
 /// Adds up the bytes of tensor storage that what it is given holds, each storage once: a tensor
-/// and its views count once, however they arrive (seed 000, "The server's own memory"). CPU and
+/// and its views count once, however they arrive (docs/http-api.md, "Sizes"). CPU and
 /// CUDA bytes are added together. Only valid while everything added is still alive, since
 /// storages are told apart by address.
 class tensor_bytes_counter {
 public:
   void add(const at::Tensor& tensor);
-  /// Parameters and buffers, recursively. Gradients are not counted: "module sizes are measured
-  /// when the module is built" (seed 000).
+  /// Parameters and buffers, recursively. Gradients are not counted: a module is sized as built
+  /// (docs/http-api.md, "Sizes").
   void add(const torch::nn::Module& module);
   /// A port value as the built-in nodes make it (runtime/nodes/values.hpp): datasets, loaders,
   /// models, optimizer states. Values that hold no tensors add nothing.

@@ -1,8 +1,8 @@
 #pragma once
-// Which of a Model's parameters train (seed 004: freezing and LoRA), torch-free: the Model node's
-// `freeze` and `lora` params read against its layer list. The Model node builds from these rules,
-// validation checks with them and the static estimate counts gradients and optimizer state with
-// them, so the three cannot drift.
+// Which of a Model's parameters train (docs/graph-format.md, "Freezing and LoRA"), torch-free: the
+// Model node's `freeze` and `lora` params read against its layer list. The Model node builds from
+// these rules, validation checks with them and the static estimate counts gradients and optimizer
+// state with them, so the three cannot drift.
 
 #include <cstdint>
 #include <string>

@@ -14,7 +14,7 @@
 namespace cdui::storage {
 
 /// How much one store may hold: bytes and entries, both enforced. `max_bytes` 0 disables the byte
-/// budget and leaves the count limit in charge (seed 000, "The server's own memory").
+/// budget and leaves the count limit in charge (docs/http-api.md, "The in-memory stores").
 struct store_budget {
   std::string_view name;     // as /api/health names it: execution_cache, run_output_store, ...
   std::string_view env_var;  // its setting, in MB
@@ -25,16 +25,16 @@ struct store_budget {
 
 inline constexpr std::int64_t bytes_per_mb = 1024 * 1024;
 
-/// "Execution cache | Node outputs | 1 GB per open editor connection |
-/// CODEFYUI_EXECUTION_CACHE_MAX_MB"; "256 cached node outputs" (seed 000).
+/// The execution cache: node outputs, 1 GB and 256 of them per editor session,
+/// CODEFYUI_EXECUTION_CACHE_MAX_MB (docs/http-api.md, "The in-memory stores").
 inline constexpr store_budget execution_cache_budget{
     "execution_cache", "CODEFYUI_EXECUTION_CACHE_MAX_MB", 1024 * bytes_per_mb, 256};
-/// "Run output store | Captured port values for the Teaching Inspector | 2 GB |
-/// CODEFYUI_RUN_OUTPUT_STORE_MAX_MB"; "max_runs": 20 (seed 000).
+/// The run output store: the port values of record_outputs runs, 2 GB and 20 runs,
+/// CODEFYUI_RUN_OUTPUT_STORE_MAX_MB (docs/http-api.md, "The in-memory stores").
 inline constexpr store_budget run_output_store_budget{
     "run_output_store", "CODEFYUI_RUN_OUTPUT_STORE_MAX_MB", 2048 * bytes_per_mb, 20, "runs"};
-/// "Node state store | Persistent nn.Module weights per node | 1 GB |
-/// CODEFYUI_NODE_STATE_STORE_MAX_MB"; "max_modules": 200 (seed 000).
+/// The node state store: persistent Model weights per node, 1 GB and 200 modules,
+/// CODEFYUI_NODE_STATE_STORE_MAX_MB (docs/http-api.md, "The in-memory stores").
 inline constexpr store_budget node_state_store_budget{
     "node_state_store", "CODEFYUI_NODE_STATE_STORE_MAX_MB", 1024 * bytes_per_mb, 200, "modules"};
 

@@ -59,7 +59,7 @@ struct measured_peak_row {
   std::int64_t measured_ms = 0;
 };
 
-/// A card an operator set Shared by memory (seed 001, "Sharing a card").
+/// A card an operator set Shared by memory (docs/http-api.md, "Cards shared by memory").
 struct shared_card {
   std::string offerer;  // a worker's name; empty: this server
   std::string device;

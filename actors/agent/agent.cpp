@@ -80,7 +80,7 @@ agent::agent(config cfg) : cfg_(std::move(cfg)) {
       spdlog::warn("agent '{}': {} can be read by other users; chmod 600 it", cfg_.name,
                    cfg_.credential_file.string());
   }
-  offers_.push_back(actors::this_host_cpu_offer());  // the CPU is always offered (seed 001)
+  offers_.push_back(actors::this_host_cpu_offer());  // the CPU is always offered
   for (const auto& d : inventory.devices()) {
     if (d.name == "cpu")
       continue;

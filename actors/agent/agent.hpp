@@ -11,12 +11,12 @@
 
 namespace cdui {
 
-/// A worker agent (seed 001, "Start a worker on this machine"): it joins a server over ZeroMQ,
-/// offers this machine's devices, keeps saying it is alive, and executes each run it is given in
-/// a subprocess of its own (`cdui exec RUNDIR`, under $CODEFYUI_HOME/agents/<name>/runs/), so that
-/// a crash ends that run alone. The run sees only its own cards, renumbered from 0. Next to
-/// `cdui start` it needs nothing: it reads the server's endpoint and session token from the home,
-/// and finds the server again when it restarts (on the same endpoint, or on a new one).
+/// A worker agent (docs/workers.md): it joins a server over ZeroMQ, offers this machine's devices,
+/// keeps saying it is alive, and executes each run it is given in a subprocess of its own (`cdui
+/// exec RUNDIR`, under $CODEFYUI_HOME/agents/<name>/runs/), so that a crash ends that run alone.
+/// The run sees only its own cards, renumbered from 0. Next to `cdui start` it needs nothing: it
+/// reads the server's endpoint and session token from the home, and finds the server again when it
+/// restarts (on the same endpoint, or on a new one).
 ///
 /// A facade over an actor system of its own (actors/agent/): the `agent` actor holds the connection
 /// and one `run_supervisor` actor per run follows that run's process.
@@ -58,7 +58,7 @@ public:
   /// The remote server's endpoint it was given; empty: the server of its home.
   [[nodiscard]] const std::string& server() const { return cfg_.server; }
 
-  /// The name an agent has when none is given: this machine's hostname (seed 001).
+  /// The name an agent has when none is given: this machine's hostname.
   [[nodiscard]] static std::string default_name();
 
 private:

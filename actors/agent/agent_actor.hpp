@@ -92,7 +92,7 @@ struct agent_state {
 /// run failed from its folder; after the second the agent reports the failure itself.
 inline constexpr int max_supervisor_failures = 2;
 
-/// The worker agent's connection (DESIGN.md, "Actors", agent side): finds its server, says hello
+/// The worker agent's connection (docs/architecture.md, "Actors", agent side): finds its server, says hello
 /// until welcomed, sends heartbeats, reconnects when the server's endpoint or key changes, and
 /// turns each message from the server into a message to the run's supervisor (one
 /// run_supervisor per run, which it spawns and monitors). A supervisor that dies fails its run:
@@ -102,7 +102,7 @@ inline constexpr int max_supervisor_failures = 2;
 /// own goodbye heard: a stopping agent that said it ends then, or after a second).
 caf::behavior agent_actor(caf::stateful_actor<agent_state>* self, agent_setup setup);
 
-/// This machine's hostname ("worker" when it has none): an agent's default name (seed 001).
+/// This machine's hostname ("worker" when it has none): an agent's default name.
 [[nodiscard]] std::string this_host_name();
 
 /// The CPU as this host has it now: RAM from sysinfo, uuid cpu-<hostname>.

@@ -49,7 +49,7 @@ struct ddp_rank_state {
   static inline const char* name = "ddp_rank";
 };
 
-/// One rank k > 0 of a run trained with DDP (seed 001, "Train one model on several cards"), under
+/// One rank k > 0 of a run trained with DDP (docs/ddp.md, "How the agent runs it"), under
 /// the run's supervisor (rank 0 is the run's own process): starts its process (or finds an earlier
 /// agent's), watches it and, once it has exited, tells the supervisor (rank_ended, k, failure:
 /// empty when it succeeded) and quits. (signal, sig) sends its process a signal. Linked to the

@@ -10,7 +10,7 @@
 #include "actors/common/zmq_socket_thread.hpp"
 #include "messages/wire.hpp"
 
-/// What the agent's actors say to each other (the worker's side of DESIGN.md, "Actors"):
+/// What the agent's actors say to each other (the worker's side of docs/architecture.md, "Actors"):
 ///
 /// ```
 /// cdui::agent (facade, run() blocks) ──(stop)──> agent ──(ended, reason, refused)──> the facade

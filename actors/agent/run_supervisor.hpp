@@ -74,7 +74,7 @@ struct supervisor_state {
 /// The most events one run_update carries, so that a replay is many messages, not one huge one.
 inline constexpr std::size_t max_events_per_update = 500;
 
-/// One run on the worker (DESIGN.md, "Actors", agent side): starts its `cdui exec RUNDIR` process
+/// One run on the worker (docs/architecture.md, "Actors", agent side): starts its `cdui exec RUNDIR` process
 /// from the launch plan (or takes over one an earlier agent left), follows its events.jsonl and
 /// sends the new whole lines as run_update while linked, then run_done from outcome.json once the
 /// process has ended, again after each reconnect until the server acknowledges it. Quits normally

@@ -35,12 +35,12 @@ struct zmq_socket_setup {
   std::string curve_secret_key;
 };
 
-/// A ZeroMQ socket on a thread of its own, never a CAF scheduler thread (DESIGN.md, "Wire"): the
-/// server's ROUTER (zmq_bridge) and each agent's DEALER. The thread hands each incoming message
-/// (its frames) to a handler, which turns it into an actor message, and sends what send() queued.
-/// Each wake-up sends the whole outbound queue first, then receives at most 256 messages, so a
-/// flood of input never starves the answers. Linger is 0: what is queued when it is destroyed is
-/// dropped.
+/// A ZeroMQ socket on a thread of its own, never a CAF scheduler thread (docs/architecture.md,
+/// "The wire"): the server's ROUTER (zmq_bridge) and each agent's DEALER. The thread hands each
+/// incoming message (its frames) to a handler, which turns it into an actor message, and sends what
+/// send() queued. Each wake-up sends the whole outbound queue first, then receives at most 256
+/// messages, so a flood of input never starves the answers. Linger is 0: what is queued when it is
+/// destroyed is dropped.
 class zmq_socket_thread {
 public:
   /// The frames of one incoming message; valid only during the handler's call.

@@ -13,8 +13,8 @@ namespace cdui::policy {
 
 /// The limit of a worker's slot when it joins: an override for its key
 /// (CODEFYUI_RUN_QUEUE_MAX_CONCURRENT); else, for a card this server offers too (same UUID), this
-/// server's limit for it (seed 001: a worker without an override of its own uses it); else the
-/// CPU's or an accelerator's default.
+/// server's limit for it (a worker without an override of its own uses it: docs/workers.md,
+/// "Cards offered twice"); else the CPU's or an accelerator's default.
 [[nodiscard]] int worker_slot_limit(const slot_key& key, const std::string& uuid,
                                     const std::map<std::string, int>& overrides,
                                     const local_devices& local, const admission& slots);
@@ -40,7 +40,7 @@ struct lowered_limit {
   [[nodiscard]] std::string sentence() const;
 };
 
-/// The shared budgets (DESIGN.md, seed 001 "Limits") as admission groups:
+/// The shared budgets (docs/workers.md, "Cards offered twice") as admission groups:
 /// - a card that several offerers offer (this server and workers, matched by UUID; a CPU or an
 ///   empty UUID is never matched) is the group "card:<UUID>" over their keys, its limit the
 ///   smallest key limit among its online offerers (this server always is; a worker while open),

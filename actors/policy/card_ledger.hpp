@@ -12,14 +12,15 @@ namespace cdui::policy {
 [[nodiscard]] std::string gib_text(std::int64_t bytes);
 
 /// A card as sentences name it, from what each offerer that shares it calls it, first to last:
-/// "sim:0 on w1", or for a card several offerers share (seed 001: one card, one ledger)
+/// "sim:0 on w1", or for a card several offerers share (one card, one ledger)
 /// "sim:0 on w1 (same card as sim:0 on w2)", so a reason says whose runs count on it.
 [[nodiscard]] std::string card_name(const std::vector<std::string>& offerer_names);
 
-/// One card's memory ledger (seed 001, "Sharing a card"): the device_slot actor's policy. Its total
-/// and free memory from the latest heartbeat (free counts every process on the card, other users'
-/// jobs included), the budgets of runs assigned but not started (reserved) and of runs that
-/// started (running), and the runs that hold it without a budget (they keep it to themselves).
+/// One card's memory ledger (docs/http-api.md, "Cards shared by memory"): the device_slot actor's
+/// policy. Its total and free memory from the latest heartbeat (free counts every process on the
+/// card, other users' jobs included), the budgets of runs assigned but not started (reserved) and
+/// of runs that started (running), and the runs that hold it without a budget (they keep it to
+/// themselves).
 /// A run counts as its budget plus the card's context allowance, and fits when that sum is at most
 /// min(free - reserved, total - reserved - running). Plain data: no actor, clock or thread.
 class card_ledger {
@@ -52,7 +53,7 @@ public:
   enum class fit { fits, waits, never, pending };
   struct verdict {
     fit answer = fit::fits;
-    /// Why it waits or never fits, in the seed's words; empty when it fits.
+    /// Why it waits or never fits, as docs/http-api.md words it ("Why a run waits"); empty when it fits.
     std::string reason;
   };
   /// Whether a run with `budget` bytes fits now; `never` when budget plus context is more than the

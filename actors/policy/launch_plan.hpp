@@ -20,10 +20,10 @@ struct launch_card {
   std::int64_t total_bytes = 0;
 };
 
-/// How a worker starts one run's process (seed 001, "In-run device names"): the run sees only its
-/// own cards, numbered from 0 per kind in the order it was given them, whatever the worker calls
-/// them. Plain data, computed by plan_launch(); the agent writes it into run.json and the
-/// process's environment.
+/// How a worker starts one run's process (docs/workers.md,
+/// "What the run sees: its cards, renumbered"): the run sees only its own cards, numbered from 0
+/// per kind in the order it was given them, whatever the worker calls them. Plain data, computed by
+/// plan_launch(); the agent writes it into run.json and the process's environment.
 struct launch_plan {
   /// In the run's order.
   std::vector<launch_card> cards;

@@ -11,7 +11,7 @@
 
 namespace cdui::policy {
 
-/// Where a run's memory budget came from (seed 001, "Sharing a card").
+/// Where a run's memory budget came from (docs/http-api.md, "Cards shared by memory").
 enum class budget_source {
   typed,     // target.memory_gib as the user gave it: never changed
   measured,  // the peak of the last succeeded run of the same graph on as many cards, plus 20%
@@ -53,12 +53,12 @@ resolve_budget(std::optional<std::int64_t> declared, budget_source declared_sour
 [[nodiscard]] std::optional<run_budget> raise_budget(const run_budget& budget, const measured_peak& peak);
 
 /// Why `device` may not be set Shared by memory, empty when it may: a worker's CUDA, MPS and sim
-/// cards (seed 001), and beyond the seed this server's sim cards and CPU, whose runs' allocator
-/// scopes are capped in-process; not this server's CUDA cards, nor a worker's CPU.
+/// cards, and this server's sim cards and CPU, whose runs' allocator scopes are capped in-process;
+/// not this server's CUDA cards, nor a worker's CPU (docs/http-api.md, "Cards shared by memory").
 [[nodiscard]] std::string sharing_refusal(bool on_this_server, std::string_view device);
 
 /// Why a card set Shared by memory still cannot admit a run by its budget, to end a sentence that
-/// starts with the card's name; empty when it can. An MPS card (seed 001): it reports no memory
+/// starts with the card's name; empty when it can. An MPS card: it reports no memory
 /// total, so the server refuses its budgeted runs until it is set back to Exclusive.
 [[nodiscard]] std::string budget_refusal(std::string_view device);
 
@@ -88,10 +88,11 @@ struct memory_decision {
   std::string reason;
 };
 
-/// Judges a run on its candidate cards (seed 001): a run for a named worker (every card of its
-/// device set) is granted when each fits, refused when one never can, and otherwise refused at
-/// once unless target.wait is true; a run placed later takes the first card that fits, is refused
-/// when its budget is larger than every candidate card or target.wait is false, and else waits.
+/// Judges a run on its candidate cards (docs/http-api.md, "Cards shared by memory"): a run for a
+/// named worker (every card of its device set) is granted when each fits, refused when one never
+/// can, and otherwise refused at once unless target.wait is true; a run placed later takes the
+/// first card that fits, is refused when its budget is larger than every candidate card or
+/// target.wait is false, and else waits.
 [[nodiscard]] memory_decision decide(const std::vector<const card_ledger*>& cards,
                                      const memory_request& request);
 /// The same from each card's verdict, in the candidates' order; for a run placed later the

@@ -138,8 +138,8 @@ std::variant<placement, std::string> worker_run(const run_request& req, const de
   if (wanted.empty()) {
     // A node's device param names a card inside the run (renumbered from 0), not the worker's:
     // it says which kind the run needs, and the run gets the worker's first free card of that
-    // kind (else its first: it waits there). Without one: seed 001, a worker run starts on the
-    // worker's first (free) accelerator.
+    // kind (else its first: it waits there). Without one, a worker run starts on the worker's
+    // first (free) accelerator.
     std::string kind;
     if (!hint.device.empty()) {
       kind = hint.device == "auto" ? "" : kind_of(hint.device);
@@ -165,7 +165,7 @@ std::variant<placement, std::string> worker_run(const run_request& req, const de
 }
 
 /// Whether this server may take a floating device set: only its one first card of the kind
-/// (seed 001: only a worker renumbers a set from :0 for the run).
+/// (only a worker renumbers a set from :0 for the run).
 bool local_takes_set(const std::vector<std::string>& set, const local_devices& local) {
   if (set.size() != 1 || set.front() != kind_of(set.front()) + ":0")
     return false;
@@ -180,7 +180,8 @@ bool offers_all(const std::vector<std::string>& offered, const std::vector<std::
 }
 
 /// A run for any worker with a device set: it floats until one worker has the whole set free;
-/// refused when no worker this server has seen offers the whole set (seed 001).
+/// refused when no worker this server has seen offers the whole set (docs/workers.md,
+/// "Run a run on whichever worker has room: target any").
 std::variant<placement, std::string> floating_set(const run_request& req, const local_devices& local,
                                                   const known_workers& workers, bool resuming) {
   floating_run f;

@@ -47,8 +47,8 @@ struct floating_run {
   bool pool = false;  // the one-shot pool: one-shot workers only, never this server
   bool keeps_outputs = false;  // record_outputs: never a one-shot worker, which exits with them
   /// A device set (target.devices, by a worker's own names, all of `kind`): the run takes the
-  /// whole set on one worker, whose run renumbers it from :0 (seed 001); on this server only a
-  /// set of its one first card. Empty: one device of `kind`.
+  /// whole set on one worker, whose run renumbers it from :0; on this server only a set of its
+  /// one first card. Empty: one device of `kind`.
   std::vector<std::string> devices;
 
   /// Whether the run may take `device`: one of its kind, or any accelerator when it names none.

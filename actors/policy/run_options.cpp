@@ -19,8 +19,8 @@ std::string check_device(const std::string& field, const nlohmann::json& value) 
   auto parsed = devices::parse_device(value.get<std::string>());
   if (auto* err = std::get_if<devices::device_parse_error>(&parsed))
     return field + ": " + err->message;
-  // A node's device with a bad index falls back to its kind (seed 000); the run's own device picks
-  // the queue it waits in, so it must name one exactly.
+  // A node's device with a bad index falls back to its kind (docs/graph-format.md, "Devices"); the
+  // run's own device picks the queue it waits in, so it must name one exactly.
   if (std::get<devices::device_spec>(parsed).malformed)
     return field + ": " + text::quoted(value.get<std::string>())
            + " has no valid index (expected cpu, auto, cuda, cuda:N, mps, mps:N, sim or sim:N, N "
@@ -144,16 +144,17 @@ std::string apply_options(const nlohmann::json& options, run_request& request) {
   if (request.worker == one_shot_pool && !request.devices.empty())
     return "option 'target.devices': a run for the one-shot pool takes one device; give its kind "
            "with option 'device' (e.g. \"sim\" or \"cuda\")";
-  // seed 001: "No persistent weights: every worker run starts fresh."
+  // No persistent weights: every worker run starts fresh (docs/workers.md, "Run a run on a worker").
   if (!request.worker.empty() && request.weights_persistent)
     return "option 'weights_persistent': a run on a worker starts fresh (no node state store "
            "there); run it on this server (target.worker \"local\") for that";
-  // seed 001: recorded outputs stay on the worker, and a one-shot agent exits when its run ends.
+  // Recorded outputs stay on the worker, and a one-shot agent exits when its run ends
+  // (docs/workers.md, "Recorded outputs of a worker run").
   if (request.worker == one_shot_pool && request.record_outputs)
     return "option 'record_outputs': a one-shot worker exits when its run ends, taking the outputs "
            "with it; run it on a worker that stays (or on this server)";
   if (!request.worker.empty() && request.lane == "interactive")
-    return "option 'target.worker': an interactive run executes on this server (seed 001: the "
+    return "option 'target.worker': an interactive run executes on this server (the "
            "canvas never goes to a worker); queue it to run "
            + (request.worker == one_shot_pool ? std::string{"in the one-shot pool"}
               : request.worker == any_worker  ? std::string{"on any worker"}

@@ -9,7 +9,7 @@
 
 namespace cdui::policy {
 
-/// A worker's status as the Workers panel shows it (seed 001).
+/// A worker's status as the Workers panel shows it (docs/workers.md, "Statuses").
 enum class worker_status { online, degraded, draining, disconnected, disabled };
 
 [[nodiscard]] std::string_view to_string(worker_status s);

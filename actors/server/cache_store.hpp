@@ -28,7 +28,7 @@ struct cache_store_state {
   static inline const char* name = "cache_store";
 };
 
-/// One of the server's three in-memory stores (seed 000, "The server's own memory"), bounded by
+/// One of the server's three in-memory stores (docs/http-api.md, "The in-memory stores"), bounded by
 /// bytes and by count, least recently used out first. Protocol:
 /// (put, instance, key, stored_item, bytes) -> bool stored; (get, instance, key) -> stored_item (null
 /// value when absent); (erase, instance, key) -> bool; (drop, instance) -> bool (an editor session

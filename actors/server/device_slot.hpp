@@ -20,8 +20,8 @@ struct device_slot_state {
   static inline const char* name = "device_slot";
 };
 
-/// One card shared by memory (DESIGN.md, "Actors": memory_ledger └── device_slot): a thin shell
-/// over policy::card_ledger, one for a card however many offerers share it. (share, name,
+/// One card shared by memory (docs/architecture.md, "Actors": memory_ledger └── device_slot): a
+/// thin shell over policy::card_ledger, one for a card however many offerers share it. (share, name,
 /// offerers): the keys sharing it changed, and how its texts name it; (report, total, free) from
 /// the card's latest figures (any offerer's); (reserve, run, budget) -> memory_verdict: judged, and
 /// reserved when it fits; (hold, run): a run without a budget keeps the card; (started, run);

@@ -45,11 +45,11 @@ struct memory_ledger_state {
   static inline const char* name = "memory_ledger";
 };
 
-/// The memory ledger (DESIGN.md, "Actors"; seed 001, "Sharing a card"): the supervisor of one
-/// device_slot actor per card shared by memory (device_slot.hpp), which the run queue asks before
-/// a run starts on such a card. A card that several offerers offer (the same UUID: two agents on
-/// one GPU server, or this server and a same-host agent) keeps one slot, so the runs through every
-/// offerer count on one ledger. Protocol: memory_ledger_actor in fwd.hpp.
+/// The memory ledger (docs/architecture.md, "Actors"; docs/http-api.md, "Cards shared by memory"):
+/// the supervisor of one device_slot actor per card shared by memory (device_slot.hpp), which the
+/// run queue asks before a run starts on such a card. A card that several offerers offer (the same
+/// UUID: two agents on one GPU server, or this server and a same-host agent) keeps one slot, so the
+/// runs through every offerer count on one ledger. Protocol: memory_ledger_actor in fwd.hpp.
 /// - (share, key, card, name, context bytes, holders, budgets, shared) -> bool: slot key `key`
 ///   (of card id `card`: "uuid:<UUID>", else the key) turns Shared (the card's slot is spawned, or
 ///   the key joins the slot of a card another key shares already; the runs in `holders` are on it

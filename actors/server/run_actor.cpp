@@ -64,7 +64,8 @@ void finish_with(self_ptr self, run_outcome outcome, stop_reason stopped) {
   }
   if (!st.store_failure.empty() && outcome.status != run_status::failed) {
     // It stopped because the store refused it (or its end would be refused): that is its end.
-    append(self, "execution_error", json_text(nlohmann::json{{"kind", "error"}, {"error", st.store_failure}}));
+    append(self, "execution_error",
+           json_text(nlohmann::json{{"kind", "error"}, {"error", st.store_failure}}));
     outcome.status = run_status::failed;
     outcome.error = st.store_failure;
   }
@@ -260,8 +261,8 @@ caf::behavior run_actor(run_parts::self_ptr self, run_setup setup, run_queue_act
       stored(self, [&] { st.setup.store->update(st.setup.info); });
     },
     [=](atoms::budget, std::int64_t bytes, const std::string& source, const std::string& note) {
-      // Given or raised while it waits (seed 001, "Sharing a card"): it runs held to this one,
-      // here or on its worker, and its options, run object and store row say so.
+      // Given or raised while it waits (docs/http-api.md, "Cards shared by memory"): it runs held to
+      // this one, here or on its worker, and its options, run object and store row say so.
       auto& st = self->state;
       st.setup.context.memory_budget = bytes;
       st.setup.context.memory_budget_source = source;
@@ -387,13 +388,7 @@ caf::behavior run_actor(run_parts::self_ptr self, run_setup setup, run_queue_act
       if (st.end_unrecorded)
         return;
       // A run left queued for the next start: those waiting for it hear why no end comes here.
-      for (auto& p : st.end_waiters)
-        p.deliver(caf::make_error(caf::sec::runtime_error, "the server stopped; run " + st.setup.info.id
-                                                              + " is queued for its next start"));
-      st.end_waiters.clear();
-      for (auto& w : st.waiters)
-        w.promise.deliver(events_after(st, w.cursor));
-      st.waiters.clear();
+      let_waiters_go(self, "the server stopped; run " + st.setup.info.id + " is queued for its next start");
       self->quit();
     }
   );

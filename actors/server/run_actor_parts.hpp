@@ -27,6 +27,9 @@ using self_ptr = caf::stateful_actor<run_state>*;
 [[nodiscard]] event_batch events_after(const run_state& st, std::uint64_t cursor);
 /// Answers the event waiters that have news, and once the run has ended those waiting for its end.
 void wake_waiters(self_ptr self);
+/// The actor quits before its run has ended: those waiting for the end get an error saying `why`,
+/// those waiting for events what there is.
+void let_waiters_go(self_ptr self, const std::string& why);
 /// The store refused a write of this run (a full disk, say): the run cannot be recorded, so it
 /// stops, and ends failed with the store's reason (finish) instead of being left between two
 /// states holding its slot. Logged once.

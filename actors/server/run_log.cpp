@@ -56,6 +56,16 @@ void wake_waiters(self_ptr self) {
   }
 }
 
+void let_waiters_go(self_ptr self, const std::string& why) {
+  auto& st = self->state;
+  for (auto& p : st.end_waiters)
+    p.deliver(caf::make_error(caf::sec::runtime_error, why));
+  st.end_waiters.clear();
+  for (auto& w : st.waiters)
+    w.promise.deliver(events_after(st, w.cursor));
+  st.waiters.clear();
+}
+
 void store_failed(self_ptr self, const std::string& what) {
   auto& st = self->state;
   if (!st.store_failure.empty())

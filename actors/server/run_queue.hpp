@@ -29,7 +29,7 @@
 
 namespace cdui::actors {
 
-/// Interactive runs at once (seed 001: "starts at once (two at most, one per tab)").
+/// Interactive runs at once (docs/http-api.md, "The interactive lane": two at most, one per tab).
 inline constexpr int default_interactive_limit = 2;
 inline constexpr const char* interactive_limit_env = "CODEFYUI_RUN_INTERACTIVE_MAX_CONCURRENT";
 
@@ -71,7 +71,7 @@ struct run_queue_config {
 
 /// What the queue keeps of a queued run for cards shared by memory: its budget (per card) and
 /// where it came from, and its graph's memory key, by which a run of the same graph that succeeds
-/// gives it a default budget or raises a measured or estimated one (seed 001, "Sharing a card").
+/// gives it a default budget or raises a measured or estimated one (docs/http-api.md, "Cards shared by memory").
 struct queued_budget {
   std::int64_t bytes = 0;  // 0: none (yet)
   policy::budget_source source = policy::budget_source::typed;

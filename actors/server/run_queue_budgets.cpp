@@ -1,4 +1,4 @@
-// The run queue's part in memory budgets (seed 001, "Sharing a card"): the budget a run for a
+// The run queue's part in memory budgets (docs/http-api.md, "Cards shared by memory"): the budget a run for a
 // shared card gets at submit, the peak a succeeded run leaves for its graph, and what that peak
 // does to the runs of the same graph still waiting: a default budget for one that has none, a
 // measured or estimated budget raised to it.

@@ -1,4 +1,4 @@
-// The run queue's part in sharing cards by memory (seed 001, "Sharing a card"): which of its keys
+// The run queue's part in sharing cards by memory (docs/http-api.md, "Cards shared by memory"): which of its keys
 // are shared, the memory ledger it asks before a run starts on one, and the runs that wait for
 // memory, with why.
 #include <algorithm>

@@ -84,7 +84,7 @@ void worker_gone(self_ptr self, const std::string& name, const std::string& reas
 /// slots' limits now, and logs the limits they lower for worker `joined` (empty: none).
 void regroup(self_ptr self, const std::string& joined);
 
-/// A slot's card as sentences name it (seed 001: "cuda:1 on gpu-box", "sim:0 on this server").
+/// A slot's card as sentences name it ("cuda:1 on gpu-box", "sim:0 on this server").
 std::string card_name(const std::string& key);
 /// Sharing cards by memory (run_queue_memory.cpp): spawns the memory ledger (linked) and shares
 /// again the cards the store says are shared.

@@ -62,7 +62,7 @@ public:
     /// Executes queued local runs as `BINARY exec --pipe RUNDIR`, a process each, with the same
     /// events, slots and deadlines (`cdui start --isolation process` sets it to its own
     /// executable): a run that crashes ends alone, and a stuck one is killed at its stop
-    /// deadline. Empty (the default, seed 001): on a thread of this process each.
+    /// deadline. Empty (the default): on a thread of this process each.
     std::filesystem::path run_process_binary;
     /// Told once, with a sentence naming it and the reason, if one of the server's own actors (the
     /// run queue, the worker registry, a cache store) ends unexpectedly: nothing replaces them,

@@ -22,12 +22,12 @@ struct sweep_actor_state {
   static inline const char* name = "sweep";
 };
 
-/// One sweep (DESIGN.md: "a supervisor of its child runs, through the run_queue"): it asks the
-/// queue for the end of each of its runs (`wait`), and when the last has ended writes the sweep's
-/// final state (policy::state_of) to cdui.db and quits. (cancel): cdui.db records the cancel (the
-/// sweep is `cancelling` until its runs have ended), and each run that has not ended is cancelled
-/// through the queue (a queued one leaves its queue, a running one stops). Spawned at a submit,
-/// and at a restart for each sweep cdui.db lists as active.
+/// One sweep, the supervisor of its runs through the run queue (docs/http-api.md,
+/// "POST /api/sweeps"): it asks the queue for the end of each of its runs (`wait`), and when the
+/// last has ended writes the sweep's final state (policy::state_of) to cdui.db and quits. (cancel):
+/// cdui.db records the cancel (the sweep is `cancelling` until its runs have ended), and each run
+/// that has not ended is cancelled through the queue (a queued one leaves its queue, a running one
+/// stops). Spawned at a submit, and at a restart for each sweep cdui.db lists as active.
 sweep_actor::behavior_type sweep_supervisor(sweep_actor::stateful_pointer<sweep_actor_state> self,
                                             sweep_record sweep, std::vector<std::string> runs,
                                             run_queue_actor queue,

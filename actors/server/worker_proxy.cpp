@@ -304,7 +304,7 @@ void on_tick(self_ptr self) {
                      atoms::tick::value);
   check_heartbeats(self, now);
   // Gone longer than the grace period, or not back with a run the last server left running:
-  // those runs end interrupted (seed 001).
+  // those runs end interrupted (docs/workers.md, "Lost connections and the resume grace").
   std::vector<std::string> expired;
   for (const auto& [id, run] : st.runs) {
     auto since = run.adopting_since_ms != 0 ? run.adopting_since_ms : st.setup.disconnected_ms;

@@ -72,9 +72,9 @@ struct worker_proxy_state {
   static inline const char* name = "worker";
 };
 
-/// One worker as the server sees it (DESIGN.md, "Actors": worker_registry └── worker): its
-/// connection, its status and heartbeat deadline (a policy::worker_health it ticks itself), the
-/// runs it executes (their actors, cursors and adoptions) and its pending outputs requests. It
+/// One worker as the server sees it (docs/architecture.md, "Actors": worker_registry └── worker):
+/// its connection, its status and heartbeat deadline (a policy::worker_health it ticks itself),
+/// the runs it executes (their actors, cursors and adoptions) and its pending outputs requests. It
 /// talks to its agent through the bridge; the registry routes it the agent's messages by
 /// connection, an accepted hello (join) first. It tells the registry whether its slots admit runs
 /// (worker_update, passed on to the run queue), when it gives its connection up (worker_lost: no

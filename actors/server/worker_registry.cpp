@@ -350,7 +350,8 @@ worker_registry_actor::behavior_type worker_registry(self_ptr self, worker_table
         self->send(proxy_of(self, i->second.worker), atoms::stop::value, run_id, interrupt);
     },
     [=](atoms::drain, const std::string& name, bool draining) -> caf::result<bool> {
-      // seed 001: "Drain stops new runs from being placed on a worker while its running runs finish".
+      // Drain stops new runs from being placed on a worker while its running runs finish
+      // (docs/workers.md, "Drain and undrain").
       if (!self->state.table->set_draining(name, draining))
         return false;
       spdlog::info("worker '{}' {}", name, draining ? "drains: no new runs" : "takes runs again");

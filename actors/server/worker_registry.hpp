@@ -16,7 +16,7 @@
 namespace cdui::actors {
 
 /// How long the runs of a worker that lost its connection keep going before they end interrupted
-/// (seed 001: CODEFYUI_WORKER_RESUME_GRACE_S, 5 minutes).
+/// (CODEFYUI_WORKER_RESUME_GRACE_S, 5 minutes: docs/workers.md, "Lost connections and the resume grace").
 inline constexpr double default_resume_grace_s = 300.0;
 
 /// Where a worker run is followed: the worker whose proxy holds it, and the run's actor (so that
@@ -42,8 +42,8 @@ struct worker_registry_state {
   static inline const char* name = "worker_registry";
 };
 
-/// The supervisor of workers (DESIGN.md, "Actors"): it holds the worker_table (who may join, the
-/// names, each worker's current connection and its hello) and one actor per worker
+/// The supervisor of workers (docs/architecture.md, "Actors"): it holds the worker_table (who may
+/// join, the names, each worker's current connection and its hello) and one actor per worker
 /// (worker_proxy.hpp), which owns that worker's status and heartbeat deadline and follows its
 /// runs. It takes the agents' hellos from the bridge, answers a refused hello itself and has the
 /// worker's actor welcome an accepted one, routes each further message to the worker's actor (the

@@ -21,8 +21,8 @@ namespace cdui::actors {
 /// What the bridge has seen, for /api/status and /metrics.
 using bridge_stats = bridge_status;
 
-/// The server's end of the wire (DESIGN.md, "Wire"): a ZeroMQ ROUTER socket on a thread of its
-/// own (a zmq_socket_thread), never a CAF scheduler thread. A message from an agent is
+/// The server's end of the wire (docs/architecture.md, "The wire"): a ZeroMQ ROUTER socket on a
+/// thread of its own (a zmq_socket_thread), never a CAF scheduler thread. A message from an agent is
 /// [identity][envelope][payload]; one that passes every check of messages/wire.hpp (size,
 /// envelope, version, a type an agent sends, a payload that decodes as that type) goes to `inbox`
 /// as (wire_in, identity, payload struct).

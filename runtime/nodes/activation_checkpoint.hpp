@@ -1,6 +1,6 @@
 #pragma once
 
-// Activation checkpointing (seeds 002 and 004): a Model's forward pass that keeps only each
+// Activation checkpointing (docs/training-memory.md): a Model's forward pass that keeps only each
 // block's input for the backward pass, and recomputes the block there. libtorch's C++ API has no
 // torch.utils.checkpoint; this is its non-reentrant idea as a custom autograd function whose
 // backward recomputes the block and hands back its input's and its parameters' gradients, so

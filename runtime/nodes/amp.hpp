@@ -19,8 +19,9 @@ namespace cdui::runtime::nodes {
 
 /// Enables autocast for one device while it lives (the forward pass and the loss, never the loop),
 /// and on leaving clears autocast's cache of low-precision weight copies, so no step ever reuses a
-/// copy of older weights (seed 004: a stale cache took a model's AUC from 0.78 to 0.41). A no-op for
-/// fp32. Autocast state is thread-local: the guard affects only the calling thread.
+/// copy of older weights (a stale cache took a model's AUC from 0.78 to 0.41: docs/training-memory.md,
+/// "What runs under autocast"). A no-op for fp32. Autocast state is thread-local: the guard affects
+/// only the calling thread.
 class autocast_guard {
 public:
   autocast_guard(precision p, c10::DeviceType device);

@@ -1,6 +1,5 @@
-// DDP over c10d (seed 001, "Train one model on several cards"): the FileStore rendezvous, Gloo
-// (NCCL for CUDA cards where libtorch has it), and the Reducer behind PyTorch's
-// DistributedDataParallel, driven from C++.
+// DDP over c10d (docs/ddp.md): the FileStore rendezvous, Gloo (NCCL for CUDA cards where libtorch
+// has it), and the Reducer behind PyTorch's DistributedDataParallel, driven from C++.
 #include "runtime/nodes/ddp.hpp"
 
 #include <algorithm>

@@ -9,11 +9,11 @@
 
 namespace cdui::runtime::nodes {
 
-/// Joins the run's other ranks for a TrainingLoop with strategy ddp (seed 001, "Train one model on
-/// several cards"): a c10d FileStore at `rank.rendezvous`, Gloo over loopback (GLOO_SOCKET_IFNAME
-/// when the environment sets it), every rank starting from rank 0's parameters and buffers, and
-/// c10d's Reducer averaging the gradients in buckets while the backward pass runs. Throws
-/// node_error when the ranks do not meet within `rank.timeout`. c10d stays inside ddp.cpp.
+/// Joins the run's other ranks for a TrainingLoop with strategy ddp (docs/ddp.md,
+/// "What each rank does"): a c10d FileStore at `rank.rendezvous`, Gloo over loopback
+/// (GLOO_SOCKET_IFNAME when the environment sets it), every rank starting from rank 0's parameters
+/// and buffers, and c10d's Reducer averaging the gradients in buckets while the backward pass runs.
+/// Throws node_error when the ranks do not meet within `rank.timeout`. c10d stays inside ddp.cpp.
 [[nodiscard]] std::unique_ptr<distribution> join_ddp(const ddp_rank& rank, torch::nn::Sequential& net);
 
 /// Rank `rank`'s part of an epoch's training `order` (every rank is given the same): samples

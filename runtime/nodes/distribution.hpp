@@ -20,11 +20,11 @@ struct batch_news {
   double loss = 0.0;
 };
 
-/// How a TrainingLoop spreads one model's training over processes (TrainingLoop.strategy; seed 001,
-/// "Train one model on several cards"): which samples this process trains, what becomes of the
-/// gradients of a window before the optimizer steps, how a figure is combined over the processes,
-/// and which process reports. The loop calls it at those points only; `single_process` (the default)
-/// trains everything here and changes nothing.
+/// How a TrainingLoop spreads one model's training over processes (TrainingLoop.strategy;
+/// docs/ddp.md): which samples this process trains, what becomes of the gradients of a window
+/// before the optimizer steps, how a figure is combined over the processes, and which process
+/// reports. The loop calls it at those points only; `single_process` (the default) trains
+/// everything here and changes nothing.
 class distribution {
 public:
   virtual ~distribution() = default;

@@ -2,9 +2,10 @@
 
 // The checkpoints a TrainingLoop writes while it trains (checkpoint_every, checkpoint_every_steps,
 // and the interrupt checkpoint a Stop writes), and continuing from one (run_context::resume_from;
-// seed 001 names them). A checkpoint is a CheckpointSaver archive (model, optimizer, epoch, loss
-// scale: CheckpointLoader loads it too) with the loop's place in its training beside it, so that a
-// resumed run ends with the weights an uninterrupted run with the same seed ends with.
+// docs/graph-format.md, "Checkpoints while it trains"). A checkpoint is a CheckpointSaver archive
+// (model, optimizer, epoch, loss scale: CheckpointLoader loads it too) with the loop's place in its
+// training beside it, so that a resumed run ends with the weights an uninterrupted run with the
+// same seed ends with.
 
 #include <cstdint>
 #include <filesystem>

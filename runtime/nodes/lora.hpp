@@ -1,7 +1,8 @@
 #pragma once
 
-// LoRA (seed 004, PEFT's lora.Linear): a Linear layer whose weight and bias are frozen, with a
-// low-rank update beside them, W x + b + (alpha / rank) B A x. Private to runtime/nodes.
+// LoRA (PEFT's lora.Linear; docs/graph-format.md, "Freezing and LoRA"): a Linear layer whose
+// weight and bias are frozen, with a low-rank update beside them, W x + b + (alpha / rank) B A x.
+// Private to runtime/nodes.
 
 #include <cstdint>
 

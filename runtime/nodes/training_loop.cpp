@@ -351,7 +351,8 @@ port_values run_training_loop(node_call& call) {
                                   : call.resolve_device();
   if (torch_device(device_name).type() != c10::DeviceType::CPU) {
     try {
-      // A run held to a memory budget outgrows it alone (seed 001): the card's allocator is capped.
+      // A run held to a memory budget outgrows it alone: the card's allocator is capped
+      // (docs/training-memory.md, "A run held to its memory budget").
       accelerator_cap cap{device_name, call.run().memory_budget};
       return train(call, device_name, nullptr);
     } catch (const c10::OutOfMemoryError& e) {
@@ -367,7 +368,7 @@ port_values run_training_loop(node_call& call) {
     }
   }
   auto card = sim_card_bytes(device_name, call.run().host);
-  // A run held to a memory budget outgrows it alone: its scope stops there (seed 001).
+  // A run held to a memory budget outgrows it alone: its scope stops there.
   auto budget = call.run().memory_budget;
   bool held_to_budget = budget > 0 && (card == 0 || budget < card);
   auto cap = held_to_budget ? budget : card;

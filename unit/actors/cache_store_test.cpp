@@ -1,5 +1,5 @@
-// The server's three in-memory stores (seed 000, "The server's own memory"), through the embedded
-// runtime with real runs: the run output store (record_outputs), the node state store
+// The server's three in-memory stores (docs/http-api.md, "The in-memory stores"), through the
+// embedded runtime with real runs: the run output store (record_outputs), the node state store
 // (weights_persistent) and the execution cache of an editor session (interactive runs).
 #include <boost/test/unit_test.hpp>
 

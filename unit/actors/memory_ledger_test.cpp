@@ -1,6 +1,6 @@
-// Cards shared by memory on an embedded server (seed 001, "Sharing a card"): the run queue asks
-// the memory ledger (actors/server/memory_ledger.*, device_slot.*) before a run starts on one; real
-// runs on a sim card, real cdui.db.
+// Cards shared by memory on an embedded server (docs/http-api.md, "Cards shared by memory"): the
+// run queue asks the memory ledger (actors/server/memory_ledger.*, device_slot.*) before a run
+// starts on one; real runs on a sim card, real cdui.db.
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>

@@ -1,4 +1,4 @@
-// `cdui devices`: the rows seed 000's device lists have, and whether each device does bf16 natively.
+// `cdui devices`: the rows docs/cli.md shows ("cdui devices"), and whether each device does bf16 natively.
 #include <boost/test/unit_test.hpp>
 
 #include "apps/devices_table.hpp"

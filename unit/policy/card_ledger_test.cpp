@@ -1,5 +1,6 @@
-// One card's memory ledger and the run-level decision over candidate cards (seed 001, "Sharing a
-// card"): the fit formula, every refusal and wait text, target.wait, budgets and their raising.
+// One card's memory ledger and the run-level decision over candidate cards (docs/http-api.md,
+// "Cards shared by memory"): the fit formula, every refusal and wait text, target.wait, budgets and
+// their raising.
 #include <boost/test/unit_test.hpp>
 
 #include "actors/policy/card_ledger.hpp"

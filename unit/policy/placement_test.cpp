@@ -253,7 +253,7 @@ BOOST_AUTO_TEST_CASE(a_floating_run_takes_the_first_idle_slot_of_its_kind_worker
 }
 
 BOOST_AUTO_TEST_CASE(any_with_a_device_set_floats_for_a_worker_offering_the_whole_set) {
-  // seed 001: such a run runs on a worker only (only a worker renumbers the set from :0), and is
+  // Such a run runs on a worker only (only a worker renumbers the set from :0), and is
   // refused with 400 only when no worker the server has seen offers the whole set.
   auto p = placed(request(any_worker, "", {"sim:1", "sim:0"}));
   BOOST_REQUIRE(p.floating);

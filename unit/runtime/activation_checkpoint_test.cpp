@@ -1,4 +1,4 @@
-// Activation checkpointing (seeds 002 and 004) trained for real: a Model with
+// Activation checkpointing (docs/training-memory.md) trained for real: a Model with
 // checkpoint_activations trains to the same weights, bit for bit, as without it (dropout masks,
 // BatchNorm's running statistics and bf16 autocast included), and its measured peak falls.
 #include <boost/test/unit_test.hpp>

@@ -1,6 +1,6 @@
-// DDP (seed 001, "Train one model on several cards"; issue 13): two `cdui exec` ranks on two sim
-// cards train one model with c10d (Gloo on loopback, the Reducer's bucketed all-reduce), and end
-// with the weights one process gets from the combined batch.
+// DDP (docs/ddp.md; issue 13): two `cdui exec` ranks on two sim cards train one model with c10d
+// (Gloo on loopback, the Reducer's bucketed all-reduce), and end with the weights one process gets
+// from the combined batch.
 #include <boost/test/unit_test.hpp>
 
 #include <fstream>

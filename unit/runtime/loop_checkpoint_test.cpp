@@ -1,6 +1,7 @@
-// A TrainingLoop's own checkpoints (issue 15, seed 001): checkpoint_every, checkpoint_every_steps
-// and keep_checkpoints, the interrupt checkpoint a Stop writes, and a run resumed from one ending
-// with the weights of the run that was never interrupted, bit for bit on the CPU.
+// A TrainingLoop's own checkpoints (issue 15; docs/graph-format.md, "Checkpoints while it trains"):
+// checkpoint_every, checkpoint_every_steps and keep_checkpoints, the interrupt checkpoint a Stop
+// writes, and a run resumed from one ending with the weights of the run that was never
+// interrupted, bit for bit on the CPU.
 #include <boost/test/unit_test.hpp>
 
 #include <nlohmann/json.hpp>

@@ -1,7 +1,8 @@
-// Freezing and LoRA trained for real (seed 004): frozen parameters keep their values and have no
-// optimizer state, an untrained adapter changes nothing, training moves only the adapters, merged
-// weights compute what the adapted layer computes, a run with adapters resumes bit for bit, and the
-// measured peak falls by the frozen parameters' gradients and optimizer state.
+// Freezing and LoRA trained for real (docs/graph-format.md, "Freezing and LoRA"): frozen
+// parameters keep their values and have no optimizer state, an untrained adapter changes nothing,
+// training moves only the adapters, merged weights compute what the adapted layer computes, a run
+// with adapters resumes bit for bit, and the measured peak falls by the frozen parameters'
+// gradients and optimizer state.
 #include <boost/test/unit_test.hpp>
 
 #include <nlohmann/json.hpp>

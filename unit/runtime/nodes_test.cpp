@@ -822,7 +822,7 @@ BOOST_AUTO_TEST_CASE(a_device_this_machine_lacks_falls_back_to_cpu_with_a_warnin
 }
 
 BOOST_AUTO_TEST_CASE(a_loop_set_to_auto_follows_the_runs_card_not_the_machines) {
-  // Seed 001: a node whose device is auto follows the run's device (its first card).
+  // A node whose device is auto follows the run's device (its first card; docs/graph-format.md, "Devices").
   cdui::test::temp_home home;
   json doc = moons_graph();
   params(doc, "loop")["device"] = "auto";

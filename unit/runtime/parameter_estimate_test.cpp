@@ -1,6 +1,6 @@
-// The parameter-count estimator (runtime/parameter_estimate.hpp): the seeds' own figures (seed 002's
-// table, seed 004's 7B rows), the same terms as the graph estimate on a graph's model, and the
-// refusals of bad input. The seeds' "GB" are 1024^3 bytes (seed 002 divides by 1024**3).
+// The parameter-count estimator (runtime/parameter_estimate.hpp): the seeds' own figures (the
+// table in docs/training-memory.md, "From a parameter count"), the same terms as the graph estimate
+// on a graph's model, and the refusals of bad input. The seeds' "GB" are 1024^3 bytes.
 #include <cmath>
 
 #include <boost/test/unit_test.hpp>
@@ -28,13 +28,13 @@ std::int64_t term(const runtime::parameter_estimate& e, const std::string& name)
   return -1;
 }
 
-/// Bytes in the seeds' GB with two decimals, as seed 002's round(total_bytes / 1024**3, 2) prints
-/// them: 11.18 GB as 1118.
+/// Bytes in the seeds' GB with two decimals, as round(total_bytes / 1024**3, 2) prints them:
+/// 11.18 GB as 1118.
 std::int64_t hundredths_of_gb(std::int64_t bytes) {
   return std::llround(static_cast<double>(bytes) / (1LL << 30) * 100);
 }
 
-/// Whole GB, as seed 004's prose gives them: 104 GB.
+/// Whole GB, as the table's rows from prose give them: 104 GB.
 std::int64_t whole_gb(std::int64_t bytes) {
   return std::llround(static_cast<double>(bytes) / (1LL << 30));
 }
@@ -72,7 +72,7 @@ BOOST_AUTO_TEST_CASE(seed_002_table_bf16_adam_and_adam8bit) {
       BOOST_TEST(hundredths_of_gb(e.total()) == adam8bit);
     }
   }
-  // The seed's per_opt bytes: adamw as adam, sgd_momentum 4, sgd 0.
+  // The optimizer state's bytes per parameter: adamw as adam, sgd_momentum 4, sgd 0.
   auto bf16 = [](const char* optimizer) {
     return estimate({{"parameters", 1e9}, {"precision", "bf16"}, {"optimizer", optimizer}});
   };
