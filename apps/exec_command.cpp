@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/policy/run_options.hpp"
+#include "apps/agent_watch.hpp"
 #include "apps/run_command.hpp"
 #include "devices/host_inventory.hpp"
 #include "messages/clock.hpp"
@@ -173,7 +174,17 @@ int exec_command(const std::filesystem::path& run_dir, bool pipe, int rank, int 
       graph = runtime::ddp_rank_part(graph);
     }
   }
+  // A worker run, whose agent started this process: without an agent for the resume grace (killed,
+  // and none came back for it), the run stops, interrupted, and every rank with it.
+  std::optional<agent_watch> watch;
+  if (!run.value("worker", std::string{}).empty())
+    watch.emplace(run_dir.parent_path().parent_path(), agent_watch::grace_from_env(), [](const std::string& why) {
+      std::fprintf(stderr, "cdui exec: %s: the run stops, interrupted\n", why.c_str());
+      interrupt_flag = true;
+      stop_flag = true;
+    });
   auto outcome = runtime::execute(graph, ctx);
+  watch.reset();
   write_outcome(outcome_file, outcome);
   return exit_ok;
 }

@@ -114,4 +114,31 @@ BOOST_FIXTURE_TEST_CASE(a_killed_rank_fails_the_run_naming_it_and_a_cancel_stops
   BOOST_TEST(run_processes(home, stopped).empty());
 }
 
+BOOST_AUTO_TEST_CASE(the_ranks_of_a_run_whose_agent_was_killed_stop_after_the_resume_grace) {
+  temp_home home;
+  run_process_guard guard{home};
+  server_process srv{home, fast_heartbeats};
+  auto agent = start_cdui({"agent", "start", "--foreground", "--name", "w1"},
+                          {{"CODEFYUI_HOME", home.path().string()}, {"CODEFYUI_SIM_DEVICES", "2x1GiB"},
+                           {"CODEFYUI_WORKER_RESUME_GRACE_S", "1"}});
+  await_worker(srv, "w1", "online");
+  auto id = srv.submit_ok(ddp_on_w1(1'000'000));
+  srv.await_status(id, "running");
+  BOOST_TEST_REQUIRE(eventually([&] { return rank_pid(home, id, 1) > 0; }));
+  BOOST_TEST_REQUIRE(eventually([&] { return training(srv, id); }));
+
+  // kill -9 of the agent: its ranks, handed to init, went on training for nobody. Now each notices
+  // the agent is gone, none comes back within the grace (1 s here), and both stop at one batch.
+  agent->signal(SIGKILL);
+  agent->wait_for(10s);
+  BOOST_TEST(eventually([&] { return run_processes(home, id).empty(); }, 60s));
+  auto dir = home.path() / "agents" / "w1" / "runs" / id;
+  BOOST_TEST(read_json(dir / "outcome.json")["status"] == "interrupted");
+  BOOST_TEST(read_json(dir / "outcome-rank1.json")["status"] == "interrupted");
+  std::ifstream log{dir / "exec.log"};
+  std::string text{std::istreambuf_iterator<char>{log}, {}};
+  BOOST_TEST(text.find("its agent has been gone for 1 s (CODEFYUI_WORKER_RESUME_GRACE_S)") != std::string::npos,
+             text);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -25,7 +25,11 @@ pid_t await_run_process(const temp_home& home, const std::string& id) {
 }
 
 json seeded_moons(int epochs) {
-  return {{"graph", moons_graph_json(epochs)}, {"options", {{"seed", 7}, {"device", "cpu"}}}};
+  // A progress event every batch: the default's every 100 ms would make the count the machine's.
+  moons_options o;
+  o.epochs = epochs;
+  o.progress_interval_ms = 0;
+  return {{"graph", moons_graph_json(o)}, {"options", {{"seed", 7}, {"device", "cpu"}}}};
 }
 
 std::vector<std::string> event_types(const server_process& srv, const std::string& id) {

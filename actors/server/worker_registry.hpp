@@ -7,6 +7,7 @@
 #include <caf/actor.hpp>
 #include <caf/stateful_actor.hpp>
 
+#include "actors/policy/orphan_clock.hpp"
 #include "actors/policy/worker_table.hpp"
 #include "actors/server/fwd.hpp"
 #include "actors/server/worker_proxy.hpp"
@@ -15,9 +16,8 @@
 
 namespace cdui::actors {
 
-/// How long the runs of a worker that lost its connection keep going before they end interrupted
-/// (CODEFYUI_WORKER_RESUME_GRACE_S, 5 minutes: docs/workers.md, "Lost connections and the resume grace").
-inline constexpr double default_resume_grace_s = 300.0;
+/// How long the runs of a worker that lost its connection keep going before they end interrupted.
+inline constexpr double default_resume_grace_s = policy::default_resume_grace_s;
 
 /// Where a worker run is followed: the worker whose proxy holds it, and the run's actor (so that
 /// the registry can end the run when that proxy dies).
