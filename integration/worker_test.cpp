@@ -273,7 +273,7 @@ BOOST_AUTO_TEST_CASE(a_run_for_an_away_worker_waits_then_runs_when_it_is_back) {
   }
   await_worker(srv, "w1", "disconnected");
   auto id = srv.submit_ok(moons_on("w1", {"sim:0"}, 1));
-  std::this_thread::sleep_for(1s);
+  // Judged at its submit, in the queue's handler: what the queue answers now is that.
   auto waiting = srv.get_json("/api/runs/" + id);
   BOOST_TEST(waiting["status"] == "queued");
   BOOST_TEST(waiting["queue_position"] == 1);
@@ -374,7 +374,7 @@ BOOST_AUTO_TEST_CASE(a_draining_worker_finishes_its_run_and_takes_no_new_one_unt
   BOOST_TEST(listing.out.find(waiting) != std::string::npos, listing.out);
   BOOST_TEST(listing.out.find(draining) != std::string::npos, listing.out);
   BOOST_TEST(srv.wait_final(running)["status"] == "succeeded");  // the running run finishes
-  std::this_thread::sleep_for(500ms);
+  // The queue judged the waiting run again at that end, before it answered that the run ended.
   BOOST_TEST(srv.get_json("/api/runs/" + waiting)["status"] == "queued");
   BOOST_TEST(c.Post("/api/workers/w1/undrain", srv.auth(), "", "application/json")->status == 200);
   await_worker(srv, "w1", "online");
@@ -555,13 +555,12 @@ BOOST_AUTO_TEST_CASE(the_same_card_offered_twice_never_runs_two_at_once) {
   auto listing = workers_listing(home);
   BOOST_TEST(listing.find("sim:0 0/3 (same card as sim:0 of this server: 1/1), sim:1 1/1")
              != std::string::npos, listing);
-  std::this_thread::sleep_for(1s);
+  // Judged at its submit, in the queue's handler: what the queue answers now is that.
   auto waiting = srv.get_json("/api/runs/" + remote);
   BOOST_TEST(waiting["status"] == "queued", waiting.dump());
   BOOST_TEST(waiting["queue_key"] == "w1/sim:0");
   // A run for any worker passes over the card too, whichever offerer it would go through.
   auto any = srv.submit_ok(endless_for({{"worker", "any"}}));
-  std::this_thread::sleep_for(500ms);
   BOOST_TEST(srv.get_json("/api/runs/" + any)["queue_key"] == "any");
 
   srv.cancel(local);
@@ -589,7 +588,6 @@ BOOST_AUTO_TEST_CASE(a_same_host_worker_uses_the_servers_raised_limit_for_a_shar
   srv.await_status(a, "running");
   srv.await_status(b, "running");
   auto remote = srv.submit_ok(endless_on_card("w1"));
-  std::this_thread::sleep_for(1s);
   BOOST_TEST(srv.get_json("/api/runs/" + remote)["status"] == "queued");  // 2 on the card already
   srv.cancel(a);
   srv.await_status(remote, "running");  // one through each offerer, two on the card
