@@ -38,6 +38,9 @@ struct port_spec {
   std::string type;
   bool required = true;
   std::string help;
+  /// A required input that this param, when set (not empty), stands in for: a Model's dataset,
+  /// for its input_shape.
+  std::string unless_param{};
 };
 
 /// Runs one node: reads its params and inputs from the call, returns its outputs by port name.

@@ -294,10 +294,14 @@ private:
     const auto& connected = targeted_;
     for (std::size_t i = 0; i < result_.g.nodes.size(); ++i) {
       const auto& node = result_.g.nodes[i];
-      for (const auto& port : result_.specs[i]->inputs)
-        if (port.required && !connected.count({node.id, port.name}))
-          fail(node.id, port.name, node_label(node.id, node.type) + ": required input '"
-                                     + port.name + "' (" + port.type + ") is not connected");
+      for (const auto& port : result_.specs[i]->inputs) {
+        bool stood_in = !port.unless_param.empty() && !node.params[port.unless_param].empty();
+        if (port.required && !stood_in && !connected.count({node.id, port.name}))
+          fail(node.id, port.name, node_label(node.id, node.type) + ": required input '" + port.name + "' ("
+                                     + port.type + ") is not connected"
+                                     + (port.unless_param.empty() ? "" : ", and param '" + port.unless_param
+                                                                          + "' is not set in its place"));
+      }
     }
   }
 

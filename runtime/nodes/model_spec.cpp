@@ -51,7 +51,7 @@ void register_model_node(node_registry& registry) {
      "costs 64 or more multiply-adds an element, and recomputes the layers after it; full recomputes "
      "each whole block: less memory, more time"},
   };
-  spec.inputs = {{"dataset", port_type::dataset, false, "gives the input shape"}};
+  spec.inputs = {{"dataset", port_type::dataset, true, "gives the input shape", "input_shape"}};
   spec.outputs = {{"model", port_type::model, true, ""}};
   spec.check = check_model;
   registry.add(std::move(spec));

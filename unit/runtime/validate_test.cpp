@@ -192,6 +192,22 @@ BOOST_AUTO_TEST_CASE(a_required_input_left_unconnected_is_named) {
   expect_error(doc, "loop", "optimizer", {"'loop'", "required input 'optimizer'", "not connected"});
 }
 
+BOOST_AUTO_TEST_CASE(a_model_with_neither_a_dataset_nor_an_input_shape_is_refused) {
+  // It validated, then failed as it ran: "the input shape is unknown".
+  json doc = cdui::test::moons_graph();
+  auto& edges = doc["edges"];
+  edges.erase(std::remove_if(edges.begin(), edges.end(),
+                             [](const json& e) { return e["to"] == "model.dataset"; }),
+              edges.end());
+  expect_error(doc, "model", "dataset",
+               {"'model'", "required input 'dataset'", "not connected, and param 'input_shape' is not set"});
+  // The param stands in for the input.
+  for (auto& n : doc["nodes"])
+    if (n["id"] == "model")
+      n["params"]["input_shape"] = {2};
+  BOOST_TEST(std::holds_alternative<validated_graph>(validate_graph(doc)));
+}
+
 BOOST_AUTO_TEST_CASE(a_cycle_is_refused_naming_its_nodes) {
   // TrainingLoop.model -> CheckpointLoader.model -> TrainingLoop.model.
   json doc = cdui::test::moons_graph();
