@@ -183,22 +183,22 @@ BOOST_AUTO_TEST_CASE(a_port_type_mismatch_names_both_ends_and_types) {
                 "takes dataloader"});
 }
 
-BOOST_AUTO_TEST_CASE(a_required_input_left_unconnected_is_named) {
-  json doc = cdui::test::moons_graph();
+/// The graph without the edges into input `to` ("node.port").
+json without_edges_to(json doc, const std::string& to) {
   auto& edges = doc["edges"];
-  edges.erase(std::remove_if(edges.begin(), edges.end(),
-                             [](const json& e) { return e["to"] == "loop.optimizer"; }),
+  edges.erase(std::remove_if(edges.begin(), edges.end(), [&](const json& e) { return e["to"] == to; }),
               edges.end());
+  return doc;
+}
+
+BOOST_AUTO_TEST_CASE(a_required_input_left_unconnected_is_named) {
+  json doc = without_edges_to(cdui::test::moons_graph(), "loop.optimizer");
   expect_error(doc, "loop", "optimizer", {"'loop'", "required input 'optimizer'", "not connected"});
 }
 
 BOOST_AUTO_TEST_CASE(a_model_with_neither_a_dataset_nor_an_input_shape_is_refused) {
   // It validated, then failed as it ran: "the input shape is unknown".
-  json doc = cdui::test::moons_graph();
-  auto& edges = doc["edges"];
-  edges.erase(std::remove_if(edges.begin(), edges.end(),
-                             [](const json& e) { return e["to"] == "model.dataset"; }),
-              edges.end());
+  json doc = without_edges_to(cdui::test::moons_graph(), "model.dataset");
   expect_error(doc, "model", "dataset",
                {"'model'", "required input 'dataset'", "not connected, and param 'input_shape' is not set"});
   // The param stands in for the input.
