@@ -12,7 +12,7 @@
 
 namespace cdui::apps {
 
-/// Watches a worker run's process for its agent (`cdui exec` of a run an agent started): while
+/// Watches a worker run's process (rank 0's, of a ddp run) for its agent: while
 /// neither the agent that started it (its parent) nor one that came back since (agent.json in the
 /// agent's folder names a live process) is there for the resume grace, `stop` is called once with
 /// the reason (policy::orphan_clock). Looks every quarter of a second; stops with the object.

@@ -175,9 +175,11 @@ int exec_command(const std::filesystem::path& run_dir, bool pipe, int rank, int 
     }
   }
   // A worker run, whose agent started this process: without an agent for the resume grace (killed,
-  // and none came back for it), the run stops, interrupted, and every rank with it.
+  // and none came back for it), the run stops, interrupted. Rank 0 watches: a ddp run's other ranks
+  // stop with it at the same batch, as at a cancel (a rank that stopped alone would end the others'
+  // loops without their stop, and rank 0's outcome, the run's, would say succeeded).
   std::optional<agent_watch> watch;
-  if (!run.value("worker", std::string{}).empty())
+  if (!run.value("worker", std::string{}).empty() && rank == 0)
     watch.emplace(run_dir.parent_path().parent_path(), agent_watch::grace_from_env(), [](const std::string& why) {
       std::fprintf(stderr, "cdui exec: %s: the run stops, interrupted\n", why.c_str());
       interrupt_flag = true;

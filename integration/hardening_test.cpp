@@ -46,11 +46,6 @@ json csv_graph(const std::filesystem::path& csv) {
   return {{"graph", csv_graph_json(csv)}, {"options", {{"device", "cpu"}}}};
 }
 
-/// The first batch's progress event: slow_batches_graph_json's second batch is executing.
-bool first_progress(const json& e) {
-  return e["type"] == "progress" && e["data"]["batch"] == 1;
-}
-
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(hardening_test)
@@ -169,7 +164,7 @@ BOOST_AUTO_TEST_CASE(a_run_that_never_reaches_its_stop_check_ends_by_its_deadlin
     server_process srv{home, env};
     auto stuck = srv.submit_ok(slow);
     auto next = srv.submit_ok({{"graph", moons_graph_json(1)}, {"options", {{"device", "cpu"}}}});
-    await_event(srv, stuck, first_progress);
+    await_event(srv, stuck, first_step_done);
     srv.cancel(stuck);  // the second batch is executing: its stop check comes after it
     auto run = srv.wait_final(stuck, 60s);
     BOOST_TEST(run["status"] == "interrupted");
@@ -185,7 +180,7 @@ BOOST_AUTO_TEST_CASE(a_run_that_never_reaches_its_stop_check_ends_by_its_deadlin
 
     // The server's stop: a stuck run does not hold it; the server exits by its deadline.
     auto held = srv.submit_ok(slow);
-    await_event(srv, held, first_progress);
+    await_event(srv, held, first_step_done);
     srv.proc().signal(SIGTERM);
     auto code = srv.proc().wait_for(60s);
     BOOST_REQUIRE(code.has_value());

@@ -112,11 +112,11 @@ BOOST_AUTO_TEST_CASE(a_stuck_run_in_its_own_process_is_killed_at_its_stop_deadli
   server_process srv{home, env};
   auto id = srv.submit_ok({{"graph", slow_batches_graph_json()}, {"options", {{"device", "cpu"}}}});
   await_run_process(home, id);
-  for (std::uint64_t cursor = 0;;) {  // until the first batch's progress: the second is executing
+  for (std::uint64_t cursor = 0;;) {  // until the first step is done: the second batch is executing
     auto page = srv.get_json("/api/runs/" + id + "/events?wait=5&cursor=" + std::to_string(cursor));
     bool first_batch = false;
     for (const auto& e : page["events"])
-      first_batch |= e["type"] == "progress" && e["data"]["batch"] == 1;
+      first_batch |= first_step_done(e);
     if (first_batch)
       break;
     BOOST_REQUIRE(page["finished"] == false);

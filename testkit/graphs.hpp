@@ -130,8 +130,9 @@ inline moons_options evaluated_moons() {
 
 /// A run whose batches each take a second or more on one core, with no stop check inside one (the
 /// loop checks between batches): 12,288 moons in three batches through an MLP 2-2048-2048-2, a
-/// progress event after every batch. Tests of the stop deadline cancel it once the first batch's
-/// progress event came, so the cancel finds the second batch executing. About 0.3 GB.
+/// train_loss_batch metric after every step, emitted after that batch's stop check. Tests of the
+/// stop deadline cancel it once the first one came (first_step_done), so the cancel finds the
+/// second batch executing. About 0.3 GB.
 inline nlohmann::json slow_batches_graph_json() {
   return training_graph_json({{"name", "moons"}, {"n_samples", 12288}}, {{"batch_size", 4096}},
                              {{{"type", "Linear"}, {"out_features", 2048}},
@@ -140,7 +141,13 @@ inline nlohmann::json slow_batches_graph_json() {
                               {{"type", "ReLU"}},
                               {{"type", "Linear"}, {"out_features", 2}}},
                              {{"name", "sgd"}, {"lr", 0.01}},
-                             {{"epochs", 1}, {"device", "cpu"}, {"progress_interval_ms", 0}});
+                             {{"epochs", 1}, {"device", "cpu"}, {"train_loss_batch_every", 1}});
+}
+
+/// Whether `event` (an event object as the HTTP API gives it) is slow_batches_graph_json's first
+/// train_loss_batch metric: the first batch's stop check is past, the second batch executing.
+inline bool first_step_done(const nlohmann::json& event) {
+  return event["type"] == "metric" && event["data"]["name"] == "train_loss_batch" && event["data"]["step"] == 1;
 }
 
 /// A CSV with `rows` rows of three features and a label (a, b, c, label); 3 million rows take
