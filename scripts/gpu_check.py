@@ -358,8 +358,18 @@ class Check:
             changes.setdefault("loop", {})
             changes["loop"] = dict(changes["loop"], max_steps=60, epochs=1)
             path = self.graph_variant(source, changes, name)
-            _, out, _, _ = self.sh([self.cdui, "estimate", path, "--device", self.device, "--json"], timeout=60)
+            # Exit 1 with the JSON: a rough estimate (cdui estimate says so in its exit code).
+            code, out, err, _ = self.sh([self.cdui, "estimate", path, "--device", self.device, "--json"],
+                                        timeout=60, check=False)
+            if code not in (0, 1):
+                raise RuntimeError(f"cdui estimate {name} exited {code}: {err.strip()}")
             estimate = json.loads(out)
+            if estimate.get("rough") and not self.device.startswith("cuda"):
+                # A bf16 graph on a sim card of a CPU without AVX-512: the estimate says it cannot
+                # count it (docs/training-memory.md); on a CUDA card that never applies.
+                figures[name] = {"estimate": None, "peak": None, "ratio": None, "rough": estimate["rough"]}
+                lines.append(f"| {name} | rough: {estimate['rough']} | - | - |")
+                continue
             total = estimate.get("total_bytes") or estimate.get("total")
             home = self.home()
             self.sh([self.cdui, "run", path, "--device", self.device, "--seed", "1", "--name", name,
@@ -371,8 +381,10 @@ class Check:
             ok = ok and ratio is not None and 0.9 <= ratio <= 1.1
             lines.append(f"| {name} | {total} | {peak} | {ratio:.3f} |" if ratio else f"| {name} | {total} | {peak} | - |")
         ratios = [f["ratio"] for f in figures.values() if f["ratio"]]
+        rough = sum(1 for f in figures.values() if f.get("rough"))
         lines.insert(0, f"{len(ratios)} of {len(graphs)} graphs measured, estimate / peak from {min(ratios, default=0):.3f}"
-                        f" to {max(ratios, default=0):.3f} (goal 0.9 to 1.1)")
+                        f" to {max(ratios, default=0):.3f} (goal 0.9 to 1.1)"
+                        + (f"; {rough} rough, not run" if rough else ""))
         return lines, figures, ok
 
     def ddp_step(self):
