@@ -31,12 +31,15 @@ std::set<std::string> flags_of(std::string_view cpuinfo) {
   return flags;
 }
 
-/// /proc/cpuinfo's text.
-std::string cpuinfo_text() {
-  std::ifstream in{"/proc/cpuinfo"};
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+/// /proc/cpuinfo's text, read once.
+const std::string& cpuinfo_text() {
+  static const std::string text = [] {
+    std::ifstream in{"/proc/cpuinfo"};
+    std::ostringstream out;
+    out << in.rdbuf();
+    return out.str();
+  }();
+  return text;
 }
 
 } // namespace

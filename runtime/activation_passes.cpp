@@ -13,9 +13,8 @@ namespace {
 /// allocates), measured with the counting allocator (docs/training-memory.md, "The static estimate").
 class pass_counter {
 public:
-  explicit pass_counter(const pass_model& m)
-    : layers_(*m.layers), training_(m.training), half_(m.half), cross_entropy_(m.cross_entropy),
-      classification_(m.classification), conv_block_(m.conv_block) {
+  /// `m` outlives the counter (each pass is counted by a temporary one).
+  explicit pass_counter(const pass_model& m) : model_(m), layers_(*m.layers), training_(m.training) {
     segments_ = m.checkpoint;
     if (segments_.empty())
       segments_.push_back({0, layers_.size(), false});
@@ -24,7 +23,7 @@ public:
   /// The peak of one training step at batch `b`: the batch, the forward pass and what autograd
   /// keeps, the loss, the backward pass, then the optimizer's temporaries.
   std::int64_t training_step(std::int64_t b, std::int64_t optimizer_temporaries) {
-    timeline t{conv_block_};
+    timeline t{model_.conv_block};
     pass p{t};
     auto x = t.alloc(batch_elements(b, layers_.front().in) * float_bytes);
     auto y = t.alloc(target_bytes(b));
@@ -41,7 +40,7 @@ public:
       // Through the checkpoint: the block runs without autograd and keeps its input alone.
       runs[s] = checkpointed{t.hold(p.chain), p.grad, p.chain_size};
       for (auto i = seg.begin; i < seg.end; ++i)
-        p.chain = no_grad_layer(t, p.chain, p.chain_size, p.cache, layers_[i], training(i).weight, training(i).lora_rank, b, half_, true);
+        p.chain = no_grad_layer(t, p.chain, p.chain_size, p.cache, layers_[i], training(i).weight, training(i).lora_rank, b, model_.half, true);
       p.grad = true;
     }
     auto any_grad = p.grad;  // false: nothing in the model trains, the loss needs no backward
@@ -71,18 +70,18 @@ public:
   /// The peak of one validation batch of `b`: under no_grad, over a view of the dataset (not
   /// copied), each layer's output freed once the next one has it.
   std::int64_t evaluation(std::int64_t b) {
-    timeline t{conv_block_};
+    timeline t{model_.conv_block};
     auto chain = timeline::none;
     std::int64_t chain_size = float_bytes;
     std::vector<timeline::id> cache;
     for (std::size_t i = 0; i < layers_.size(); ++i)
-      chain = no_grad_layer(t, chain, chain_size, cache, layers_[i], training(i).weight, training(i).lora_rank, b, half_, false);
+      chain = no_grad_layer(t, chain, chain_size, cache, layers_[i], training(i).weight, training(i).lora_rank, b, model_.half, false);
     auto outputs = batch_elements(b, layers_.back().out);
     chain = output_in_float(t, chain, chain_size, outputs);
     t.drop_all(cache);
     auto loss = t.alloc(outputs * float_bytes);  // log_softmax, or mse's difference
     t.drop(loss);
-    if (classification_)
+    if (model_.classification)
       t.spike(b * (index_bytes + 1));  // argmax and the comparison with the labels
     t.drop(chain);
     return t.peak();
@@ -174,9 +173,9 @@ private:
       // Autograd records the layer when its input or one of its parameters needs a gradient.
       bool grad = k.grad_in || tr.weight || tr.bias;
       std::vector<timeline::id> temporaries;
-      auto used = layer_input(t, half_, p.chain, p.chain_size, e_in);
+      auto used = layer_input(t, model_.half, p.chain, p.chain_size, e_in);
       k.in_size = p.chain_size;
-      if (half_) {
+      if (model_.half) {
         // Autocast keeps the 16-bit copy of a weight that trains for the rest of the forward pass;
         // a frozen weight's copy lives for the op alone. Linear keeps the copy only to compute its
         // input's gradient; Conv2d keeps both.
@@ -185,9 +184,9 @@ private:
         if (grad && (k.grad_in || conv))
           k.saved.push_back(t.hold(copy));
       }
-      k.out_size = half_ ? half_bytes : float_bytes;
-      out = conv ? conv_output(t, l, b, half_) : t.alloc(e_out * k.out_size);
-      if (!conv && half_ && l.out[0] < 64)
+      k.out_size = model_.half ? half_bytes : float_bytes;
+      out = conv ? conv_output(t, l, b, model_.half) : t.alloc(e_out * k.out_size);
+      if (!conv && model_.half && l.out[0] < 64)
         t.spike(gemm_scratch(l.in[0], l.out[0]));
       // The matrix product keeps its input for the weight's gradient; the convolution keeps it
       // whenever it is recorded.
@@ -261,7 +260,7 @@ private:
     auto output = output_in_float(t, p.chain, p.chain_size, outputs);
     p.chain = timeline::none;
     std::vector<timeline::id> loss_saved;
-    if (cross_entropy_) {
+    if (model_.cross_entropy) {
       loss_saved.push_back(t.alloc(outputs * float_bytes));
       t.drop(output);
     } else {
@@ -270,7 +269,7 @@ private:
     }
     t.drop_all(p.cache);
     auto g = t.alloc(outputs * float_bytes);
-    if (cross_entropy_) {
+    if (model_.cross_entropy) {
       auto g2 = t.alloc(outputs * float_bytes);
       t.drop(g);
       g = g2;
@@ -349,7 +348,7 @@ private:
     auto& t = p.t;
     auto in = l.in[0], out = l.out[0];
     k.lora_rank = rank;
-    if (half_) {
+    if (model_.half) {
       // The adapters' 16-bit copies, cached for the forward pass; each product keeps its weight's.
       auto a = t.alloc(rank * in * half_bytes), bw = t.alloc(out * rank * half_bytes);
       p.cache.push_back(a);
@@ -374,18 +373,15 @@ private:
   }
 
   [[nodiscard]] std::int64_t target_bytes(std::int64_t b) const {
-    if (classification_)
+    if (model_.classification)
       return b * index_bytes;
     return batch_elements(b, layers_.back().out) * float_bytes;
   }
 
+  const pass_model& model_;
   const std::vector<layer_plan>& layers_;
   const std::vector<layer_training>& training_;
   std::vector<forward_segment> segments_;
-  bool half_;
-  bool cross_entropy_;
-  bool classification_;
-  std::int64_t conv_block_;
 };
 
 } // namespace

@@ -5,6 +5,7 @@
 
 #include "devices/memory.hpp"
 #include "runtime/activation_passes.hpp"
+#include "runtime/kernel_memory.hpp"
 #include "runtime/layer_shapes.hpp"
 #include "runtime/precision.hpp"
 #include "runtime/trainable.hpp"
@@ -244,8 +245,7 @@ memory_estimate estimate_loop(const graph_index& index, const graph_node& loop,
                                                                                  : recompute_granularity::selective);
   pass_model passes{&layers, std::move(training), std::move(segments), half, cross_entropy,
                     train.data.classification};
-  // oneDNN's blocked layout pads channels to 16 with its AVX-512 kernels, to 8 with its AVX2 ones.
-  passes.conv_block = cuda || options.cpu_avx512 ? 16 : 8;
+  passes.conv_block = conv_block(cuda || options.cpu_avx512);
   auto step = training_step_peak(passes, train.batch, opt.temporaries * largest * float_bytes);
   auto working = step;
   e.activations_from = "training step";
@@ -290,9 +290,7 @@ memory_estimate estimate_loop(const graph_index& index, const graph_node& loop,
     add("cuda_workspace", cuda_workspace_bytes, "the CUDA libraries' workspaces (cuBLAS, cuDNN)", true);
   }
   if (half && !cuda && !options.cpu_avx512)
-    e.rough = "TrainingLoop '" + loop.id + "' trains in " + e.precision + " on " + e.device
-              + ", whose kernels here are oneDNN's without AVX-512: the estimate's rules for their 16-bit "
-                "buffers were measured on AVX-512 kernels, and these allocate otherwise";
+    e.rough = unmeasured_16_bit_kernels(loop.id, e.precision, e.device);
   return e;
 }
 

@@ -47,6 +47,17 @@ std::int64_t batch_elements(std::int64_t b, const sample_shape& shape) {
   return b * elements(shape);
 }
 
+std::int64_t conv_block(bool avx512) {
+  return avx512 ? 16 : 8;
+}
+
+std::string unmeasured_16_bit_kernels(const std::string& loop_id, const std::string& precision,
+                                      const std::string& device) {
+  return "TrainingLoop '" + loop_id + "' trains in " + precision + " on " + device
+         + ", whose kernels here are oneDNN's without AVX-512: the estimate's rules for their 16-bit "
+           "buffers were measured on AVX-512 kernels, and these allocate otherwise";
+}
+
 std::int64_t blocked(std::int64_t b, const sample_shape& shape, std::int64_t block) {
   auto c = shape[0];
   return b * ((c + block - 1) / block * block) * (elements(shape) / c);

@@ -5,6 +5,7 @@
 // CPUs (docs/benchmarks.md, "The static estimate against the measured peak"). Torch-free.
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "runtime/layer_shapes.hpp"
@@ -41,6 +42,15 @@ private:
   std::int64_t peak_ = 0;
   std::int64_t conv_block_;
 };
+
+/// The channels oneDNN's blocked layout pads a convolution's tensors to: 16 with its AVX-512
+/// kernels (and on CUDA, where these rules stand in), 8 with its AVX2 ones.
+[[nodiscard]] std::int64_t conv_block(bool avx512);
+
+/// Why a loop training in 16 bits on CPU kernels without AVX-512 gets a rough estimate: the 16-bit
+/// rules here were measured on AVX-512 kernels only.
+[[nodiscard]] std::string unmeasured_16_bit_kernels(const std::string& loop_id, const std::string& precision,
+                                                     const std::string& device);
 
 /// Elements of a batch of `b` samples of `shape`.
 [[nodiscard]] std::int64_t batch_elements(std::int64_t b, const sample_shape& shape);

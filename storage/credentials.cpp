@@ -49,7 +49,7 @@ bool same_secret(std::string_view a, std::string_view b) {
 }
 
 void write_private_file(const std::filesystem::path& path, std::string_view text) {
-  write_file_atomic(path, text, 0600, true);
+  write_file_atomic(path, text, true);
 }
 
 std::optional<std::string> read_first_line(const std::filesystem::path& path) {

@@ -56,17 +56,18 @@ std::string io_error_text(int error) {
   return std::strerror(error);
 }
 
-void write_file_atomic(const std::filesystem::path& path, std::string_view bytes, mode_t mode, bool sync) {
+void write_file_atomic(const std::filesystem::path& path, std::string_view bytes, bool private_file) {
   auto tmp = path;
   tmp += ".tmp" + std::to_string(::getpid());
   auto failed = [&](const std::string& verb, int error) {
     ::unlink(tmp.c_str());
     return std::runtime_error(verb + " " + path.string() + ": " + io_error_text(error));
   };
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, private_file ? 0600 : 0666);
   if (fd < 0)
     throw failed("cannot create a new", errno);
-  ::fchmod(fd, mode);
+  if (private_file)
+    ::fchmod(fd, 0600);  // whatever the umask
   for (std::size_t done = 0; done < bytes.size();) {
     auto n = ::write(fd, bytes.data() + done, bytes.size() - done);
     if (n < 0 && errno == EINTR)
@@ -78,7 +79,7 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view bytes
     }
     done += static_cast<std::size_t>(n);
   }
-  if (sync && ::fsync(fd) != 0) {
+  if (private_file && ::fsync(fd) != 0) {
     int error = errno;
     ::close(fd);
     throw failed("cannot write", error);

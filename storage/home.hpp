@@ -4,8 +4,6 @@
 #include <string>
 #include <string_view>
 
-#include <sys/types.h>
-
 namespace cdui::storage {
 
 /// $CODEFYUI_HOME, else ~/.cdui: where runs, the store and the server's files live.
@@ -32,11 +30,11 @@ void prepare_home(const std::filesystem::path& home);
 void make_private(const std::filesystem::path& file);
 
 /// Writes `bytes` to a temporary name beside `path` and renames it over `path`, so a reader sees
-/// the old file or the new one, never half of one; the new file has `mode` (whatever the umask)
-/// and, with `sync`, is on the disk before the rename. Throws std::runtime_error naming the path
-/// and the cause (io_error_text) on failure, the temporary file removed.
-void write_file_atomic(const std::filesystem::path& path, std::string_view bytes, mode_t mode = 0644,
-                       bool sync = false);
+/// the old file or the new one, never half of one. A `private_file` gets mode 0600 whatever the
+/// umask and is on the disk before the rename; another gets 0666 less the umask, as any new file.
+/// Throws std::runtime_error naming the path and the cause (io_error_text) on failure, the
+/// temporary file removed.
+void write_file_atomic(const std::filesystem::path& path, std::string_view bytes, bool private_file = false);
 
 /// What a failed file operation's errno means, for a message: "the disk is full (No space left on
 /// device)" when it is (ENOSPC, or a quota's EDQUOT), else strerror's sentence.

@@ -224,13 +224,10 @@ bool cancel(self_ptr self, bool dequeued, const std::string& prune_reason) {
   auto& st = self->state;
   if (is_final(st.setup.info.status) || st.stop->load())
     return false;
-  st.stop->store(true);
   st.prune_reason = prune_reason;
+  ask_to_stop(self, false);
   if (dequeued)
     end_unstarted(self, run_status::cancelled, "cancelled before it started");
-  else if (!st.setup.worker.empty() && st.setup.info.status == run_status::running)
-    self->send(st.setup.registry, atoms::stop::value, st.setup.info.id, false);
-  arm_stop_deadline(self);
   return true;
 }
 
@@ -326,14 +323,9 @@ caf::behavior run_actor(run_parts::self_ptr self, run_setup setup, run_queue_act
         end_unstarted(self, run_status::failed, reason);
     },
     [=](atoms::interrupt) {
-      auto& st = self->state;
-      if (is_final(st.setup.info.status))
+      if (is_final(self->state.setup.info.status))
         return false;
-      st.interrupt->store(true);
-      st.stop->store(true);
-      if (!st.setup.worker.empty() && st.setup.info.status == run_status::running)
-        self->send(st.setup.registry, atoms::stop::value, st.setup.info.id, true);
-      arm_stop_deadline(self);
+      ask_to_stop(self, true);
       return true;
     },
     [=](atoms::info) { return self->state.setup.info; },

@@ -64,9 +64,10 @@ bool stored(self_ptr self, F write) {
 void abandon_executor(run_state& st, const std::string& reason);
 /// An executor thread returns: counted off abandoned_executors() if it was abandoned.
 void executor_returned(event_buffer& buffer);
-/// After a cancel or an interrupt: a local run that has not ended by its stop deadline is ended
-/// then.
-void arm_stop_deadline(self_ptr self);
+/// Asks the run to stop (a cancel, a store that refuses it) or, with `interrupt`, to end interrupted
+/// (the server stops): its flags are set, a running worker run's worker is told, and a local run
+/// that has not ended by its stop deadline is ended then (miss_stop_deadline).
+void ask_to_stop(self_ptr self, bool interrupt);
 /// The run did not reach a stop check in time: it ends interrupted now (miss_stop_deadline).
 void miss_stop_deadline(self_ptr self);
 

@@ -72,12 +72,7 @@ void store_failed(self_ptr self, const std::string& what) {
     return;
   st.store_failure = "the server cannot record the run: " + what;
   spdlog::error("run {}: {}", st.setup.info.id, st.store_failure);
-  st.stop->store(true);
-  if (st.setup.info.status != run_status::running)
-    return;
-  if (!st.setup.worker.empty())
-    self->send(st.setup.registry, atoms::stop::value, st.setup.info.id, false);
-  arm_stop_deadline(self);
+  ask_to_stop(self, false);
 }
 
 void append_events(self_ptr self, std::vector<run_event> events) {

@@ -32,11 +32,17 @@ void abandon_executor(run_state& st, const std::string& reason) {
   }
 }
 
-void arm_stop_deadline(self_ptr self) {
+void ask_to_stop(self_ptr self, bool interrupt) {
   auto& st = self->state;
-  if (st.setup.worker.empty() && st.setup.info.status == run_status::running)
-    self->delayed_send(self, std::chrono::milliseconds(st.setup.stop_deadline_ms),
-                       atoms::deadline::value);
+  if (interrupt)
+    st.interrupt->store(true);
+  st.stop->store(true);
+  if (st.setup.info.status != run_status::running)
+    return;
+  if (!st.setup.worker.empty())
+    self->send(st.setup.registry, atoms::stop::value, st.setup.info.id, interrupt);
+  else
+    self->delayed_send(self, std::chrono::milliseconds(st.setup.stop_deadline_ms), atoms::deadline::value);
 }
 
 /// The run did not reach a stop check in time (a read that blocks, a batch that takes minutes):

@@ -184,8 +184,7 @@ struct server::impl {
     stores.node_state =
       system.spawn(actors::cache_store, budget_from_env(storage::node_state_store_budget), false);
     if (bridge) {
-      // A heartbeat every 10 s; a lost worker's runs keep going for 5 minutes (docs/workers.md,
-      // "Lost connections and the resume grace").
+      // A heartbeat every 10 s; a lost worker's runs keep going for 5 minutes (docs/workers.md).
       policy::worker_table::config workers_config{
         version(), runtime::node_types_digest(), c.token,
         seconds_setting("CODEFYUI_WORKER_HEARTBEAT_S", 10.0, 0.05, 3600), {}};
