@@ -82,48 +82,31 @@ json session_json(const access_rules& rules, const httplib::Request& req) {
   return answer;
 }
 
-/// Whether `rules` let `req` change something; false after a 403 with the refusal's sentence.
-bool may_change(const httplib::Request& req, httplib::Response& res, const access_rules& rules) {
-  auto decision = check_access(credentials_of(req), request_kind::change, rules,
-                               browser_sessions::clock::now());
-  if (!decision.allowed)
-    refuse(res, 403, decision.refusal);
-  return decision.allowed;
-}
-
 } // namespace
 
-bool is_dashboard_page(std::string_view path) {
-  return path == "/" || path.rfind("/ui/", 0) == 0 || path == "/api/ui/session";
-}
-
-void mount_dashboard(httplib::Server& http, std::shared_ptr<browser_sessions> sessions,
-                     access_rules rules) {
+void add_dashboard_routes(route_table& routes, std::shared_ptr<browser_sessions> sessions,
+                          access_rules rules) {
   rules.sessions = sessions.get();
-  auto token_only = rules;
-  token_only.sessions = nullptr;  // a signed-in browser makes no links: `cdui ui` does
-  http.Get("/ui/login", [sessions, name = rules.cookie_name](const httplib::Request& req,
-                                                              httplib::Response& res) {
-    sign_in(*sessions, name, req, res);
-  });
-  http.Get("/", serve_file);
-  http.Get(R"(/ui/.+)", serve_file);
-  http.Post("/api/ui/links", [sessions, token_only](const httplib::Request& req, httplib::Response& res) {
-    if (!may_change(req, res, token_only))
-      return;
-    auto code = sessions->new_code(browser_sessions::clock::now());
-    reply(res, 200, {{"path", "/ui/login?code=" + code},
-                     {"expires_in_s", duration_cast<seconds>(sign_in_link_lifetime).count()}});
-  });
-  http.Get("/api/ui/session", [sessions, rules](const httplib::Request& req, httplib::Response& res) {
+  routes.get("/ui/login", route_access::open,
+             [sessions, name = rules.cookie_name](const httplib::Request& req, httplib::Response& res) {
+               sign_in(*sessions, name, req, res);
+             });
+  routes.get("/", route_access::open, serve_file);
+  routes.get(R"(/ui/.+)", route_access::open, serve_file);
+  // A signed-in browser makes no links: `cdui ui` does, with the token.
+  routes.add("POST", "/api/ui/links", route_access::token_only,
+             [sessions](const httplib::Request&, httplib::Response& res) {
+               auto code = sessions->new_code(browser_sessions::clock::now());
+               reply(res, 200, {{"path", "/ui/login?code=" + code},
+                                {"expires_in_s", duration_cast<seconds>(sign_in_link_lifetime).count()}});
+             });
+  routes.get("/api/ui/session", route_access::open, [rules](const httplib::Request& req, httplib::Response& res) {
     res.set_header("Cache-Control", "no-store");
     reply(res, 200, session_json(rules, req));
   });
   // Signing out: a change, so the cookie counts only with its anti-CSRF header; the cookie is
   // cleared in any case.
-  http.Delete("/api/ui/session", [sessions, rules](const httplib::Request& req, httplib::Response& res) {
-    if (!may_change(req, res, rules))
-      return;
+  routes.del("/api/ui/session", [sessions, rules](const httplib::Request& req, httplib::Response& res) {
     bool ended = sessions->end(cookie_value(req.get_header_value("Cookie"), rules.cookie_name));
     res.set_header("Set-Cookie", rules.cookie_name + "=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0");
     res.set_header("Cache-Control", "no-store");

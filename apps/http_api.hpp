@@ -24,6 +24,29 @@ inline constexpr const char* token_header = "X-CodefyUI-Token";
 /// with `bind_host` (the address it listens on, written as a Host header writes it).
 [[nodiscard]] std::vector<std::string> loopback_host_names(const std::string& bind_host = "127.0.0.1");
 
+/// Who may call a route, declared with it (docs/http-api.md#the-session-token).
+enum class route_access {
+  /// Anyone: the dashboard's page and files (static), its one-time sign-in link, and whether this
+  /// browser has signed in.
+  open,
+  /// A read: free from loopback unless reads need the token; else the token or a signed-in browser.
+  read,
+  /// A change: the token, or a signed-in browser's cookie with its anti-CSRF header.
+  change,
+  /// The token alone: making a sign-in link (a signed-in browser makes none).
+  token_only,
+};
+
+[[nodiscard]] const char* to_string(route_access access);
+
+/// A route as it is declared: method, path pattern (a regular expression the whole path matches,
+/// as cpp-httplib's) and who may call it.
+struct route_declaration {
+  std::string method;
+  std::string pattern;
+  route_access access = route_access::change;
+};
+
 /// How the API answers (docs/http-api.md#the-session-token, #limits).
 struct http_api_options {
   /// The session token that requests which change something carry.
@@ -45,10 +68,14 @@ struct http_api_options {
 };
 
 /// Registers cdui's HTTP API (docs/http-api.md) on `http`, answering from `runtime`, and the
-/// dashboard with `sessions`. Requests that change something (POST, PUT, DELETE) need the token in
-/// the X-CodefyUI-Token header (or a signed-in browser's cookie and anti-CSRF header), reads too
-/// with `reads_need_token`. Errors are JSON {"detail": "..."} with a 4xx or 5xx status; a path segment or
-/// query parameter that is not UTF-8 gets 400 naming it. `runtime` must outlive the HTTP server's use.
-void mount_http_api(httplib::Server& http, cdui::server& runtime, http_api_options options);
+/// dashboard with `sessions`, and returns the routes it declared. Each route's access is decided
+/// from its declaration before routing and before its body is read: requests that change
+/// something (POST, PUT, DELETE) need the token in the X-CodefyUI-Token header (or a signed-in
+/// browser's cookie and anti-CSRF header), reads too with `reads_need_token`; a refusal is a 403
+/// that says what is missing. Errors are JSON {"detail": "..."} with a 4xx or 5xx status; a path
+/// segment or query parameter that is not UTF-8 gets 400 naming it. `runtime` must outlive the HTTP
+/// server's use.
+std::vector<route_declaration> mount_http_api(httplib::Server& http, cdui::server& runtime,
+                                              http_api_options options);
 
 } // namespace cdui::apps

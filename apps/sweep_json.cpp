@@ -96,15 +96,6 @@ std::string cell(const json& v) {
   return v.dump();
 }
 
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos)
-    return s;
-  std::string out = "\"";
-  for (char ch : s)
-    out += ch == '"' ? std::string{"\"\""} : std::string(1, ch);
-  return out + "\"";
-}
-
 /// The swept params' names, in the spec's order.
 std::vector<std::string> param_names(const json& variants) {
   std::vector<std::string> out;

@@ -40,4 +40,13 @@ std::string format_table(const std::vector<std::vector<std::string>>& shown) {
   return out;
 }
 
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos)
+    return s;
+  std::string out = "\"";
+  for (char c : s)
+    out += c == '"' ? std::string{"\"\""} : std::string(1, c);
+  return out + "\"";
+}
+
 } // namespace cdui::apps

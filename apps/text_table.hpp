@@ -14,4 +14,8 @@ namespace cdui::apps {
 /// between columns, no padding after the last one. Cells are made printable().
 [[nodiscard]] std::string format_table(const std::vector<std::vector<std::string>>& rows);
 
+/// `s` as one field of a CSV line (RFC 4180): quoted, with its quotes doubled, when it holds a
+/// comma, a quote or a line break; as it is otherwise.
+[[nodiscard]] std::string csv_field(const std::string& s);
+
 } // namespace cdui::apps
