@@ -304,10 +304,14 @@ BOOST_AUTO_TEST_CASE(a_request_without_a_length_has_no_body_and_is_answered_at_o
   server_process srv{home};
   auto token = "X-CodefyUI-Token: " + srv.auth().begin()->second + "\r\n";
   // Each used to wait for the client to close: httplib read the body until the end of the stream.
-  auto put = ask(srv.port(), request("PUT", "/api/runs"));
+  auto put = ask(srv.port(), request("PUT", "/api/runs", token));
   BOOST_REQUIRE_MESSAGE(put, "a PUT without a body got no answer");
   BOOST_TEST(put->status == 404);
   BOOST_TEST(put->detail() == "no such endpoint: PUT /api/runs");
+  // No route answers it, so it needs what a change needs: without the token, 403 at once.
+  auto anonymous = ask(srv.port(), request("PUT", "/api/runs"));
+  BOOST_REQUIRE_MESSAGE(anonymous, "a PUT without a body or a token got no answer");
+  BOOST_TEST(anonymous->status == 403);
   auto cancel = ask(srv.port(), request("POST", "/api/runs/abcd1234/cancel", token));
   BOOST_REQUIRE(cancel);
   BOOST_TEST(cancel->status == 404);
