@@ -90,6 +90,18 @@ void serve(httplib::Server& http, const route_table& routes) {
   }
 }
 
+/// The status of a handler's exception: an api_failure's kind's (the store's: the disk is full,
+/// 503), else 500.
+int status_of(std::exception_ptr ep) {
+  try {
+    std::rethrow_exception(ep);
+  } catch (const api_failure& e) {
+    return http_status(e.kind());
+  } catch (...) {
+    return 500;
+  }
+}
+
 /// The JSON answers of what cpp-httplib answers itself: no route, an unreadable request, an
 /// exception out of a handler.
 void answer_errors_in_json(httplib::Server& http) {
@@ -116,7 +128,7 @@ void answer_errors_in_json(httplib::Server& http) {
         auto detail = text::to_utf8(req.method + " " + req.path + " failed: "
                                     + text::what_of(ep, "unknown error"));
         spdlog::error("HTTP {}", detail);
-        refuse(res, 500, detail);
+        refuse(res, status_of(ep), detail);
       } catch (...) {
         res.status = 500;
         res.set_content(R"({"detail":"the server failed to answer this request"})",

@@ -10,6 +10,7 @@
 
 #include "apps/http_access.hpp"
 #include "apps/http_api.hpp"
+#include "messages/api_error.hpp"
 #include "messages/json_text.hpp"
 
 namespace cdui::apps {
@@ -21,6 +22,31 @@ inline void reply(httplib::Response& res, int status, const nlohmann::json& body
 
 inline void refuse(httplib::Response& res, int status, const std::string& detail) {
   reply(res, status, {{"detail", detail}});
+}
+
+/// The HTTP status of each kind of failure, in one place: not_found 404, refused 400, conflict
+/// 409, busy and store_failure 503 (try again: a part did not answer, the disk is full), internal
+/// 500.
+constexpr int http_status(error_kind kind) {
+  switch (kind) {
+  case error_kind::not_found:
+    return 404;
+  case error_kind::refused:
+    return 400;
+  case error_kind::conflict:
+    return 409;
+  case error_kind::busy:
+  case error_kind::store_failure:
+    return 503;
+  case error_kind::internal:
+    return 500;
+  }
+  return 500;
+}
+
+/// Answers `error` with its kind's status and its sentence.
+inline void refuse(httplib::Response& res, const api_error& error) {
+  refuse(res, http_status(error.kind), error.message);
 }
 
 /// The request's body as JSON (messages/json_text.hpp's parse_json_text, which refuses deep

@@ -96,17 +96,20 @@ void get_runs(cdui::server& runtime, const httplib::Request& req, httplib::Respo
   std::string device;
   if (asked.refused || !runs_filter(req, res, worker, device))
     return;
-  try {
-    auto page = runtime.runs(req.get_param_value("status"), worker, device, asked.page->limit, asked.page->offset);
-    json runs = json::array();
-    for (const auto& r : page.runs)
-      runs.push_back(run_object(runtime, r));
-    json answer{{"runs", runs}};
-    answer.update(page_fields(*asked.page, page.total));
-    reply(res, 200, answer);
-  } catch (const std::invalid_argument& e) {
-    refuse(res, 400, std::string{"query parameter 'status': "} + e.what());
+  auto page = runtime.runs(req.get_param_value("status"), worker, device, asked.page->limit, asked.page->offset);
+  if (!page) {
+    auto error = page.error();
+    if (error.kind == error_kind::refused)
+      error.message = "query parameter 'status': " + error.message;
+    refuse(res, error);
+    return;
   }
+  json runs = json::array();
+  for (const auto& r : page->runs)
+    runs.push_back(run_object(runtime, r));
+  json answer{{"runs", runs}};
+  answer.update(page_fields(*asked.page, page->total));
+  reply(res, 200, answer);
 }
 
 /// Long-polls waiting now, at most `max`: one beyond them answers at once, so that waiting polls
@@ -162,25 +165,23 @@ void get_events(cdui::server& runtime, poll_slots& polls, const std::string& id,
   std::optional<poll_slots::slot> slot;
   if (wait > 0 && !slot.emplace(polls))
     wait = 0;  // every slot is taken: answer at once, as with wait=0
-  try {
-    auto batch = runtime.events(id, cursor, std::chrono::milliseconds(static_cast<long>(wait * 1000)));
-    json events = json::array();
-    auto last = cursor;
-    for (const auto& e : batch.events) {
-      if (events.size() >= limit) {
-        batch.finished = false;
-        break;
-      }
-      events.push_back({{"cursor", e.cursor},
-                        {"time_ms", e.time_ms},
-                        {"type", e.type},
-                        {"data", parse_or_null(e.data)}});
-      last = e.cursor;
-    }
-    reply(res, 200, {{"run_id", id}, {"events", events}, {"cursor", last}, {"finished", batch.finished}});
-  } catch (const std::invalid_argument& e) {
-    refuse(res, 404, e.what());
+  auto batch = runtime.events(id, cursor, std::chrono::milliseconds(static_cast<long>(wait * 1000)));
+  if (!batch) {
+    refuse(res, batch.error());
+    return;
   }
+  json events = json::array();
+  auto last = cursor;
+  bool finished = batch->finished;
+  for (const auto& e : batch->events) {
+    if (events.size() >= limit) {
+      finished = false;
+      break;
+    }
+    events.push_back({{"cursor", e.cursor}, {"time_ms", e.time_ms}, {"type", e.type}, {"data", parse_or_null(e.data)}});
+    last = e.cursor;
+  }
+  reply(res, 200, {{"run_id", id}, {"events", events}, {"cursor", last}, {"finished", finished}});
 }
 
 void get_metrics(cdui::server& runtime, const std::string& id, const httplib::Request& req,
@@ -192,7 +193,7 @@ void get_metrics(cdui::server& runtime, const std::string& id, const httplib::Re
   }
   auto points = runtime.metrics(id, req.get_param_value("name"));
   if (!points) {
-    refuse(res, 404, "no run has the id '" + id + "'");
+    refuse(res, points.error());
     return;
   }
   if (format == "csv") {
@@ -219,7 +220,7 @@ void get_metrics(cdui::server& runtime, const std::string& id, const httplib::Re
 void get_outputs(cdui::server& runtime, const std::string& id, httplib::Response& res) {
   auto info = runtime.info(id);
   if (!info) {
-    refuse(res, 404, "no run has the id '" + id + "'");
+    refuse(res, info.error());
     return;
   }
   auto options = parse_or_null(info->options);
@@ -274,11 +275,16 @@ void add_run_routes(route_table& routes, cdui::server& runtime, std::size_t max_
     if (auto info = rt.info(id))
       reply(res, 200, run_object(rt, *info));
     else
-      refuse(res, 404, "no run has the id '" + id + "'");
+      refuse(res, info.error());
   });
   routes.del(R"(/api/runs/([^/]+))", [&rt](const httplib::Request& req, httplib::Response& res) {
     std::string id = req.matches[1];
-    switch (rt.erase(id)) {
+    auto erased = rt.erase(id);
+    if (!erased) {
+      refuse(res, erased.error());
+      return;
+    }
+    switch (*erased) {
     case erase_result::erased:
       reply(res, 200, {{"run_id", id}, {"deleted", true}});
       break;
@@ -294,7 +300,7 @@ void add_run_routes(route_table& routes, cdui::server& runtime, std::size_t max_
     std::string id = req.matches[1];
     auto before = rt.info(id);
     if (!before) {
-      refuse(res, 404, "no run has the id '" + id + "'");
+      refuse(res, before.error());
       return;
     }
     bool cancelled = rt.cancel(id);
@@ -303,7 +309,7 @@ void add_run_routes(route_table& routes, cdui::server& runtime, std::size_t max_
     reply(res, 200, {{"run_id", id},
                      {"cancelled", cancelled},
                      {"was", to_string(before->status)},
-                     {"status", to_string(info->status)}});
+                     {"status", to_string((info ? *info : *before).status)}});
   });
   routes.get(R"(/api/runs/([^/]+)/events)", route_access::read,
              [&rt, polls](const httplib::Request& req, httplib::Response& res) {

@@ -90,7 +90,7 @@ std::vector<apps::trial_view> study_trials(cdui::server& runtime, const study_re
 void get_sweep(cdui::server& runtime, const std::string& id, bool csv, httplib::Response& res) {
   auto sweep = runtime.sweep(id);
   if (!sweep) {
-    refuse(res, 404, "no sweep has the id '" + id + "'");
+    refuse(res, sweep.error());
     return;
   }
   auto runs = runtime.sweep_runs(id);
@@ -102,12 +102,13 @@ void get_sweep(cdui::server& runtime, const std::string& id, bool csv, httplib::
   }
 }
 
-/// The answer to POST /api/sweeps/{id}/cancel and /api/studies/{id}/cancel: 404 when there is no
-/// such `kind` (cancelled is nullopt), else whether the cancel was taken and the state it left.
+/// The answer to POST /api/sweeps/{id}/cancel and /api/studies/{id}/cancel: the error when the
+/// cancel could not be asked (404 for no such `kind`), else whether it was taken and the state it
+/// left.
 void reply_cancel(httplib::Response& res, const std::string& kind, const std::string& id,
-                  std::optional<bool> cancelled, const std::function<json()>& search_json) {
+                  const answer<bool>& cancelled, const std::function<json()>& search_json) {
   if (!cancelled) {
-    refuse(res, 404, "no " + kind + " has the id '" + id + "'");
+    refuse(res, cancelled.error());
     return;
   }
   reply(res, 200, {{kind + "_id", id}, {"cancelled", *cancelled}, {"state", search_json()["state"]}});
@@ -142,7 +143,7 @@ void add_search_routes(route_table& routes, cdui::server& runtime) {
   routes.get(R"(/api/studies/([^/]+))", route_access::read, [&rt](const httplib::Request& req, httplib::Response& res) {
     auto study = rt.study(req.matches[1]);
     if (!study) {
-      refuse(res, 404, "no study has the id '" + std::string{req.matches[1]} + "'");
+      refuse(res, study.error());
       return;
     }
     reply(res, 200, study_json(*study, study_trials(rt, *study)));

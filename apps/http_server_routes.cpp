@@ -82,7 +82,7 @@ std::string prometheus_text(cdui::server& runtime) {
   out << "# HELP cdui_runs Runs in the store, by status.\n# TYPE cdui_runs gauge\n";
   for (auto status : all_run_statuses)
     out << "cdui_runs{status=\"" << to_string(status) << "\"} "
-        << runtime.runs(std::string{to_string(status)}, 1, 0).total << '\n';
+        << runtime.runs(std::string{to_string(status)}, 1, 0).value().total << '\n';
   auto status = runtime.status(false);
   const auto& queues = status.queue.queues;
   out << "# HELP cdui_queue_length Runs waiting in a device's queue.\n"

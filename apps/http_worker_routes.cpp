@@ -26,12 +26,10 @@ void put_sharing(cdui::server& rt, const std::string& worker, const std::string&
                      "card) or \"exclusive\" (one run at a time by count)");
     return;
   }
-  auto why = worker.empty() ? rt.share_device(device, mode == "shared")
-                            : rt.share_worker_device(worker, device, mode == "shared");
-  if (!why.empty()) {
-    bool unknown = why.rfind("this server has no device", 0) == 0 || why.rfind("no worker named", 0) == 0
-                   || why.rfind("no device", 0) == 0;
-    refuse(res, unknown ? 404 : 409, why);
+  auto done = worker.empty() ? rt.share_device(device, mode == "shared")
+                             : rt.share_worker_device(worker, device, mode == "shared");
+  if (!done) {
+    refuse(res, done.error());
     return;
   }
   json answer{{"device", device}, {"mode", mode}};
@@ -92,7 +90,11 @@ json credential_json(cdui::server& runtime, const enrollment& e, const httplib::
 bool refused_enrollment(httplib::Response& res, const enrollment& e) {
   if (e.error.empty())
     return false;
-  refuse(res, e.refusal == "conflict" ? 409 : e.refusal == "unknown" ? 404 : 400, e.error);
+  refuse(res, e.refusal == "conflict"      ? 409
+              : e.refusal == "unknown"     ? 404
+              : e.refusal == "unavailable" ? 503
+                                           : 400,
+         e.error);
   return true;
 }
 

@@ -139,7 +139,7 @@ int embedded_run(run_request request, const run_command_options& options) {
       std::fflush(stdout);
       srv.cancel(id);
     }
-    auto batch = srv.events(id, cursor, poll_interval);
+    auto batch = srv.events(id, cursor, poll_interval).value();
     for (const auto& e : batch.events) {
       printer.print(e);
       cursor = e.cursor;

@@ -47,6 +47,7 @@ set(cdui_public_headers
   actors/server/server.hpp
   apps/http_api.hpp
   messages/actor_status.hpp
+  messages/api_error.hpp
   messages/fields.hpp
   messages/memory_ledger.hpp
   messages/run_event.hpp

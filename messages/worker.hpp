@@ -188,7 +188,8 @@ struct enrollment {
   /// The new credential (enroll, rekey): handed out once, never stored.
   std::string credential;
   /// Empty when it was done; else why not, and what kind of refusal: "invalid" (a bad name),
-  /// "conflict" (enrolled already) or "unknown" (no such worker).
+  /// "conflict" (enrolled already), "unknown" (no such worker) or "unavailable" (the worker
+  /// registry did not answer).
   std::string error;
   std::string refusal;
   CDUI_FIELDS(name, credential, error, refusal)

@@ -215,7 +215,7 @@ public:
       return true;
     if (rc == SQLITE_DONE)
       return false;
-    throw std::runtime_error(sqlite_failure(db_));
+    throw_store_failure(db_);
   }
 
   std::string text(int col) const {
@@ -238,7 +238,7 @@ private:
 
 void exec(sqlite3* db, const char* sql) {
   if (sqlite3_exec(db, sql, nullptr, nullptr, nullptr) != SQLITE_OK)
-    throw std::runtime_error(sqlite_failure(db));
+    throw_store_failure(db);
 }
 
 /// BEGIN IMMEDIATE ... COMMIT, rolled back when an exception leaves the scope.

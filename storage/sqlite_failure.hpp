@@ -5,6 +5,8 @@
 
 #include <sqlite3.h>
 
+#include "messages/api_error.hpp"
+
 namespace cdui::storage {
 
 /// SQLite's sentence for the last failure on `db`, as a message: "SQLite: ...", and a full disk
@@ -17,6 +19,12 @@ namespace cdui::storage {
   if (code == SQLITE_FULL || (code == SQLITE_IOERR && (error == ENOSPC || error == EDQUOT)))
     return "the disk is full (" + said + ")";
   return said;
+}
+
+/// Throws the last failure on `db` as what it is to a caller: a store failure (api_failure), so
+/// that the facade answers 503 with "the disk is full" rather than a 500.
+[[noreturn]] inline void throw_store_failure(sqlite3* db) {
+  throw api_failure(error_kind::store_failure, sqlite_failure(db));
 }
 
 } // namespace cdui::storage

@@ -12,6 +12,7 @@
 #include <caf/sec.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/common/api_errors.hpp"
 #include "messages/text.hpp"
 
 namespace cdui::actors {
@@ -24,11 +25,18 @@ struct is_result : std::false_type {};
 template <class... Ts>
 struct is_result<caf::result<Ts...>> : std::true_type {};
 
-/// The error a handler's exception becomes; the facade reads its context as the refusal's text.
+/// The error a handler's exception becomes: an api_failure as its kind and sentence (a store that
+/// cannot write); any other as internal, "<actor> failed: <what>". The facade reads either.
 inline caf::error handler_error(const char* actor, std::exception_ptr ep) {
   auto what = text::what_of(ep);
   spdlog::error("{}: a message handler failed, the actor goes on: {}", actor, what);
-  return caf::make_error(caf::sec::runtime_error, std::string{actor} + " failed: " + what);
+  try {
+    std::rethrow_exception(ep);
+  } catch (const api_failure& e) {
+    return make_api_error(e.kind(), e.what());
+  } catch (...) {
+    return make_api_error(error_kind::internal, std::string{actor} + " failed: " + what);
+  }
 }
 
 template <class F, class R, class... Ts>

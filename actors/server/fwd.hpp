@@ -50,7 +50,7 @@ using run_queue_actor = caf::typed_actor<
   caf::reacts_to<atoms::ended, std::string>,
   caf::reacts_to<atoms::worker_update, std::string, std::vector<device_offer>, worker_availability, bool>,
   caf::reacts_to<atoms::worker_gone, std::string, std::string>,
-  caf::replies_to<atoms::share, std::string, std::string, bool>::with<std::string>,
+  caf::replies_to<atoms::share, std::string, std::string, bool>::with<bool>,
   caf::reacts_to<atoms::memory_freed, std::string>,
   caf::replies_to<atoms::report>::with<memory_ledger_status>,
   caf::replies_to<atoms::drop, std::string>::with<bool>,

@@ -29,7 +29,7 @@ namespace {
 /// an unhandled error would end the queue (CAF's default for a request without an error handler).
 
 caf::error unknown_run(const std::string& id) {
-  return caf::make_error(caf::sec::invalid_argument, "no run has the id '" + id + "'");
+  return make_api_error(error_kind::not_found, "no run has the id '" + id + "'");
 }
 
 std::vector<std::string> key_texts(const std::vector<slot_key>& slots) {
@@ -398,9 +398,9 @@ run_queue_actor::behavior_type run_queue(self_ptr self, run_queue_config cfg) {
       if (!status.empty()) {
         filter.status = parse_run_status(status);
         if (!filter.status)
-          return caf::make_error(caf::sec::invalid_argument,
-                                 "status '" + status + "' is not one of queued, running, succeeded, "
-                                                       "failed, cancelled, interrupted, pruned");
+          return make_api_error(error_kind::refused,
+                                "status '" + status + "' is not one of queued, running, succeeded, "
+                                                      "failed, cancelled, interrupted, pruned");
       }
       auto page = self->state.cfg.store->list(filter, limit, offset);
       for (auto& info : page.runs)

@@ -6,6 +6,7 @@
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/common/api_errors.hpp"
 #include "actors/policy/memory_budget.hpp"
 #include "messages/slot_key.hpp"
 #include "actors/server/memory_ledger.hpp"
@@ -129,25 +130,21 @@ void share_offered(self_ptr self, const std::string& key, std::int64_t total, st
   caf::anon_send(st.ledger, atoms::report::value, key, total, free);
 }
 
-std::string share_card(self_ptr self, const std::string& offerer, const std::string& device,
-                       bool shared) {
+caf::result<bool> share_card(self_ptr self, const std::string& offerer, const std::string& device, bool shared) {
   auto& st = self->state;
+  auto unknown = [](std::string why) { return make_api_error(error_kind::not_found, std::move(why)); };
   if (!offerer.empty()) {
     auto w = st.workers.find(offerer);
     if (w == st.workers.end())
-      return "no worker named '" + offerer + "' has connected to this server since it started";
+      return unknown("no worker named '" + offerer + "' has connected to this server since it started");
     if (std::find(w->second.devices.begin(), w->second.devices.end(), device) == w->second.devices.end())
-      return "no device '" + device + "' on worker '" + offerer + "' (`cdui workers` lists its devices)";
-    if (auto why = policy::sharing_refusal(false, device); !why.empty())
-      return why;
-  } else {
-    bool known = std::any_of(st.local.devices.begin(), st.local.devices.end(),
-                             [&](const auto& d) { return d.name == device; });
-    if (!known)
-      return "this server has no device '" + device + "' (`cdui status` lists its devices)";
-    if (auto why = policy::sharing_refusal(true, device); !why.empty())
-      return why;
+      return unknown("no device '" + device + "' on worker '" + offerer + "' (`cdui workers` lists its devices)");
+  } else if (std::none_of(st.local.devices.begin(), st.local.devices.end(),
+                          [&](const auto& d) { return d.name == device; })) {
+    return unknown("this server has no device '" + device + "' (`cdui status` lists its devices)");
   }
+  if (auto why = policy::sharing_refusal(offerer.empty(), device); !why.empty())
+    return make_api_error(error_kind::conflict, why);
   auto key = slot_key{offerer, device}.str();
   st.cfg.store->set_shared(offerer, device, shared, now_ms());
   spdlog::info("{} is {}", card_name(key), shared ? "shared by memory: runs there declare a budget"
@@ -159,7 +156,7 @@ std::string share_card(self_ptr self, const std::string& offerer, const std::str
   if (shared && !offerer.empty() && figures != st.offered_memory.end())
     caf::anon_send(st.ledger, atoms::report::value, key, figures->second.first, figures->second.second);
   pump(self);
-  return "";
+  return true;
 }
 
 /// A run at the front of a shared card with room by count: the ledger judges its budget.

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include <caf/fwd.hpp>
+#include <caf/make_message.hpp>
+#include <caf/result.hpp>
 #include <caf/stateful_actor.hpp>
 
 #include "actors/server/run_preparation.hpp"
@@ -93,8 +95,9 @@ void start_ledger(self_ptr self);
 /// the ledger, which gets its figures.
 void share_offered(self_ptr self, const std::string& key, std::int64_t total, std::int64_t free);
 /// An operator set a card Shared by memory or back to Exclusive (a worker's, or this server's when
-/// `offerer` is empty); cdui.db keeps it. The refusal, empty when done.
-std::string share_card(self_ptr self, const std::string& offerer, const std::string& device, bool shared);
+/// `offerer` is empty); cdui.db keeps it. true, or the refusal: not_found, or conflict for a card
+/// that cannot be shared.
+caf::result<bool> share_card(self_ptr self, const std::string& offerer, const std::string& device, bool shared);
 /// Memory budgets (run_queue_budgets.cpp). A run that may go to a card shared by memory gets its
 /// budget: the one it declares (an estimate raised to a larger measured peak + 20%), else its
 /// graph's measured default (the peak of the last succeeded run of its memory key on as many cards

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/common/askers.hpp"
 #include "actors/server/cache_store.hpp"
 #include "actors/server/run_preparation.hpp"
 #include "actors/server/run_queue.hpp"
@@ -203,7 +204,7 @@ struct server::impl {
       // done, so no agent's hello reaches the registry before them. A hello that came first was
       // told to forget a run whose end its agent still held, and the adoption after it failed
       // the run as come back without it.
-      (void)ask<run_queue_status>(false, atoms::status::value);
+      (void)ask<run_queue_status>(atoms::status::value);
       bridge->start(registry);
     }
     std::vector<actors::watched_actor> watched{
@@ -250,7 +251,7 @@ struct server::impl {
     if (!actor)
       return false;
     // An actor that has quit (its search ended) answers with an error: nothing to cancel.
-    return ask_actor<bool>(actor, false, atoms::cancel::value).value_or(false);
+    return ask_actor<bool>(actor, "the search's actor", atoms::cancel::value).value_or(false);
   }
 
   /// Spawns the actor of a sweep that has not ended, which follows its runs to their end.
@@ -260,26 +261,25 @@ struct server::impl {
     sweeps[sweep.id] = actor;
   }
 
-  /// Sends a request to the run queue and waits for its answer; an error answer throws
-  /// std::invalid_argument with its text when `throw_errors`.
+  /// Asks the run queue and waits for its answer, or the api_error in its place.
   template <class T, class... Ts>
-  std::optional<T> ask(bool throw_errors, Ts&&... xs) {
-    return ask_actor<T>(queue, throw_errors, std::forward<Ts>(xs)...);
+  answer<T> ask(Ts&&... xs) {
+    return asking.ask<T>(queue, "the run queue", caf::duration{actors::request_deadline},
+                         std::forward<Ts>(xs)...);
   }
 
   /// Every request has a deadline: an actor that cannot answer (busy for good, or gone) costs
-  /// its caller this long at most, never a thread forever.
+  /// its caller this long at most, never a thread forever. `part` names it in a failure.
   template <class T, class Handle, class... Ts>
-  std::optional<T> ask_actor(const Handle& who, bool throw_errors, Ts&&... xs) {
-    return ask_within<T>(who, caf::duration{actors::request_deadline}, throw_errors,
-                         std::forward<Ts>(xs)...);
+  answer<T> ask_actor(const Handle& who, const std::string& part, Ts&&... xs) {
+    return asking.ask<T>(who, part, caf::duration{actors::request_deadline}, std::forward<Ts>(xs)...);
   }
 
   /// The worker registry answers within its own time limits (an agent asked for outputs: 10 s),
   /// well inside the deadline of every request.
   template <class T, class... Ts>
-  std::optional<T> ask_registry(bool throw_errors, Ts&&... xs) {
-    return ask_actor<T>(registry, throw_errors, std::forward<Ts>(xs)...);
+  answer<T> ask_registry(Ts&&... xs) {
+    return ask_actor<T>(registry, "the worker registry", std::forward<Ts>(xs)...);
   }
 
   /// An enroll, rekey or remove, asked of the registry.
@@ -287,65 +287,26 @@ struct server::impl {
   enrollment ask_enrollment(Atom verb, const std::string& name) {
     if (!registry)
       return {name, "", "this server takes no workers (it has no ZeroMQ endpoint)", "unknown"};
-    return ask_registry<enrollment>(true, verb, name).value();
+    auto answer = ask_registry<enrollment>(verb, name);
+    return answer ? *answer : enrollment{name, "", answer.error().message, "unavailable"};
   }
 
-  template <class T, class Handle, class... Ts>
-  std::optional<T> ask_within(const Handle& who, caf::duration timeout, bool throw_errors,
-                              Ts&&... xs) {
-    auto self = take_asker();
-    std::optional<T> answer;
-    std::string error;
-    bool timed_out = false;
-    // The deadline is the wait's own (a timed wait on the asker's mailbox), not a request timeout:
-    // that one is a message through CAF's clock thread, which each ask woke.
-    auto sent = (*self)->request(who, caf::infinite, std::forward<Ts>(xs)...);
-    caf::blocking_actor::accept_one_cond one;
-    (*self)->varargs_receive(
-      one, sent.id(), [&](T& x) { answer = std::move(x); },
-      [&](caf::error& e) {
-        // Our refusals carry their sentence as the error's context; say just that.
-        const auto& context = e.context();
-        error = context.match_elements<std::string>() ? context.get_as<std::string>(0) : system.render(e);
-      },
-      caf::after(timeout) >> [&] {
-        timed_out = true;
-        error = system.render(caf::make_error(caf::sec::request_timeout));
-      });
-    // An asker whose answer may still come goes: the next ask would find it in the mailbox.
-    if (!timed_out)
-      give_back(std::move(self));
-    if (!answer && throw_errors)
-      throw std::invalid_argument(error);
-    return answer;
-  }
-
-  /// A blocking actor to ask with, one thread's at a time. They are kept: on 2 vCPUs a round trip
-  /// to an actor that answers at once took 52-90 us from a kept one, 115-133 us from a new one.
-  std::unique_ptr<caf::scoped_actor> take_asker() {
-    {
-      std::lock_guard lock{askers_mutex};
-      if (!askers.empty()) {
-        auto asker = std::move(askers.back());
-        askers.pop_back();
-        return asker;
-      }
+  /// A read of the home's store on the caller's thread: its value, or a store failure said as one.
+  template <class F>
+  auto read_store(F read) -> decltype(read()) {
+    try {
+      return read();
+    } catch (const api_failure& e) {
+      return api_error{e.kind(), e.what()};
     }
-    return std::make_unique<caf::scoped_actor>(system);
-  }
-
-  void give_back(std::unique_ptr<caf::scoped_actor> asker) {
-    std::lock_guard lock{askers_mutex};
-    askers.push_back(std::move(asker));
   }
 
   std::int64_t started_ms = 0;
   std::filesystem::path home;
   caf::actor_system_config cfg;
   caf::actor_system system;
-  /// Idle askers (take_asker). Declared after the system: they end before it, which waits for them.
-  std::mutex askers_mutex;
-  std::vector<std::unique_ptr<caf::scoped_actor>> askers;
+  /// The facade's askers. Declared after the system: they end before it, which waits for them.
+  actors::askers asking{system};
   std::shared_ptr<storage::run_store> store;
   actors::store_handles stores;
   actors::run_queue_actor queue;
@@ -389,8 +350,8 @@ server::~server() {
 }
 
 submit_result server::submit(run_request request) {
-  auto answer = impl_->ask<submit_result>(false, atoms::submit::value, std::move(request));
-  return answer ? *answer : submit_result{"", "the run queue did not answer", true, {}};
+  auto answer = impl_->ask<submit_result>(atoms::submit::value, std::move(request));
+  return answer ? *answer : submit_result{"", answer.error().message, true, {}};
 }
 
 sweep_submit_result server::submit_sweep(policy::sweep_request request) {
@@ -422,18 +383,20 @@ sweep_submit_result server::submit_sweep(policy::sweep_request request) {
   submission.params.reserve(variants.size());
   for (const auto& v : variants)
     submission.params.push_back(json_text(policy::params_json(v)));
-  auto answer = impl_->ask<sweep_submit_result>(false, atoms::sweep::value, std::move(submission));
-  if (!answer) {
-    sweep_submit_result r{"", {}, "the run queue did not answer", true};
-    return r;
-  }
+  auto answer = impl_->ask<sweep_submit_result>(atoms::sweep::value, std::move(submission));
+  if (!answer)
+    return sweep_submit_result{"", {}, answer.error().message, true};
   if (answer->ok())
     impl_->follow_sweep(sweep, answer->run_ids);
   return *answer;
 }
 
-std::optional<sweep_record> server::sweep(const std::string& sweep_id) {
-  return impl_->store->find_sweep(sweep_id);
+answer<sweep_record> server::sweep(const std::string& sweep_id) {
+  return impl_->read_store([&]() -> answer<sweep_record> {
+    if (auto sweep = impl_->store->find_sweep(sweep_id))
+      return std::move(*sweep);
+    return api_error{error_kind::not_found, "no sweep has the id '" + sweep_id + "'"};
+  });
 }
 
 std::vector<sweep_child> server::sweep_runs(const std::string& sweep_id) {
@@ -444,9 +407,10 @@ std::vector<sweep_record> server::sweeps() {
   return impl_->store->sweeps();
 }
 
-std::optional<bool> server::cancel_sweep(const std::string& sweep_id) {
-  if (!impl_->store->find_sweep(sweep_id))
-    return std::nullopt;
+answer<bool> server::cancel_sweep(const std::string& sweep_id) {
+  auto found = sweep(sweep_id);
+  if (!found)
+    return found.error();
   return impl_->cancel_search(impl_->sweeps, sweep_id);
 }
 
@@ -475,9 +439,9 @@ submit_result server::submit_study(policy::study_request request) {
     return actors::refusal(*why);
   trial_submission first{study.id, 0, json_text(policy::params_json(params)),
                          std::get<std::vector<run_request>>(runs).front(), study};
-  auto answer = impl_->ask<submit_result>(false, atoms::trial::value, std::move(first));
+  auto answer = impl_->ask<submit_result>(atoms::trial::value, std::move(first));
   if (!answer)
-    return actors::refusal("the run queue did not answer", true);
+    return actors::refusal(answer.error().message, true);
   if (!answer->ok()) {
     if (!answer->unavailable)
       answer->error = "trial 0 " + json_text(policy::params_json(params)) + ": " + answer->error + "; nothing was queued";
@@ -490,8 +454,12 @@ submit_result server::submit_study(policy::study_request request) {
   return r;
 }
 
-std::optional<study_record> server::study(const std::string& study_id) {
-  return impl_->store->find_study(study_id);
+answer<study_record> server::study(const std::string& study_id) {
+  return impl_->read_store([&]() -> answer<study_record> {
+    if (auto study = impl_->store->find_study(study_id))
+      return std::move(*study);
+    return api_error{error_kind::not_found, "no study has the id '" + study_id + "'"};
+  });
 }
 
 std::vector<study_trial> server::study_trials(const std::string& study_id) {
@@ -502,44 +470,47 @@ std::vector<study_record> server::studies() {
   return impl_->store->studies();
 }
 
-std::optional<bool> server::cancel_study(const std::string& study_id) {
-  if (!impl_->store->find_study(study_id))
-    return std::nullopt;
+answer<bool> server::cancel_study(const std::string& study_id) {
+  auto found = study(study_id);
+  if (!found)
+    return found.error();
   return impl_->cancel_search(impl_->studies, study_id);
 }
 
-std::optional<run_info> server::info(const std::string& run_id) {
-  return impl_->ask<run_info>(false, atoms::info::value, run_id);
+answer<run_info> server::info(const std::string& run_id) {
+  return impl_->ask<run_info>(atoms::info::value, run_id);
 }
 
 std::vector<run_info> server::runs() {
-  auto all = runs("", 0, 0).runs;
+  auto all = runs("", 0, 0).value().runs;
   return {all.rbegin(), all.rend()};
 }
 
-storage::run_page server::runs(const std::string& status, std::size_t limit, std::size_t offset) {
+answer<storage::run_page> server::runs(const std::string& status, std::size_t limit, std::size_t offset) {
   return runs(status, "", "", limit, offset);
 }
 
-storage::run_page server::runs(const std::string& status, const std::string& worker,
-                               const std::string& device, std::size_t limit, std::size_t offset) {
-  return *impl_->ask<storage::run_page>(true, atoms::list::value, status, worker, device,
-                                        static_cast<std::uint64_t>(limit),
-                                        static_cast<std::uint64_t>(offset));
+answer<storage::run_page> server::runs(const std::string& status, const std::string& worker,
+                                       const std::string& device, std::size_t limit, std::size_t offset) {
+  return impl_->ask<storage::run_page>(atoms::list::value, status, worker, device,
+                                       static_cast<std::uint64_t>(limit), static_cast<std::uint64_t>(offset));
 }
 
-event_batch server::events(const std::string& run_id, std::uint64_t cursor,
-                           std::chrono::milliseconds wait) {
+answer<event_batch> server::events(const std::string& run_id, std::uint64_t cursor,
+                                   std::chrono::milliseconds wait) {
   auto ms = static_cast<std::uint32_t>(std::max<std::int64_t>(0, wait.count()));
-  return *impl_->ask_within<event_batch>(impl_->queue, caf::duration{wait + actors::request_deadline}, true,
-                                         atoms::events::value, run_id, cursor, ms);
+  return impl_->asking.ask<event_batch>(impl_->queue, "the run queue",
+                                        caf::duration{wait + actors::request_deadline},
+                                        atoms::events::value, run_id, cursor, ms);
 }
 
-std::optional<std::vector<storage::metric_point>> server::metrics(const std::string& run_id,
-                                                                  const std::string& name) {
-  if (!impl_->store->find(run_id))
-    return std::nullopt;
-  return impl_->store->metrics(run_id, name);
+answer<std::vector<storage::metric_point>> server::metrics(const std::string& run_id,
+                                                           const std::string& name) {
+  return impl_->read_store([&]() -> answer<std::vector<storage::metric_point>> {
+    if (!impl_->store->find(run_id))
+      return api_error{error_kind::not_found, "no run has the id '" + run_id + "'"};
+    return impl_->store->metrics(run_id, name);
+  });
 }
 
 std::optional<run_event> server::last_event(const std::string& run_id, const std::string& type) {
@@ -549,17 +520,17 @@ std::optional<run_event> server::last_event(const std::string& run_id, const std
 run_info server::wait(const std::string& run_id) {
   // Waits as long as the run takes: the caller asked for its end (its stop is bounded by the stop
   // deadline once it is cancelled).
-  return *impl_->ask_within<run_info>(impl_->queue, caf::duration{caf::infinite}, true,
-                                      atoms::wait::value, run_id);
+  return impl_->asking.ask<run_info>(impl_->queue, "the run queue", caf::duration{caf::infinite},
+                                     atoms::wait::value, run_id)
+    .value();
 }
 
 bool server::cancel(const std::string& run_id) {
-  auto answer = impl_->ask<bool>(false, atoms::cancel::value, run_id);
-  return answer && *answer;
+  return impl_->ask<bool>(atoms::cancel::value, run_id).value_or(false);
 }
 
-erase_result server::erase(const std::string& run_id) {
-  return impl_->ask<erase_result>(false, atoms::erase::value, run_id).value_or(erase_result::unknown);
+answer<erase_result> server::erase(const std::string& run_id) {
+  return impl_->ask<erase_result>(atoms::erase::value, run_id);
 }
 
 server_status server::status(bool with_runs) {
@@ -595,24 +566,19 @@ enrollment server::remove_worker(const std::string& name) {
 }
 
 bool server::drain_worker(const std::string& name, bool draining) {
-  return impl_->registry
-         && impl_->ask_registry<bool>(false, atoms::drain::value, name, draining)
-              .value_or(false);
+  return impl_->registry && impl_->ask_registry<bool>(atoms::drain::value, name, draining).value_or(false);
 }
 
-std::string server::share_device(const std::string& device, bool shared) {
-  return impl_->ask<std::string>(false, atoms::share::value, std::string{}, device, shared)
-    .value_or("the run queue did not answer; try again");
+answer<bool> server::share_device(const std::string& device, bool shared) {
+  return impl_->ask<bool>(atoms::share::value, std::string{}, device, shared);
 }
 
-std::string server::share_worker_device(const std::string& worker, const std::string& device,
-                                        bool shared) {
-  return impl_->ask<std::string>(false, atoms::share::value, worker, device, shared)
-    .value_or("the run queue did not answer; try again");
+answer<bool> server::share_worker_device(const std::string& worker, const std::string& device, bool shared) {
+  return impl_->ask<bool>(atoms::share::value, worker, device, shared);
 }
 
 memory_ledger_status server::memory() {
-  return impl_->ask<memory_ledger_status>(false, atoms::report::value).value_or(memory_ledger_status{});
+  return impl_->ask<memory_ledger_status>(atoms::report::value).value_or(memory_ledger_status{});
 }
 
 workers_status server::workers() {
@@ -621,24 +587,25 @@ workers_status server::workers() {
   none.node_types_digest = runtime::node_types_digest();
   if (!impl_->registry)
     return none;
-  return impl_->ask_registry<workers_status>(false, atoms::status::value).value_or(none);
+  return impl_->ask_registry<workers_status>(atoms::status::value).value_or(none);
 }
 
 run_queue_status server::queue(bool with_runs) {
-  return impl_->ask<run_queue_status>(false, atoms::status::value, with_runs).value_or(run_queue_status{});
+  return impl_->ask<run_queue_status>(atoms::status::value, with_runs).value_or(run_queue_status{});
 }
 
 std::vector<cache_store_status> server::caches() {
   std::vector<cache_store_status> out;
-  for (const auto& store : {impl_->stores.execution_cache, impl_->stores.run_outputs,
-                            impl_->stores.node_state})
-    if (auto status = impl_->ask_actor<cache_store_status>(store, false, atoms::status::value))
+  for (const auto& [store, part] : {std::pair{impl_->stores.execution_cache, "the execution cache"},
+                                    std::pair{impl_->stores.run_outputs, "the run output store"},
+                                    std::pair{impl_->stores.node_state, "the node state store"}})
+    if (auto status = impl_->ask_actor<cache_store_status>(store, part, atoms::status::value))
       out.push_back(std::move(*status));
   return out;
 }
 
 std::optional<std::string> server::recorded_outputs(const std::string& run_id) {
-  auto item = impl_->ask_actor<actors::stored_item>(impl_->stores.run_outputs, false,
+  auto item = impl_->ask_actor<actors::stored_item>(impl_->stores.run_outputs, "the run output store",
                                                     atoms::get::value, std::string{}, run_id);
   if (!item || !item->value)
     return std::nullopt;
@@ -655,14 +622,14 @@ std::optional<std::string> server::recorded_outputs(const std::string& run_id) {
 outputs_reply server::worker_outputs(const std::string& run_id, const std::string& worker) {
   if (!impl_->registry)
     return {run_id, false, "", "this server takes no workers", true};
-  return impl_->ask_registry<outputs_reply>(false, atoms::outputs::value, run_id, worker)
-    .value_or(outputs_reply{run_id, false, "", "the worker registry did not answer", true});
+  auto reply = impl_->ask_registry<outputs_reply>(atoms::outputs::value, run_id, worker);
+  return reply ? *reply : outputs_reply{run_id, false, "", reply.error().message, true};
 }
 
 bool server::close_session(const std::string& session) {
-  bool had_seed = impl_->ask<bool>(false, atoms::drop::value, session).value_or(false);
+  bool had_seed = impl_->ask<bool>(atoms::drop::value, session).value_or(false);
   bool had_cache =
-    impl_->ask_actor<bool>(impl_->stores.execution_cache, false, atoms::drop::value, session)
+    impl_->ask_actor<bool>(impl_->stores.execution_cache, "the execution cache", atoms::drop::value, session)
       .value_or(false);
   return had_seed || had_cache;
 }
@@ -670,8 +637,8 @@ bool server::close_session(const std::string& session) {
 void server::shutdown() {
   // Running runs are interrupted; one that misses its stop deadline is ended without its thread.
   std::call_once(impl_->stopped, [this] {
-    (void)impl_->ask_within<bool>(impl_->queue,
-                                  caf::duration{impl_->stop_deadline + actors::request_deadline}, false,
+    (void)impl_->asking.ask<bool>(impl_->queue, "the run queue",
+                                  caf::duration{impl_->stop_deadline + actors::request_deadline},
                                   atoms::shutdown::value);
   });
 }

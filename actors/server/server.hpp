@@ -12,6 +12,7 @@
 #include "actors/policy/study_spec.hpp"
 #include "actors/policy/sweep_request.hpp"
 #include "messages/actor_status.hpp"
+#include "messages/api_error.hpp"
 #include "messages/memory_ledger.hpp"
 #include "messages/run_event.hpp"
 #include "messages/run_outcome.hpp"
@@ -37,7 +38,9 @@ struct server_status {
 /// The embeddable cdui runtime: an actor system with the run queue and the runs, over the durable
 /// run store $CODEFYUI_HOME/cdui.db. The CLI's embedded mode, the HTTP server and the tests use it;
 /// a lab service can link it the same way. Every member function is thread-safe and blocks only
-/// its caller.
+/// its caller. Where a caller must tell "none" from "could not be asked", the answer is an
+/// answer<T> (messages/api_error.hpp): the value, or an api_error whose kind says which (not_found,
+/// refused, conflict, busy: a part did not answer in time and is named, store_failure, internal).
 class server {
 public:
   struct config {
@@ -94,67 +97,69 @@ public:
   /// the spec has none; more than the limit is refused), each checked as a submit is; all queued
   /// in one transaction, or none with the first refusal; then its actor follows them.
   [[nodiscard]] sweep_submit_result submit_sweep(policy::sweep_request request);
-  /// A sweep as cdui.db has it; nullopt for an unknown id.
-  [[nodiscard]] std::optional<sweep_record> sweep(const std::string& sweep_id);
+  /// A sweep as cdui.db has it; not_found for an unknown id.
+  [[nodiscard]] answer<sweep_record> sweep(const std::string& sweep_id);
   /// A sweep's variants with their runs as stored now, in variant order.
   [[nodiscard]] std::vector<sweep_child> sweep_runs(const std::string& sweep_id);
   /// Every sweep, newest first.
   [[nodiscard]] std::vector<sweep_record> sweeps();
-  /// Stops a sweep: its queued runs are cancelled, its running ones stopped. nullopt for an
+  /// Stops a sweep: its queued runs are cancelled, its running ones stopped. not_found for an
   /// unknown id; false when it had ended.
-  std::optional<bool> cancel_sweep(const std::string& sweep_id);
+  answer<bool> cancel_sweep(const std::string& sweep_id);
 
   /// A study (POST /api/studies): its seed drawn and kept when none is given, more trials than
   /// the sweep limit refused; trial 0 is proposed, checked as a submit is and recorded with the
   /// study, or the study is refused whole; then the study's actor runs the rest. The answer's
   /// run_id is the study's id.
   [[nodiscard]] submit_result submit_study(policy::study_request request);
-  /// A study as cdui.db has it; nullopt for an unknown id.
-  [[nodiscard]] std::optional<study_record> study(const std::string& study_id);
+  /// A study as cdui.db has it; not_found for an unknown id.
+  [[nodiscard]] answer<study_record> study(const std::string& study_id);
   /// A study's trials by number, each with its run as stored now.
   [[nodiscard]] std::vector<study_trial> study_trials(const std::string& study_id);
   /// Every study, newest first.
   [[nodiscard]] std::vector<study_record> studies();
   /// Stops a study: no more trials; its queued ones are cancelled, its running ones stopped.
-  /// nullopt for an unknown id; false when it had ended.
-  std::optional<bool> cancel_study(const std::string& study_id);
+  /// not_found for an unknown id; false when it had ended.
+  answer<bool> cancel_study(const std::string& study_id);
 
-  /// The run's current state; nullopt for an unknown id.
-  [[nodiscard]] std::optional<run_info> info(const std::string& run_id);
+  /// The run's current state; not_found for an unknown id.
+  [[nodiscard]] answer<run_info> info(const std::string& run_id);
 
-  /// Every run, in submit order.
+  /// Every run, in submit order. Throws api_failure when the run queue cannot answer.
   [[nodiscard]] std::vector<run_info> runs();
 
-  /// Runs newest first, of one status (empty: all); `limit` 0: all. Throws std::invalid_argument
-  /// for an unknown status.
-  [[nodiscard]] storage::run_page runs(const std::string& status, std::size_t limit,
-                                       std::size_t offset);
+  /// Runs newest first, of one status (empty: all); `limit` 0: all. refused for an unknown status.
+  [[nodiscard]] answer<storage::run_page> runs(const std::string& status, std::size_t limit,
+                                               std::size_t offset);
   /// The same, also of one worker (`local`: this server) and one device (storage::run_filter);
   /// empty: all.
-  [[nodiscard]] storage::run_page runs(const std::string& status, const std::string& worker,
-                                       const std::string& device, std::size_t limit, std::size_t offset);
+  [[nodiscard]] answer<storage::run_page> runs(const std::string& status, const std::string& worker,
+                                               const std::string& device, std::size_t limit,
+                                               std::size_t offset);
 
   /// Events after `cursor`; waits up to `wait` for the first one unless the run has ended.
-  /// Throws std::invalid_argument for an unknown id.
-  [[nodiscard]] event_batch events(const std::string& run_id, std::uint64_t cursor,
-                                   std::chrono::milliseconds wait = std::chrono::milliseconds{0});
+  /// not_found for an unknown id.
+  [[nodiscard]] answer<event_batch> events(const std::string& run_id, std::uint64_t cursor,
+                                           std::chrono::milliseconds wait = std::chrono::milliseconds{0});
 
-  /// The run's metric points, in order; `name` empty: all. nullopt for an unknown id.
-  [[nodiscard]] std::optional<std::vector<storage::metric_point>>
-  metrics(const std::string& run_id, const std::string& name = "");
+  /// The run's metric points, in order; `name` empty: all. not_found for an unknown id.
+  [[nodiscard]] answer<std::vector<storage::metric_point>> metrics(const std::string& run_id,
+                                                                   const std::string& name = "");
 
   /// The run's newest recorded event of `type` (its latest `progress`); nullopt when it has none.
   [[nodiscard]] std::optional<run_event> last_event(const std::string& run_id, const std::string& type);
 
-  /// Blocks until the run has ended and returns its final state.
+  /// Blocks until the run has ended and returns its final state. Throws api_failure for
+  /// an unknown id.
   run_info wait(const std::string& run_id);
 
   /// Asks a run to stop: a queued one leaves its queue, a running one stops between batches.
   /// False when the run had already ended (or was already cancelled).
   bool cancel(const std::string& run_id);
 
-  /// Deletes an ended run: its record, events, metrics and folder.
-  [[nodiscard]] erase_result erase(const std::string& run_id);
+  /// Deletes an ended run: its record, events, metrics and folder. erased, active (queued or
+  /// running: cancel it first) or unknown.
+  [[nodiscard]] answer<erase_result> erase(const std::string& run_id);
 
   /// The bound ZeroMQ endpoint agents connect to; empty without a bridge.
   [[nodiscard]] std::string zmq_endpoint() const;
@@ -169,14 +174,14 @@ public:
   bool drain_worker(const std::string& name, bool draining);
 
   /// Sets one of this server's devices Shared by memory (runs there declare a budget and the
-  /// memory ledger admits them by it) or back to Exclusive; cdui.db keeps it. The refusal, empty
-  /// when done.
-  [[nodiscard]] std::string share_device(const std::string& device, bool shared);
+  /// memory ledger admits them by it) or back to Exclusive; cdui.db keeps it. not_found for a
+  /// device it does not have, conflict for one that cannot be shared.
+  [[nodiscard]] answer<bool> share_device(const std::string& device, bool shared);
 
   /// The same for a worker's card (CUDA, MPS or sim): the worker must have connected since the
-  /// server started and offer the device.
-  [[nodiscard]] std::string share_worker_device(const std::string& worker, const std::string& device,
-                                                bool shared);
+  /// server started and offer the device (not_found otherwise).
+  [[nodiscard]] answer<bool> share_worker_device(const std::string& worker, const std::string& device,
+                                                 bool shared);
 
   /// The memory ledger: every card shared by memory with its budgets (GET /api/devices).
   [[nodiscard]] memory_ledger_status memory();

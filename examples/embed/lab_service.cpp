@@ -34,7 +34,7 @@ void follow(cdui::server& runtime, const std::string& run_id) {
   std::map<std::string, int> counted;
   for (;;) {
     // A long poll: returns with the next events, or after a second with none.
-    auto batch = runtime.events(run_id, cursor, std::chrono::seconds{1});
+    auto batch = runtime.events(run_id, cursor, std::chrono::seconds{1}).value();
     for (const auto& e : batch.events) {
       cursor = e.cursor;
       if (e.type.rfind("execution_", 0) == 0 || e.type == "run_warning")

@@ -55,7 +55,7 @@ std::map<std::string, cdui::cache_store_status> caches(cdui::server& srv) {
 std::map<std::string, std::vector<std::string>> node_statuses(cdui::server& srv,
                                                              const std::string& id) {
   std::map<std::string, std::vector<std::string>> out;
-  for (const auto& e : srv.events(id, 0).events) {
+  for (const auto& e : srv.events(id, 0).value().events) {
     if (e.type != "node_status")
       continue;
     auto data = json::parse(e.data);
@@ -116,7 +116,7 @@ BOOST_AUTO_TEST_CASE(record_outputs_keeps_every_nodes_outputs_and_health_counts_
   BOOST_TEST(optimizer_bytes > 0);
   BOOST_TEST(outputs.bytes == 512 * 16 + 82 * 4 + optimizer_bytes);
 
-  BOOST_TEST((srv.erase(id) == cdui::erase_result::erased));
+  BOOST_TEST((*srv.erase(id) == cdui::erase_result::erased));
   BOOST_TEST(caches(srv)["run_output_store"].entries == 0u);
   BOOST_TEST(!srv.recorded_outputs(id).has_value());
 }
@@ -268,7 +268,7 @@ BOOST_AUTO_TEST_CASE(a_session_keeps_its_seed_and_another_seed_misses_the_cache)
     return r;
   };
   auto seed_of = [&](const std::string& id) {
-    return json::parse(srv.events(id, 0).events.front().data)["seed"].get<std::uint64_t>();
+    return json::parse(srv.events(id, 0).value().events.front().data)["seed"].get<std::uint64_t>();
   };
   auto first = run_to_end(srv, unseeded(2));
   auto second = run_to_end(srv, unseeded(3));

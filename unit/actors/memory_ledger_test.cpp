@@ -45,7 +45,7 @@ cdui::run_request moons_on(const std::string& device, int epochs, int hidden = 1
 /// The messages of the run's run_warning events of `kind`.
 std::vector<std::string> warnings(cdui::server& srv, const std::string& id, const std::string& kind) {
   std::vector<std::string> out;
-  for (const auto& e : srv.events(id, 0).events)
+  for (const auto& e : srv.events(id, 0).value().events)
     if (e.type == "run_warning")
       if (auto data = nlohmann::json::parse(e.data); data["kind"] == kind)
         out.push_back(data["message"]);
@@ -127,7 +127,7 @@ BOOST_AUTO_TEST_SUITE(memory_ledger_test)
 BOOST_AUTO_TEST_CASE(a_shared_sim_card_runs_two_budgets_and_the_third_waits_for_memory) {
   cdui::test::temp_home home;
   cdui::server srv{server_config(home.path(), "1x2GiB")};
-  BOOST_TEST(srv.share_device("sim:0", true).empty());
+  BOOST_TEST(srv.share_device("sim:0", true).has_value());
 
   // Without a budget a run may not go to a shared card.
   auto none = srv.submit(cdui::test::request(moons_graph_json(1, 2, 16, "sim:0")));
@@ -179,8 +179,8 @@ BOOST_AUTO_TEST_CASE(a_budget_larger_than_the_card_is_refused_and_the_share_mode
   cdui::test::temp_home home;
   {
     cdui::server srv{server_config(home.path(), "1x1GiB")};
-    BOOST_TEST(srv.share_device("sim:0", true).empty());
-    BOOST_TEST(srv.share_device("sim:7", true) == "this server has no device 'sim:7' (`cdui "
+    BOOST_TEST(srv.share_device("sim:0", true).has_value());
+    BOOST_TEST(srv.share_device("sim:7", true).error().message == "this server has no device 'sim:7' (`cdui "
                                                    "status` lists its devices)");
     auto huge = srv.submit(endless_with(2048 * mib));
     BOOST_REQUIRE(huge.ok());
@@ -193,7 +193,7 @@ BOOST_AUTO_TEST_CASE(a_budget_larger_than_the_card_is_refused_and_the_share_mode
   BOOST_REQUIRE(memory.cards.size() == 1u);
   BOOST_TEST(memory.cards[0].key == "sim:0");
   // Back to Exclusive: a run without a budget goes there again, by count.
-  BOOST_TEST(again.share_device("sim:0", false).empty());
+  BOOST_TEST(again.share_device("sim:0", false).has_value());
   BOOST_TEST(again.memory().cards.empty());
   auto plain = again.submit(cdui::test::request(moons_graph_json(1, 2, 16, "sim:0")));
   BOOST_REQUIRE(plain.ok());
@@ -203,7 +203,7 @@ BOOST_AUTO_TEST_CASE(a_budget_larger_than_the_card_is_refused_and_the_share_mode
 BOOST_AUTO_TEST_CASE(a_graph_that_succeeded_once_gets_its_measured_peak_plus_20_percent_as_budget) {
   cdui::test::temp_home home;
   cdui::server srv{server_config(home.path(), "1x1GiB")};
-  BOOST_TEST(srv.share_device("sim:0", true).empty());
+  BOOST_TEST(srv.share_device("sim:0", true).has_value());
   auto first = cdui::test::request(moons_graph_json(1, 2, 16, "sim:0"));
   first.memory_bytes = 64 * mib;
   auto typed = srv.submit(first);
@@ -224,7 +224,7 @@ BOOST_AUTO_TEST_CASE(a_graph_that_succeeded_once_gets_its_measured_peak_plus_20_
   auto budget = static_cast<std::int64_t>(target["memory_gib"].get<double>() * 1024 * 1024 * 1024);
   BOOST_TEST(budget == static_cast<std::int64_t>(std::ceil(peak * 1.2)));
   bool said = false;
-  for (const auto& e : srv.events(measured.run_id, 0).events)
+  for (const auto& e : srv.events(measured.run_id, 0).value().events)
     if (e.type == "run_warning") {
       auto data = nlohmann::json::parse(e.data);
       said = said || (data["kind"] == "memory_budget"
@@ -288,7 +288,7 @@ BOOST_FIXTURE_TEST_CASE(two_offerers_of_one_card_keep_one_ledger_until_neither_s
 BOOST_AUTO_TEST_CASE(runs_for_any_card_wait_for_one_with_room_and_are_refused_when_none_can_hold_them) {
   cdui::test::temp_home home;
   cdui::server srv{server_config(home.path(), "1x2GiB")};
-  BOOST_TEST(srv.share_device("sim:0", true).empty());
+  BOOST_TEST(srv.share_device("sim:0", true).has_value());
   auto any = [](std::int64_t budget, std::optional<bool> wait = std::nullopt) {
     auto r = endless_with(budget);
     r.worker = cdui::policy::any_worker;
@@ -346,7 +346,7 @@ BOOST_AUTO_TEST_CASE(a_larger_peak_raises_a_waiting_estimate_and_gives_a_run_que
   auto behind = srv.submit(moons_on("sim:0", 1));
   BOOST_REQUIRE(behind.ok());
   // Shared now: the holder keeps the card; the run behind has no budget and no peak to go by.
-  BOOST_TEST(srv.share_device("sim:0", true).empty());
+  BOOST_TEST(srv.share_device("sim:0", true).has_value());
   BOOST_TEST(cdui::test::eventually([&] {
     return waiting_reason(srv, behind.run_id).rfind("waits for a budget", 0) == 0;
   }));

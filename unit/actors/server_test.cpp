@@ -40,7 +40,7 @@ std::vector<std::string> event_types(cdui::server& srv, const std::string& id) {
   std::vector<std::string> types;
   std::uint64_t cursor = 0;
   for (;;) {
-    auto batch = srv.events(id, cursor);
+    auto batch = srv.events(id, cursor).value();
     for (const auto& e : batch.events) {
       types.push_back(e.type);
       cursor = e.cursor;
@@ -53,7 +53,7 @@ std::vector<std::string> event_types(cdui::server& srv, const std::string& id) {
 /// The data of the run's last event.
 nlohmann::json last_event_data(cdui::server& srv, const std::string& id) {
   auto count = event_types(srv, id).size();
-  return nlohmann::json::parse(srv.events(id, count - 1).events.back().data);
+  return nlohmann::json::parse(srv.events(id, count - 1).value().events.back().data);
 }
 
 } // namespace
@@ -158,7 +158,7 @@ BOOST_AUTO_TEST_CASE(a_running_run_cancelled_stops_between_batches) {
   std::uint64_t cursor = 0;
   bool training = false;
   while (!training) {
-    auto batch = srv.events(id, cursor, 1000ms);
+    auto batch = srv.events(id, cursor, 1000ms).value();
     for (const auto& e : batch.events) {
       training = training || e.type == "progress";
       cursor = e.cursor;
@@ -181,16 +181,16 @@ BOOST_AUTO_TEST_CASE(events_long_poll_returns_when_events_arrive_or_the_wait_end
   auto id = srv.submit(request(moons_graph_json(1, 4))).run_id;
   auto done = srv.wait(id);
   BOOST_TEST(to_string(done.status) == "succeeded");
-  auto all = srv.events(id, 0);
+  auto all = srv.events(id, 0).value();
   BOOST_TEST(all.finished);
   auto last = all.events.back().cursor;
   // After the end there is nothing more: the answer comes at once, finished, without waiting.
   auto start = std::chrono::steady_clock::now();
-  auto none = srv.events(id, last, 5000ms);
+  auto none = srv.events(id, last, 5000ms).value();
   BOOST_TEST(none.events.empty());
   BOOST_TEST(none.finished);
   BOOST_TEST((std::chrono::steady_clock::now() - start < 4000ms));
-  auto tail = srv.events(id, last - 1);
+  auto tail = srv.events(id, last - 1).value();
   BOOST_TEST(tail.events.size() == 1u);
   BOOST_TEST(tail.events.front().cursor == last);
 }
@@ -209,8 +209,11 @@ BOOST_AUTO_TEST_CASE(refusals_name_what_was_wrong) {
   BOOST_TEST(!bad_device.ok());
   BOOST_TEST(bad_device.error.find("option 'device'") != std::string::npos);
 
-  BOOST_TEST(!srv.info("nosuchid").has_value());
-  BOOST_CHECK_THROW(srv.wait("nosuchid"), std::invalid_argument);
+  auto unknown = srv.info("nosuchid");
+  BOOST_TEST(!unknown.has_value());
+  BOOST_TEST((unknown.error().kind == cdui::error_kind::not_found));
+  BOOST_TEST(unknown.error().message == "no run has the id 'nosuchid'");
+  BOOST_CHECK_THROW(srv.wait("nosuchid"), cdui::api_failure);
   BOOST_TEST(srv.runs().empty());
 }
 
@@ -224,7 +227,7 @@ BOOST_AUTO_TEST_CASE(cuda_on_a_machine_without_cuda_runs_on_the_cpu_with_a_warni
   auto info = srv.wait(s.run_id);
   BOOST_TEST(info.queue_key == "cpu");
   BOOST_TEST(to_string(info.status) == "succeeded");
-  auto batch = srv.events(s.run_id, 0);
+  auto batch = srv.events(s.run_id, 0).value();
   bool warned = false;
   for (const auto& e : batch.events)
     if (e.type == "run_warning")
@@ -264,7 +267,7 @@ BOOST_AUTO_TEST_CASE(submits_from_several_threads_at_once_are_each_recorded_befo
   }
   BOOST_TEST(distinct.size() == std::size_t{threads * each});
   // Each answered run is in the store, queued, in its place, with no folder yet.
-  auto queued = srv.runs("queued", 0, 0);
+  auto queued = srv.runs("queued", 0, 0).value();
   BOOST_TEST(queued.total == std::size_t{threads * each});
   std::set<std::uint32_t> places;
   for (const auto& r : queued.runs) {
@@ -348,7 +351,7 @@ BOOST_AUTO_TEST_CASE(five_runs_on_one_sim_card_wait_at_positions_one_to_four_and
     BOOST_TEST(to_string(info->status) == "queued");
     BOOST_TEST(info->queue_position == i);
   }
-  auto listed = srv.runs("queued", 0, 0);
+  auto listed = srv.runs("queued", 0, 0).value();
   BOOST_TEST(listed.total == 4u);
   BOOST_TEST(listed.runs.at(0).queue_position == 4u);  // newest first
   srv.cancel(ids[0]);
@@ -360,11 +363,13 @@ BOOST_AUTO_TEST_CASE(five_runs_on_one_sim_card_wait_at_positions_one_to_four_and
     BOOST_TEST(to_string(done[i].status) == "succeeded", done[i].error);
     BOOST_TEST(done[i].started_ms >= done[i - 1].finished_ms);  // never two at once
   }
-  auto page = srv.runs("", 2, 1);
+  auto page = srv.runs("", 2, 1).value();
   BOOST_TEST(page.total == 5u);
   BOOST_REQUIRE(page.runs.size() == 2u);
   BOOST_TEST(page.runs[0].id == ids[3]);  // newest first
-  BOOST_CHECK_THROW((void)srv.runs("finished", 0, 0), std::invalid_argument);
+  auto bad_status = srv.runs("finished", 0, 0);
+  BOOST_TEST(!bad_status.has_value());
+  BOOST_TEST((bad_status.error().kind == cdui::error_kind::refused));
 }
 
 BOOST_AUTO_TEST_CASE(a_device_set_run_holds_both_cards_and_is_not_starved) {
@@ -402,7 +407,7 @@ BOOST_AUTO_TEST_CASE(a_device_set_run_holds_both_cards_and_is_not_starved) {
     auto info = srv.wait(id);
     BOOST_TEST(info.started_ms >= set_done.finished_ms);
   }
-  auto events = srv.events(set.run_id, 0);
+  auto events = srv.events(set.run_id, 0).value();
   BOOST_TEST(nlohmann::json::parse(events.events.front().data)["device"] == "sim:1");
 
   auto lacking = request(moons_graph_json(1, 2));
@@ -434,7 +439,7 @@ BOOST_AUTO_TEST_CASE(a_queued_run_says_its_place_and_the_run_ahead_of_it) {
   auto any = srv.submit(for_any).run_id;
   BOOST_TEST(srv.info(any)->waiting_reason == "waits for a free sim slot: every one is busy");
   // The list says the same as each run.
-  auto listed = srv.runs("queued", 0, 0);
+  auto listed = srv.runs("queued", 0, 0).value();
   BOOST_TEST(listed.total == 4u);
   for (const auto& info : listed.runs)
     BOOST_TEST(info.waiting_reason == srv.info(info.id)->waiting_reason);
@@ -549,7 +554,7 @@ BOOST_AUTO_TEST_CASE(a_run_a_restart_cannot_queue_again_fails_saying_why_and_its
   BOOST_TEST(to_string(info->status) == "failed");
   BOOST_TEST(info->error.rfind("could not be queued again after a restart: option 'target.devices': "
                                "this server does not offer sim:1", 0) == 0u, info->error);
-  auto events = srv.events(orphan, 0).events;
+  auto events = srv.events(orphan, 0).value().events;
   BOOST_REQUIRE(!events.empty());
   BOOST_TEST(events.back().type == "execution_stopped");
   auto stopped = nlohmann::json::parse(events.back().data);
@@ -567,7 +572,7 @@ BOOST_AUTO_TEST_CASE(metrics_erase_and_status_report_what_the_store_holds) {
   BOOST_REQUIRE(loss.has_value());
   BOOST_TEST(loss->size() == 2u);  // one per epoch
   BOOST_TEST(loss->at(0).node == "loop");
-  BOOST_TEST(!srv.metrics("nosuchid").has_value());
+  BOOST_TEST((srv.metrics("nosuchid").error().kind == cdui::error_kind::not_found));
 
   auto queue = srv.status().queue;
   BOOST_TEST(queue.runs == 1u);
@@ -580,9 +585,9 @@ BOOST_AUTO_TEST_CASE(metrics_erase_and_status_report_what_the_store_holds) {
   BOOST_TEST(slots_only.children.empty());
   BOOST_TEST(slots_only.queues.size() == queue.queues.size());
 
-  BOOST_TEST((srv.erase(long_run) == cdui::erase_result::active));
-  BOOST_TEST((srv.erase(id) == cdui::erase_result::erased));
-  BOOST_TEST((srv.erase(id) == cdui::erase_result::unknown));
+  BOOST_TEST((*srv.erase(long_run) == cdui::erase_result::active));
+  BOOST_TEST((*srv.erase(id) == cdui::erase_result::erased));
+  BOOST_TEST((*srv.erase(id) == cdui::erase_result::unknown));
   BOOST_TEST(!std::filesystem::exists(home.path() / "runs" / id));
   srv.cancel(long_run);
 }
