@@ -21,7 +21,7 @@ namespace cdui::storage {
 
 class wal_checkpointer;
 
-/// A sweep's or a study's tables (run_store.cpp).
+/// A sweep's or a study's tables (run_store_sql.hpp).
 struct search_tables;
 class statement_cache;
 
