@@ -757,8 +757,8 @@ caf::behavior ledger_driver(caf::event_based_actor* self, actors::memory_ledger_
     auto i = st->sent++;
     auto id = std::to_string(i);
     std::vector<std::string> keys{"w/sim:" + std::to_string(i % cards)};
-    self->request(ledger, std::chrono::seconds(30), atoms::ask::value, id, std::int64_t{1} << 30, keys,
-                  false, false, false)
+    self->request(ledger, std::chrono::seconds(30), atoms::ask::value,
+                  memory_ask{id, std::int64_t{1} << 30, keys, false, false, false})
       .then([=](memory_answer& a) {
         if (a.kind == 0) {
           ++st->granted;

@@ -18,6 +18,19 @@ struct memory_verdict {
   CDUI_FIELDS(fit, reason)
 };
 
+/// A run asking the memory ledger for room (ask): `budget` bytes on each card of `keys` (slot
+/// keys), on all of them (a device set) or on any one (`any_of`: a run not placed yet), and what a
+/// run that does not fit now does: options.target.wait when `has_wait`, else the card's default.
+struct memory_ask {
+  std::string run_id;
+  std::int64_t budget = 0;
+  std::vector<std::string> keys;
+  bool any_of = false;
+  bool has_wait = false;
+  bool wait = false;
+  CDUI_FIELDS(run_id, budget, keys, any_of, has_wait, wait)
+};
+
 /// The ledger's answer for a run: policy::memory_decision::kind as a number (0 grant, 1 wait,
 /// 2 refuse), the cards granted (slot keys), and why it waits or is refused.
 struct memory_answer {

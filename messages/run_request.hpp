@@ -1,7 +1,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "messages/run_status.hpp"
@@ -12,6 +14,24 @@ namespace cdui {
 inline constexpr double bytes_per_gib = 1024.0 * 1024.0 * 1024.0;
 /// The largest memory_gib a run may declare: 1 PiB, past any card, still exact in bytes.
 inline constexpr double max_memory_gib = 1024.0 * 1024.0;
+
+/// Where a run waits: in its device's queue for a slot, or in the interactive lane, which starts
+/// it at once, outside the queue (an editor's run).
+enum class run_lane : std::uint8_t { queued, interactive };
+
+/// "queued" or "interactive", as options.lane says it.
+[[nodiscard]] constexpr std::string_view to_string(run_lane x) {
+  return x == run_lane::interactive ? "interactive" : "queued";
+}
+
+/// The lane options.lane names; nullopt for anything else.
+[[nodiscard]] constexpr std::optional<run_lane> parse_run_lane(std::string_view text) {
+  if (text == "queued")
+    return run_lane::queued;
+  if (text == "interactive")
+    return run_lane::interactive;
+  return std::nullopt;
+}
 
 /// What a front door asks for when it submits a run: the graph (JSON text) and the run's options.
 struct run_request {
@@ -29,8 +49,7 @@ struct run_request {
   bool record_outputs = false;
   /// Keeps each model node's weights in the node state store and starts from them next time.
   bool weights_persistent = false;
-  /// "queued" (waits for its device's slot) or "interactive" (starts at once, outside the queue).
-  std::string lane = "queued";
+  run_lane lane = run_lane::queued;
   /// The editor session an interactive run belongs to; each session has one at a time.
   std::string session;
   /// A device set (options.target.devices): the run holds a slot on each and executes on the first.
@@ -81,6 +100,21 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, run_info& x) {
   return f(x.id, x.name, x.status, x.queue_key, x.queue_position, x.waiting_reason, x.error, x.created_ms,
            x.started_ms, x.finished_ms, x.final_metrics, x.options);
+}
+
+/// A page of runs, newest first (GET /api/runs): of one status, worker (`local`: the server's own)
+/// and device, each empty for all; `limit` 0 for all.
+struct run_list_request {
+  std::string status;
+  std::string worker;
+  std::string device;
+  std::uint64_t limit = 0;
+  std::uint64_t offset = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, run_list_request& x) {
+  return f(x.status, x.worker, x.device, x.limit, x.offset);
 }
 
 } // namespace cdui

@@ -115,10 +115,11 @@ std::string apply_options(const nlohmann::json& options, run_request& request) {
     } else if (key == "weights_persistent") {
       err = read_bool(options, "weights_persistent", request.weights_persistent);
     } else if (key == "lane") {
-      if (value != "queued" && value != "interactive")
+      auto lane = value.is_string() ? parse_run_lane(value.get<std::string>()) : std::nullopt;
+      if (!lane)
         err = "option 'lane': must be \"queued\" or \"interactive\", not " + json_text(value);
       else
-        request.lane = value.get<std::string>();
+        request.lane = *lane;
     } else if (key == "session") {
       if (!value.is_string() || value.get<std::string>().empty())
         err = "option 'session': must be a non-empty string naming the editor session";
@@ -153,13 +154,13 @@ std::string apply_options(const nlohmann::json& options, run_request& request) {
   if (request.worker == one_shot_pool && request.record_outputs)
     return "option 'record_outputs': a one-shot worker exits when its run ends, taking the outputs "
            "with it; run it on a worker that stays (or on this server)";
-  if (!request.worker.empty() && request.lane == "interactive")
+  if (!request.worker.empty() && request.lane == run_lane::interactive)
     return "option 'target.worker': an interactive run executes on this server (the "
            "canvas never goes to a worker); queue it to run "
            + (request.worker == one_shot_pool ? std::string{"in the one-shot pool"}
               : request.worker == any_worker  ? std::string{"on any worker"}
                                               : "on worker '" + request.worker + "'");
-  if (!request.session.empty() && request.lane != "interactive")
+  if (!request.session.empty() && request.lane != run_lane::interactive)
     return "option 'session' names the editor session of an interactive run; it needs "
            "option 'lane' \"interactive\"";
   return "";
@@ -208,8 +209,8 @@ nlohmann::json options_json(const run_request& r) {
     o["record_outputs"] = true;
   if (r.weights_persistent)
     o["weights_persistent"] = true;
-  if (r.lane != "queued")
-    o["lane"] = r.lane;
+  if (r.lane != run_lane::queued)
+    o["lane"] = std::string{to_string(r.lane)};
   if (!r.session.empty())
     o["session"] = r.session;
   if (!r.devices.empty())

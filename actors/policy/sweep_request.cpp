@@ -26,7 +26,7 @@ std::variant<run_request, submission_error> parse_search_base(const json& body, 
   auto parsed = parse_submission(run);
   if (auto* bad = std::get_if<submission_error>(&parsed))
     return *bad;
-  if (std::get<run_request>(parsed).lane == "interactive")
+  if (std::get<run_request>(parsed).lane == run_lane::interactive)
     return submission_error{false, "option 'lane': " + whose + " are queued runs; \"interactive\" is for one run "
                                    "from the editor"};
   return parsed;

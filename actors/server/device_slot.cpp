@@ -53,15 +53,15 @@ device_slot_actor::behavior_type device_slot(self_ptr self, std::string card,
       auto v = self->state.ledger->judge(budget);
       return memory_verdict{static_cast<int>(v.answer), v.reason};
     },
-    [=](atoms::ask, const std::string& key, const std::string& run, std::int64_t budget,
-        bool has_wait, bool wait) {
-      // A run for this card alone (through `key`, one of its offerers), delegated by the ledger:
+    [=](atoms::ask, const memory_ask& ask) {
+      // A run for this card alone (through its one key, an offerer's), delegated by the ledger:
       // judged, reserved when it fits, and answered to the run queue directly.
       auto& st = self->state;
-      auto v = st.ledger->try_reserve(run, budget);
-      auto d = policy::decide_verdicts({v}, {budget, has_wait ? std::optional<bool>{wait} : std::nullopt, false});
+      auto v = st.ledger->try_reserve(ask.run_id, ask.budget);
+      auto d = policy::decide_verdicts(
+        {v}, {ask.budget, ask.has_wait ? std::optional<bool>{ask.wait} : std::nullopt, false});
       if (d.answer == policy::memory_decision::kind::grant)
-        return memory_answer{static_cast<int>(d.answer), {key}, ""};
+        return memory_answer{static_cast<int>(d.answer), ask.keys, ""};
       return memory_answer{static_cast<int>(d.answer), {}, d.reason};
     },
     [=](atoms::reserve, const std::string& run, std::int64_t budget) {

@@ -235,22 +235,20 @@ memory_ledger_actor::behavior_type memory_ledger(self_ptr self, memory_ledger_co
         const std::vector<std::int64_t>& budgets, bool shared) {
       return share(self, key, card, name, context, holders, budgets, shared);
     },
-    [=](atoms::ask, const std::string& run, std::int64_t budget, const std::vector<std::string>& keys,
-        bool any_of, bool has_wait, bool wait) -> caf::result<memory_answer> {
+    [=](atoms::ask, const memory_ask& ask) -> caf::result<memory_answer> {
       // One card: its slot judges, reserves and answers the asker itself (one message fewer).
-      if (!any_of && keys.size() == 1)
-        if (const auto* card = shared_card(self->state, keys.front())) {
-          self->state.runs[run] = {card->card};  // released there whatever the answer (a no-op if refused)
-          return self->delegate(card->slot, atoms::ask::value, keys.front(), run, budget, has_wait,
-                                wait);
+      if (!ask.any_of && ask.keys.size() == 1)
+        if (const auto* card = shared_card(self->state, ask.keys.front())) {
+          self->state.runs[ask.run_id] = {card->card};  // released there whatever the answer (a no-op if refused)
+          return self->delegate(card->slot, atoms::ask::value, ask);
         }
       auto job = std::make_shared<ask_job>();
-      job->run = run;
-      job->request = {budget, has_wait ? std::optional<bool>{wait} : std::nullopt, any_of};
-      job->keys = keys;
+      job->run = ask.run_id;
+      job->request = {ask.budget, ask.has_wait ? std::optional<bool>{ask.wait} : std::nullopt, ask.any_of};
+      job->keys = ask.keys;
       job->promise = self->make_response_promise<memory_answer>();
       auto promise = job->promise;
-      job->whole_set = !any_of && keys.size() > 1;
+      job->whole_set = !ask.any_of && ask.keys.size() > 1;
       if (job->whole_set)
         judge_from(self, job, 0);
       else

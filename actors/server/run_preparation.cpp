@@ -22,7 +22,7 @@ policy::device_hint hint_of(const runtime::validated_graph& g) {
 
 /// The interactive lane's refusal, if the run may not start there now.
 std::optional<submit_result> lane_refusal(const run_queue_state& st, const run_request& req) {
-  if (req.lane != "interactive")
+  if (req.lane != run_lane::interactive)
     return std::nullopt;
   if (static_cast<int>(st.interactive.size()) >= st.cfg.interactive_limit)
     return refusal("the interactive lane is full: " + std::to_string(st.interactive.size())
@@ -94,20 +94,20 @@ std::variant<prepared_run, submit_result> prepare_run(run_queue_state& st, const
     st.slots.set_open(p.keys.back(), w != st.workers.end() && w->second.open);
   }
   p.setup.graph = graph;
-  if (req.lane != "interactive")
+  if (req.lane != run_lane::interactive)
     p.memory_key = runtime::memory_key(graph->g);
   auto& ctx = p.setup.context;
   ctx.device = where.run_device;
   if (req.has_seed)
     ctx.seed = req.seed;
-  else if (req.lane == "interactive" && !req.session.empty())
+  else if (req.lane == run_lane::interactive && !req.session.empty())
     ctx.seed = st.session_seeds.try_emplace(req.session, static_cast<std::uint32_t>(random_bits())).first->second;
   else
     ctx.seed = static_cast<std::uint32_t>(random_bits());
   ctx.num_threads = st.cfg.host.cores_per_run(p.keys.empty() ? "" : p.keys.front());
   ctx.host = st.cfg.host.counts();
   ctx.deterministic = req.deterministic;
-  ctx.execution_cache = req.lane == "interactive" && !req.session.empty();
+  ctx.execution_cache = req.lane == run_lane::interactive && !req.session.empty();
   ctx.weights_persistent = req.weights_persistent;
   ctx.record_outputs = req.record_outputs;
   ctx.memory_budget = req.memory_bytes;
@@ -116,7 +116,7 @@ std::variant<prepared_run, submit_result> prepare_run(run_queue_state& st, const
   ctx.resume_from = req.resume_from;
   p.setup.store = st.cfg.store;
   p.setup.stop_deadline_ms = st.cfg.stop_deadline_ms;
-  if (!st.cfg.exec_binary.empty() && req.lane != "interactive") {
+  if (!st.cfg.exec_binary.empty() && req.lane != run_lane::interactive) {
     // The stores live in this process's memory; a run that uses them stays beside them.
     if (req.record_outputs || req.weights_persistent)
       p.warnings.emplace_back("isolation_fallback",

@@ -129,7 +129,7 @@ caf::result<submit_result> submit(self_ptr self, run_request& req) {
   // The next submit's checks must see this one queued when they depend on the queue: the
   // interactive lane's count and sessions, and the idle card a worker run takes. Those are
   // recorded at once (after the ones waiting), in a commit of their own.
-  bool at_once = req.lane == "interactive" || !p.setup.worker.empty();
+  bool at_once = req.lane == run_lane::interactive || !p.setup.worker.empty();
   give_identity(st, p, req, new_run_id(st));
   st.unrecorded_ids.insert(p.setup.info.id);
   auto rp = self->make_response_promise<submit_result>();
@@ -254,13 +254,13 @@ void queue_parts::launch(self_ptr self, prepared_run p, const run_request& req) 
   p.setup.info.queue_key = p.queue_key;
   p.setup.context.slot = p.queue_key;
   p.setup.context.run_id = id;
-  if (req.lane != "interactive")
+  if (req.lane != run_lane::interactive)
     note_budget(st, id, p, req);
   auto run = spawn_run(self, std::move(p.setup));
   for (const auto& [kind, message] : p.warnings)
     caf::anon_send(run, atoms::append::value, std::string{"run_warning"},
                json_text(nlohmann::json{{"kind", kind}, {"message", message}}));
-  if (req.lane == "interactive") {
+  if (req.lane == run_lane::interactive) {
     st.interactive.emplace(id, req.session);
     st.started.insert(id);
     caf::anon_send(run, atoms::grant::value, std::string{"interactive"});
@@ -392,17 +392,16 @@ run_queue_actor::behavior_type run_queue(self_ptr self, run_queue_config cfg) {
         return stored->info;
       return unknown_run(id);
     },
-    [=](atoms::list, const std::string& status, const std::string& worker, const std::string& device,
-        std::uint64_t limit, std::uint64_t offset) -> caf::result<storage::run_page> {
-      storage::run_filter filter{std::nullopt, worker, device};
-      if (!status.empty()) {
-        filter.status = parse_run_status(status);
+    [=](atoms::list, const run_list_request& r) -> caf::result<storage::run_page> {
+      storage::run_filter filter{std::nullopt, r.worker, r.device};
+      if (!r.status.empty()) {
+        filter.status = parse_run_status(r.status);
         if (!filter.status)
           return make_api_error(error_kind::refused,
-                                "status '" + status + "' is not one of queued, running, succeeded, "
-                                                      "failed, cancelled, interrupted, pruned");
+                                "status '" + r.status + "' is not one of queued, running, succeeded, "
+                                                        "failed, cancelled, interrupted, pruned");
       }
-      auto page = self->state.cfg.store->list(filter, limit, offset);
+      auto page = self->state.cfg.store->list(filter, r.limit, r.offset);
       for (auto& info : page.runs)
         if (info.status == run_status::queued)
           note_wait(self->state, info);

@@ -54,7 +54,7 @@ void given_default(self_ptr self, const std::string& id, queued_budget& b, const
 
 std::string settle_budget(const run_queue_state& st, run_request& req, prepared_run& p) {
   auto shared = shared_cards_for(st, p);
-  if (!shared.any || req.lane == "interactive")
+  if (!shared.any || req.lane == run_lane::interactive)
     return "";
   std::optional<policy::measured_peak> peak;
   if (auto row = st.cfg.store->peak(p.memory_key, p.cards()))

@@ -178,8 +178,8 @@ void ask_memory(self_ptr self, const std::string& id) {
       keys.push_back(k);
   if (!keys.empty())
     st.memory_keys[id] = keys.front();
-  self->request(st.ledger, request_deadline, atoms::ask::value, id, b->second.bytes, keys, false,
-                b->second.has_wait, b->second.wait)
+  self->request(st.ledger, request_deadline, atoms::ask::value,
+                memory_ask{id, b->second.bytes, keys, false, b->second.has_wait, b->second.wait})
     .then(
       [=](memory_answer& a) {
         auto& st = self->state;
@@ -216,7 +216,7 @@ void ask_floating(self_ptr self, const std::string& id, const policy::floating_s
   const auto& b = st.budgets.at(id);
   st.floating_asks[id] = {false, free.by_memory};
   // Judged as a run that may wait; place_later() decides from the answer and the cards not asked.
-  self->request(st.ledger, request_deadline, atoms::ask::value, id, b.bytes, free.by_memory, true, true, true)
+  self->request(st.ledger, request_deadline, atoms::ask::value, memory_ask{id, b.bytes, free.by_memory, true, true, true})
     .then(
       [=](memory_answer& a) {
         auto& st = self->state;

@@ -492,8 +492,7 @@ answer<storage::run_page> server::runs(const std::string& status, std::size_t li
 
 answer<storage::run_page> server::runs(const std::string& status, const std::string& worker,
                                        const std::string& device, std::size_t limit, std::size_t offset) {
-  return impl_->ask<storage::run_page>(atoms::list::value, status, worker, device,
-                                       static_cast<std::uint64_t>(limit), static_cast<std::uint64_t>(offset));
+  return impl_->ask<storage::run_page>(atoms::list::value, run_list_request{status, worker, device, limit, offset});
 }
 
 answer<event_batch> server::events(const std::string& run_id, std::uint64_t cursor,

@@ -178,7 +178,7 @@ BOOST_AUTO_TEST_CASE(an_editor_sessions_execution_cache_reruns_only_what_changed
   cdui::test::temp_home home;
   cdui::server srv{server_config(home.path())};
   auto interactive = [](cdui::run_request r, const std::string& session) {
-    r.lane = "interactive";
+    r.lane = cdui::run_lane::interactive;
     r.session = session;
     return r;
   };
@@ -228,7 +228,7 @@ BOOST_AUTO_TEST_CASE(an_out_of_memory_error_drops_the_cached_model_so_the_next_r
     o.device = "sim:0";
     auto r = moons_run(1);
     r.graph_json = cdui::test::moons_graph_json(o).dump();
-    r.lane = "interactive";
+    r.lane = cdui::run_lane::interactive;
     r.session = "tab-1";
     return r;
   };
@@ -263,7 +263,7 @@ BOOST_AUTO_TEST_CASE(a_session_keeps_its_seed_and_another_seed_misses_the_cache)
   auto unseeded = [](int max_steps) {
     auto r = moons_run(1, max_steps);
     r.has_seed = false;
-    r.lane = "interactive";
+    r.lane = cdui::run_lane::interactive;
     r.session = "tab-1";
     return r;
   };

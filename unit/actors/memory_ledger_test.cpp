@@ -87,8 +87,8 @@ struct ledger_fixture {
   /// A run for `key` alone, with target.wait true.
   cdui::memory_answer ask(const std::string& run, std::int64_t budget, const std::string& key) {
     cdui::memory_answer answer;
-    self->request(ledger, std::chrono::seconds(5), cdui::atoms::ask::value, run, budget,
-                  std::vector<std::string>{key}, false, true, true)
+    self->request(ledger, std::chrono::seconds(5), cdui::atoms::ask::value,
+                  cdui::memory_ask{run, budget, {key}, false, true, true})
       .receive([&](cdui::memory_answer& a) { answer = std::move(a); },
                [](caf::error& e) { BOOST_FAIL(caf::to_string(e)); });
     return answer;

@@ -476,7 +476,7 @@ BOOST_AUTO_TEST_CASE(the_interactive_lane_starts_at_once_and_refuses_over_its_li
   std::vector<std::string> lane;
   for (auto session : {"tab-1", "tab-2"}) {
     auto r = request(moons_graph_json(1'000'000, 0, 16, "sim:0"));
-    r.lane = "interactive";
+    r.lane = cdui::run_lane::interactive;
     r.session = session;
     auto s = srv.submit(r);
     BOOST_REQUIRE_MESSAGE(s.ok(), s.error);
@@ -486,14 +486,14 @@ BOOST_AUTO_TEST_CASE(the_interactive_lane_starts_at_once_and_refuses_over_its_li
   for (const auto& id : lane)
     await_status(srv, id, cdui::run_status::running);
   auto third = request(moons_graph_json(1));
-  third.lane = "interactive";
+  third.lane = cdui::run_lane::interactive;
   auto refused = srv.submit(third);
   BOOST_TEST(refused.unavailable);
   BOOST_TEST(refused.error.find("interactive lane is full") != std::string::npos, refused.error);
   srv.cancel(lane[0]);
   srv.wait(lane[0]);
   auto same_tab = request(moons_graph_json(1));
-  same_tab.lane = "interactive";
+  same_tab.lane = cdui::run_lane::interactive;
   same_tab.session = "tab-2";
   auto again = srv.submit(same_tab);
   BOOST_TEST(again.error.find("editor session 'tab-2' already has an interactive run")
