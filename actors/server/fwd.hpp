@@ -90,6 +90,7 @@ using memory_ledger_actor = caf::typed_actor<
   caf::reacts_to<atoms::report, std::string, std::int64_t, std::int64_t>,
   caf::reacts_to<atoms::memory_freed, std::string>,
   caf::reacts_to<atoms::tick>,
+  caf::replies_to<atoms::get, std::string>::with<device_slot_actor>,
   caf::replies_to<atoms::status>::with<memory_ledger_status>>;
 
 /// What a worker's actor tells its supervisor, the registry: a run it let go of, whether the

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include <caf/all.hpp>
+#include <spdlog/spdlog.h>
 
 #include "actors/common/deadlines.hpp"
 #include "actors/common/gather.hpp"
@@ -68,7 +69,7 @@ void finish(self_ptr self, const std::shared_ptr<ask_job>& job) {
   memory_answer answer{static_cast<int>(decision.answer), {}, decision.reason};
   if (decision.answer == policy::memory_decision::kind::grant) {
     answer.cards = job->reserved;
-    self->state.runs[job->run] = job->reserved_cards;
+    self->state.runs[job->run] = {job->reserved_cards, job->request.budget, false};
   } else {
     release_on(self, job->run, job->reserved_cards);  // a device set that did not get every card
   }
@@ -179,9 +180,48 @@ bool unshare(self_ptr self, const std::string& key) {
     caf::anon_send_exit(slot->second, caf::exit_reason::user_shutdown);
     st.slots.erase(slot);
   }
-  for (auto& [run, cards] : st.runs)
-    cards.erase(std::remove(cards.begin(), cards.end(), card), cards.end());
+  st.configs.erase(card);
+  for (auto& [run, place] : st.runs)
+    place.cards.erase(std::remove(place.cards.begin(), place.cards.end(), card), place.cards.end());
   return true;
+}
+
+/// A new slot for `card`, shared through `keys`, monitored: the ledger replaces it if it ends.
+device_slot_actor spawn_slot(self_ptr self, const std::string& card, std::vector<std::string> keys) {
+  return self->spawn<caf::monitored>(device_slot, card, std::move(keys), self->state.configs.at(card),
+                                     caf::actor_cast<memory_ledger_actor>(self));
+}
+
+/// The slot of `card` ended unexpectedly: a new one takes its place and the runs with a place on
+/// the card (their budgets, running or reserved), and is given the card's figures when this
+/// server measures it (a worker's card: at its next heartbeat).
+void replace_slot(self_ptr self, const std::string& card, const caf::error& reason) {
+  auto& st = self->state;
+  std::vector<std::string> keys;
+  for (const auto& [key, name] : st.offerers[card])
+    keys.push_back(key);
+  spdlog::error("memory ledger: the actor of card {} ended unexpectedly ({}); a new one takes over its "
+                "runs", card, caf::to_string(reason));
+  auto slot = spawn_slot(self, card, keys);
+  st.slots[card] = slot;
+  rename(self, card);
+  for (auto& [key, shared] : st.cards)
+    if (shared.card == card)
+      shared.slot = slot;
+  for (const auto& [run, place] : st.runs) {
+    if (std::find(place.cards.begin(), place.cards.end(), card) == place.cards.end())
+      continue;
+    if (place.budget == 0)
+      self->send(slot, atoms::hold::value, run);
+    else if (place.started)
+      self->send(slot, atoms::adopt::value, run, place.budget);
+    else
+      self->request(slot, request_deadline, atoms::reserve::value, run, place.budget)
+        .then([](memory_verdict&) {}, [](caf::error&) {});
+  }
+  if (st.cfg.probe && !keys.empty())
+    if (auto figures = st.cfg.probe(keys.front()))
+      self->send(slot, atoms::report::value, figures->first, figures->second);
 }
 
 bool share(self_ptr self, const std::string& key, const std::string& card, const std::string& name,
@@ -195,12 +235,9 @@ bool share(self_ptr self, const std::string& key, const std::string& card, const
   st.offerers[card][key] = name;
   auto slot = st.slots.find(card);
   if (slot == st.slots.end()) {
-    auto spawned = self->spawn(device_slot, card, std::vector<std::string>{key},
-                               card_ledger::config{name, context,
-                                                   policy::context_name(slot_key::parse(key).device),
-                                                   policy::budget_refusal(slot_key::parse(key).device)},
-                               caf::actor_cast<memory_ledger_actor>(self));
-    slot = st.slots.emplace(card, spawned).first;
+    st.configs[card] = card_ledger::config{name, context, policy::context_name(slot_key::parse(key).device),
+                                           policy::budget_refusal(slot_key::parse(key).device)};
+    slot = st.slots.emplace(card, spawn_slot(self, card, {key})).first;
   } else {
     rename(self, card);  // a second offerer of the card: one ledger, the runs through both on it
   }
@@ -212,8 +249,10 @@ bool share(self_ptr self, const std::string& key, const std::string& card, const
     else
       self->send(slot->second, atoms::hold::value, holders[i]);
     auto& on = st.runs[holders[i]];
-    if (std::find(on.begin(), on.end(), card) == on.end())
-      on.push_back(card);
+    if (std::find(on.cards.begin(), on.cards.end(), card) == on.cards.end())
+      on.cards.push_back(card);
+    on.budget = budget;
+    on.started = true;
   }
   if (st.cfg.probe)
     if (auto figures = st.cfg.probe(key))
@@ -225,6 +264,13 @@ bool share(self_ptr self, const std::string& key, const std::string& card, const
 
 memory_ledger_actor::behavior_type memory_ledger(self_ptr self, memory_ledger_config cfg) {
   self->state.cfg = std::move(cfg);
+  self->set_down_handler([self](caf::down_msg& down) {
+    auto& slots = self->state.slots;
+    auto i = std::find_if(slots.begin(), slots.end(),
+                          [&](const auto& s) { return s.second.address() == down.source; });
+    if (i != slots.end())  // an unshared card's slot was erased before it was told to quit
+      replace_slot(self, i->first, down.reason);
+  });
   if (self->state.cfg.probe)
     self->delayed_send(self, self->state.cfg.probe_interval, atoms::tick::value);
   return guarded_typed_behavior<memory_ledger_actor>(
@@ -239,7 +285,8 @@ memory_ledger_actor::behavior_type memory_ledger(self_ptr self, memory_ledger_co
       // One card: its slot judges, reserves and answers the asker itself (one message fewer).
       if (!ask.any_of && ask.keys.size() == 1)
         if (const auto* card = shared_card(self->state, ask.keys.front())) {
-          self->state.runs[ask.run_id] = {card->card};  // released there whatever the answer (a no-op if refused)
+          // Released there whatever the answer (a no-op if refused).
+          self->state.runs[ask.run_id] = {{card->card}, ask.budget, false};
           return self->delegate(card->slot, atoms::ask::value, ask);
         }
       auto job = std::make_shared<ask_job>();
@@ -256,16 +303,19 @@ memory_ledger_actor::behavior_type memory_ledger(self_ptr self, memory_ledger_co
       return promise;
     },
     [=](atoms::started, const std::string& run) {
-      if (auto i = self->state.runs.find(run); i != self->state.runs.end())
-        for (const auto& card : i->second)
-          if (auto s = self->state.slots.find(card); s != self->state.slots.end())
-            self->send(s->second, atoms::started::value, run);
+      auto i = self->state.runs.find(run);
+      if (i == self->state.runs.end())
+        return;
+      i->second.started = true;
+      for (const auto& card : i->second.cards)
+        if (auto s = self->state.slots.find(card); s != self->state.slots.end())
+          self->send(s->second, atoms::started::value, run);
     },
     [=](atoms::released, const std::string& run) {
       auto i = self->state.runs.find(run);
       if (i == self->state.runs.end())
         return;
-      release_on(self, run, i->second);
+      release_on(self, run, i->second.cards);
       self->state.runs.erase(i);
     },
     [=](atoms::report, const std::string& key, std::int64_t total, std::int64_t free) {
@@ -287,6 +337,10 @@ memory_ledger_actor::behavior_type memory_ledger(self_ptr self, memory_ledger_co
         if (auto figures = st.cfg.probe(key))
           self->send(card.slot, atoms::report::value, figures->first, figures->second);
       self->delayed_send(self, st.cfg.probe_interval, atoms::tick::value);
+    },
+    [=](atoms::get, const std::string& key) {
+      const auto* card = shared_card(self->state, key);
+      return card ? card->slot : device_slot_actor{};
     },
     [=](atoms::status) {
       return gather_status<card_memory_status>(

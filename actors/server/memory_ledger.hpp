@@ -11,6 +11,7 @@
 
 #include <caf/stateful_actor.hpp>
 
+#include "actors/policy/card_ledger.hpp"
 #include "actors/server/fwd.hpp"
 
 namespace cdui::actors {
@@ -31,6 +32,14 @@ struct shared_key {
   device_slot_actor slot;
 };
 
+/// A run with a place on cards shared by memory: the cards (ids), its budget on each (0: it holds
+/// them without one), and whether it has started.
+struct run_place {
+  std::vector<std::string> cards;
+  std::int64_t budget = 0;
+  bool started = false;
+};
+
 struct memory_ledger_state {
   memory_ledger_config cfg;
   run_queue_actor queue;
@@ -40,8 +49,10 @@ struct memory_ledger_state {
   std::map<std::string, shared_key> cards;
   /// Each card's offerers that share it: slot key -> the card as that key's sentences name it.
   std::map<std::string, std::map<std::string, std::string>> offerers;
-  /// The cards (ids) each granted (or holding) run has a place on.
-  std::map<std::string, std::vector<std::string>> runs;
+  /// Each card's slot settings, to replace a slot that ends unexpectedly.
+  std::map<std::string, policy::card_ledger::config> configs;
+  /// Each granted (or holding) run's place: what a replaced slot takes over.
+  std::map<std::string, run_place> runs;
   static inline const char* name = "memory_ledger";
 };
 
@@ -56,7 +67,7 @@ struct memory_ledger_state {
 ///   already: each counts its budget as running, and one without a budget (0) keeps the card until
 ///   it ends) or back to Exclusive (the slot quits once no key of its card is shared; until then
 ///   the key's runs still count on it); false when that changes nothing.
-/// - (ask, run, budget, keys, any_of, has_wait, wait) -> memory_answer: the run's budget judged on
+/// - (ask, memory_ask{run, budget, keys, any_of, has_wait, wait}) -> memory_answer: the run's budget judged on
 ///   its cards (policy::decide): granted (reserved on the cards named), wait or refuse, with the
 ///   reason. A card reserves atomically, so asks for single cards go on side by side; a device
 ///   set's cards are judged first, with no other ask judged meanwhile.
@@ -66,6 +77,11 @@ struct memory_ledger_state {
 /// - (memory_freed, card) from a slot: passed on to the queue once per key sharing the card, which
 ///   asks again for the runs that wait there.
 /// - (status) -> memory_ledger_status, each slot's card_memory_status.
+/// - (get, key) -> device_slot_actor: the slot of a shared key, invalid for another (introspection,
+///   tests).
+/// It supervises its slots: one that ends but by an unshare is replaced at once by a new slot for
+/// the card, which takes over the runs with a place there (their budgets, running or reserved) and
+/// is given the card's figures at the next measure or heartbeat.
 memory_ledger_actor::behavior_type memory_ledger(memory_ledger_actor::stateful_pointer<memory_ledger_state> self,
                                                  memory_ledger_config cfg);
 

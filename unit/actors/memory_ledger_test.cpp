@@ -10,12 +10,14 @@
 #include <caf/all.hpp>
 #include <nlohmann/json.hpp>
 
-#include "actors/server/memory_ledger.hpp"
 #include "actors/policy/run_options.hpp"
 #include "actors/server/server.hpp"
 #include "testkit/embedded.hpp"
 #include "testkit/graphs.hpp"
 #include "testkit/home.hpp"
+#include "unit/actors/ledger_fixture.hpp"
+
+using cdui::test::ledger_fixture;
 
 using cdui::run_status;
 using cdui::test::moons_graph_json;
@@ -62,63 +64,6 @@ std::string waiting_reason(cdui::server& srv, const std::string& id) {
   auto info = srv.info(id);
   return info ? info->waiting_reason : "";
 }
-
-/// The memory ledger actor alone, with a scoped actor standing in for its run queue.
-struct ledger_fixture {
-  ledger_fixture() {
-    cfg.set("scheduler.max-threads", std::size_t{2});
-    cfg.set("logger.verbosity", caf::atom("quiet"));
-    self->send(ledger, cdui::atoms::attach::value, caf::actor_cast<cdui::actors::run_queue_actor>(queue));
-  }
-  ~ledger_fixture() { caf::anon_send_exit(ledger, caf::exit_reason::user_shutdown); }
-
-  /// (share, key, card, name, ...): what the run queue sends when `key` turns Shared or back.
-  bool share(const std::string& key, const std::string& card, bool shared,
-             std::vector<std::string> holders = {}, std::vector<std::int64_t> budgets = {}) {
-    auto at = key.find('/');
-    auto name = key.substr(at + 1) + " on " + key.substr(0, at);
-    bool changed = false;
-    self->request(ledger, std::chrono::seconds(5), cdui::atoms::share::value, key, card, name,
-                  std::int64_t{0}, holders, budgets, shared)
-      .receive([&](bool c) { changed = c; }, [](caf::error& e) { BOOST_FAIL(caf::to_string(e)); });
-    return changed;
-  }
-
-  /// A run for `key` alone, with target.wait true.
-  cdui::memory_answer ask(const std::string& run, std::int64_t budget, const std::string& key) {
-    cdui::memory_answer answer;
-    self->request(ledger, std::chrono::seconds(5), cdui::atoms::ask::value,
-                  cdui::memory_ask{run, budget, {key}, false, true, true})
-      .receive([&](cdui::memory_answer& a) { answer = std::move(a); },
-               [](caf::error& e) { BOOST_FAIL(caf::to_string(e)); });
-    return answer;
-  }
-
-  cdui::memory_ledger_status status() {
-    cdui::memory_ledger_status out;
-    self->request(ledger, std::chrono::seconds(5), cdui::atoms::status::value)
-      .receive([&](cdui::memory_ledger_status& s) { out = std::move(s); },
-               [](caf::error& e) { BOOST_FAIL(caf::to_string(e)); });
-    return out;
-  }
-
-  /// The keys the ledger told the queue memory freed at, since the last call. Taken after a
-  /// status(): a slot's memory_freed reaches the ledger before its status answer does.
-  std::multiset<std::string> freed() {
-    std::multiset<std::string> keys;
-    for (bool more = true; more;)
-      queue->receive([&](cdui::atoms::memory_freed, const std::string& key) { keys.insert(key); },
-                     caf::after(std::chrono::milliseconds(0)) >> [&] { more = false; });
-    return keys;
-  }
-
-  caf::actor_system_config cfg;
-  caf::actor_system system{cfg};
-  cdui::actors::memory_ledger_actor ledger =
-    system.spawn(cdui::actors::memory_ledger, cdui::actors::memory_ledger_config{});
-  caf::scoped_actor queue{system};
-  caf::scoped_actor self{system};
-};
 
 } // namespace
 
