@@ -35,6 +35,10 @@ namespace cdui::actors::queue_parts {
 
 using self_ptr = run_queue_actor::stateful_pointer<run_queue_state>;
 
+/// Submits (run_queue_submits.cpp). A submit checked and given its id, its answer promised: recorded
+/// at once when nothing else waits in the mailbox (or it must be: an interactive or a worker run),
+/// else with the submits already there, at the (flush) the first of them sends.
+[[nodiscard]] caf::result<submit_result> submit(self_ptr self, run_request& req);
 /// Records the checked submits in one transaction, queues them and answers each (the (flush) the
 /// first of them sent); a sweep calls it first, so runs queue in the order they came.
 void record_submits(self_ptr self);
