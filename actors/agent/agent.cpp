@@ -110,7 +110,7 @@ std::optional<std::string> agent::run() {
     setup.credential_file = cfg_.credential_file;
     setup.on_joined = cfg_.on_joined;
     setup.owner = self;
-    auto a = system.spawn(actors::agent_actor, std::move(setup));
+    auto a = system.spawn(actors::agent_connection, std::move(setup));
     self->monitor(a);
     bool stop_sent = false;
     for (bool running = true; running;) {

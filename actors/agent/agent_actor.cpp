@@ -31,7 +31,7 @@ namespace cdui::actors {
 
 namespace {
 
-using self_ptr = caf::stateful_actor<agent_state>*;
+using self_ptr = agent_actor::stateful_pointer<agent_state>;
 using steady = std::chrono::steady_clock;
 
 /// How often the agent looks at its connection (hello, heartbeat, endpoint, one-shot end).
@@ -157,7 +157,7 @@ void supervise(self_ptr self, const std::string& id, std::optional<run_launch> l
                      std::move(launch),
                      st.setup.exec_binary,
                      current_link(st),
-                     caf::actor_cast<caf::actor>(self),
+                     caf::actor_cast<agent_actor>(self),
                      after_failure};
   auto& r = st.runs[id];
   r.dir = s.dir;
@@ -202,7 +202,7 @@ void connect(self_ptr self, const server_contact& contact) {
   relink(self);
   st.socket = std::move(socket);
   auto connection = ++st.connection;
-  caf::actor me = caf::actor_cast<caf::actor>(self);
+  auto me = caf::actor_cast<agent_actor>(self);
   // On the socket's thread: each message the server sends becomes (wire_in, connection, struct);
   // what does not decode is ignored.
   st.socket->start([me, connection](const zmq_socket_thread::frames& parts) {
@@ -254,7 +254,7 @@ void end(self_ptr self, const std::string& reason, bool was_refused) {
     self->send(r.supervisor, atoms::quit::value);
   st.socket.reset();
   if (st.setup.owner)
-    self->send(st.setup.owner, atoms::ended::value, reason, was_refused);
+    caf::anon_send(st.setup.owner, atoms::ended::value, reason, was_refused);
   self->quit();
 }
 
@@ -361,9 +361,9 @@ void supervisor_failed(self_ptr self, const std::string& id, const caf::error& r
 }
 
 /// The run `id`'s supervisor, if the agent holds the run.
-caf::actor supervisor_of(const agent_state& st, const std::string& id) {
+run_supervisor_actor supervisor_of(const agent_state& st, const std::string& id) {
   auto i = st.runs.find(id);
-  return i == st.runs.end() ? caf::actor{} : i->second.supervisor;
+  return i == st.runs.end() ? run_supervisor_actor{} : i->second.supervisor;
 }
 
 } // namespace
@@ -381,7 +381,7 @@ device_offer this_host_cpu_offer() {
           static_cast<std::int64_t>(info.freeram + info.bufferram) * unit};
 }
 
-caf::behavior agent_actor(self_ptr self, agent_setup setup) {
+agent_actor::behavior_type agent_connection(self_ptr self, agent_setup setup) {
   auto& st = self->state;
   st.setup = std::move(setup);
   st.own_keys = make_curve_keys();
@@ -401,7 +401,7 @@ caf::behavior agent_actor(self_ptr self, agent_setup setup) {
   self->send(self, atoms::tick::value);
   // Is this message from the current connection? A replaced one's last messages are dropped.
   auto current = [self](std::uint64_t connection) { return connection == self->state.connection; };
-  return guarded_behavior(
+  return guarded_typed_behavior<agent_actor>(
     "agent",
     [=](atoms::tick) {
       if (tick(self))

@@ -56,7 +56,7 @@ struct server_contact {
 
 /// A run the agent holds: its supervisor, until the server has acknowledged or forgotten it.
 struct agent_run {
-  caf::actor supervisor;
+  run_supervisor_actor supervisor;
   std::filesystem::path dir;
   /// Until its supervisor says the process has ended.
   bool executing = true;
@@ -100,7 +100,8 @@ inline constexpr int max_supervisor_failures = 2;
 /// actors/agent/protocol.hpp; from the server, (wire_in, connection, struct) for welcome,
 /// assign_run, run_cursor (resend), run_ack, outputs_request, stop_run, refused and goodbye (its
 /// own goodbye heard: a stopping agent that said it ends then, or after a second).
-caf::behavior agent_actor(caf::stateful_actor<agent_state>* self, agent_setup setup);
+agent_actor::behavior_type agent_connection(agent_actor::stateful_pointer<agent_state> self,
+                                            agent_setup setup);
 
 /// This machine's hostname ("worker" when it has none): an agent's default name.
 [[nodiscard]] std::string this_host_name();

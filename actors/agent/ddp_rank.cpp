@@ -11,6 +11,7 @@
 
 #include "actors/agent/protocol.hpp"
 #include "actors/agent/run_supervisor.hpp"
+#include "actors/common/guarded.hpp"
 #include "actors/common/run_process.hpp"
 #include "messages/atoms.hpp"
 #include "storage/home.hpp"
@@ -19,7 +20,7 @@ namespace cdui::actors {
 
 namespace {
 
-using self_ptr = caf::stateful_actor<ddp_rank_state>*;
+using self_ptr = ddp_rank_actor::stateful_pointer<ddp_rank_state>;
 
 /// How often a rank looks at its process.
 constexpr auto rank_tick = std::chrono::milliseconds(20);
@@ -79,7 +80,7 @@ std::optional<std::string> ddp_rank_failure(int k, int world, const std::optiona
   return "DDP rank " + std::to_string(k) + " of " + std::to_string(world) + " failed: " + why;
 }
 
-caf::behavior ddp_rank(self_ptr self, ddp_rank_setup setup) {
+ddp_rank_actor::behavior_type ddp_rank(self_ptr self, ddp_rank_setup setup) {
   auto& st = self->state;
   st.setup = std::move(setup);
   const auto& s = st.setup;
@@ -88,7 +89,7 @@ caf::behavior ddp_rank(self_ptr self, ddp_rank_setup setup) {
                         {"--rank", std::to_string(s.k), "--world-size", std::to_string(s.world)});
     if (st.pid < 0) {
       report(self, "DDP rank " + of(s) + " failed: its process could not start (fork failed)");
-      return {};
+      return quit_behavior<ddp_rank_actor>();
     }
     // An agent that restarts finds the rank again by it.
     storage::write_file_atomic(s.dir / ddp_rank_pid_file(s.k), std::to_string(st.pid) + "\n");

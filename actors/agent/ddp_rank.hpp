@@ -12,6 +12,7 @@
 #include <caf/fwd.hpp>
 #include <caf/stateful_actor.hpp>
 
+#include "actors/agent/protocol.hpp"
 #include "messages/run_outcome.hpp"
 
 namespace cdui::actors {
@@ -38,7 +39,7 @@ struct ddp_rank_setup {
   /// binary: the rank an earlier agent process started (its pid file), watched through /proc.
   std::optional<std::filesystem::path> binary;
   std::map<std::string, std::string> env;
-  caf::actor supervisor;
+  run_supervisor_actor supervisor;
 };
 
 struct ddp_rank_state {
@@ -56,6 +57,7 @@ struct ddp_rank_state {
 /// supervisor: when either dies of an error, the rank's process is killed (no rank outlives a run
 /// its agent gave up) and the supervisor's death fails the run; when the supervisor quits normally
 /// (the agent stops), the rank's process runs on and the next agent finds it. Protocol: see actors/agent/protocol.hpp.
-caf::behavior ddp_rank(caf::stateful_actor<ddp_rank_state>* self, ddp_rank_setup setup);
+ddp_rank_actor::behavior_type ddp_rank(ddp_rank_actor::stateful_pointer<ddp_rank_state> self,
+                                       ddp_rank_setup setup);
 
 } // namespace cdui::actors

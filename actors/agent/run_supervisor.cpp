@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/agent/ddp_rank.hpp"
+#include "actors/common/guarded.hpp"
 #include "actors/common/run_process.hpp"
 #include "messages/atoms.hpp"
 #include "messages/json_text.hpp"
@@ -23,7 +24,7 @@ namespace cdui::actors {
 
 namespace {
 
-using self_ptr = caf::stateful_actor<supervisor_state>*;
+using self_ptr = run_supervisor_actor::stateful_pointer<supervisor_state>;
 
 /// How often a supervisor looks at its run: its events go out within this while it executes; an
 /// ended run only waits for its acknowledgement.
@@ -79,8 +80,9 @@ std::optional<std::string> launch(self_ptr self, const run_launch& l) {
   pid_t pid = start_exec(st.setup.exec_binary, st.setup.dir, false, -1, env, rank_args);
   if (pid < 0)
     return "cannot start the run's process (fork failed)";
+  auto me = caf::actor_cast<run_supervisor_actor>(self);
   for (int k = 1; k < world; ++k)
-    watch_rank(self, {k, world, st.setup.dir, st.setup.exec_binary, env, caf::actor_cast<caf::actor>(self)});
+    watch_rank(self, {k, world, st.setup.dir, st.setup.exec_binary, env, me});
   // An agent that restarts finds the process again by it (the run outlives the agent).
   storage::write_file_atomic(st.setup.dir / "exec.pid", std::to_string(pid) + "\n");
   st.pid = pid;
@@ -99,7 +101,7 @@ void recover(self_ptr self) {
   while (std::filesystem::exists(st.setup.dir / ddp_rank_pid_file(world)))
     ++world;
   for (int k = 1; k < world; ++k)
-    watch_rank(self, {k, world, st.setup.dir, std::nullopt, {}, caf::actor_cast<caf::actor>(self)});
+    watch_rank(self, {k, world, st.setup.dir, std::nullopt, {}, caf::actor_cast<run_supervisor_actor>(self)});
   if (!run_process_alive(st.pid, st.setup.dir)) {
     st.pid = -1;
     st.ended = read_outcome(st.setup.dir).value_or(run_outcome{
@@ -208,7 +210,7 @@ bool pump(self_ptr self) {
     auto events = new_events(st);
     if (!events.empty()) {
       caught_up = events.size() < max_events_per_update;
-      auto me = caf::actor_cast<caf::actor>(self);
+      auto me = caf::actor_cast<run_supervisor_actor>(self);
       if (!send_to_server(st.link, wire::message_type::run_update,
                           run_update{st.setup.run_id, std::move(events)}, [me, bytes, cursor](bool sent) {
                             if (!sent)
@@ -239,7 +241,7 @@ bool pump(self_ptr self) {
   }
   // The end goes after the last event, and again after a reconnect until it is acknowledged.
   if (st.ended && linked && caught_up && !st.end_sent && !st.forgotten) {
-    auto me = caf::actor_cast<caf::actor>(self);
+    auto me = caf::actor_cast<run_supervisor_actor>(self);
     st.end_sent = send_to_server(st.link, wire::message_type::run_done,
                                  run_done{st.setup.run_id, *st.ended, st.sent_cursor}, [me](bool sent) {
                                    if (!sent)
@@ -284,7 +286,7 @@ bool run_process_alive(int pid, const std::filesystem::path& dir) {
   return cmdline.find(std::string{"exec"} + '\0' + dir.string()) != std::string::npos;
 }
 
-caf::behavior run_supervisor(self_ptr self, supervisor_setup setup) {
+run_supervisor_actor::behavior_type run_supervisor(self_ptr self, supervisor_setup setup) {
   auto& st = self->state;
   st.setup = std::move(setup);
   st.link = st.setup.link;
@@ -296,7 +298,7 @@ caf::behavior run_supervisor(self_ptr self, supervisor_setup setup) {
                               {run_status::failed, "worker '" + st.setup.worker + "': " + *why, "{}"},
                               0});
       self->quit();
-      return {};
+      return quit_behavior<run_supervisor_actor>();
     }
     self->send(st.setup.agent, agent_atoms::started::value, st.setup.run_id);
   } else {
@@ -305,6 +307,7 @@ caf::behavior run_supervisor(self_ptr self, supervisor_setup setup) {
       self->send(st.setup.agent, atoms::ended::value, st.setup.run_id);
   }
   schedule_tick(self);
+  // Not guarded: a supervisor whose handler throws dies, and the agent fails its run with the reason.
   return {
     [=](atoms::tick) {
       if (pump(self))

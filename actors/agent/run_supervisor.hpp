@@ -38,7 +38,7 @@ struct supervisor_setup {
   std::filesystem::path exec_binary;
   /// The connection to report on (empty: not welcomed yet).
   wire_link link;
-  caf::actor agent;
+  agent_actor agent;
   /// Takes over from a supervisor of this run that died (for the log).
   bool after_failure = false;
 };
@@ -61,7 +61,7 @@ struct supervisor_state {
   /// A run trained with DDP: the ddp_rank of each other rank, how many of them have not ended,
   /// the first rank's failure, and whether rank 0 (the run's process) has exited, with its wait
   /// status; the run ends once every rank has.
-  std::vector<caf::actor> ranks;
+  std::vector<ddp_rank_actor> ranks;
   std::size_t ranks_running = 0;
   std::optional<std::string> rank_failure;
   bool process_ended = false;
@@ -83,7 +83,8 @@ inline constexpr std::size_t max_events_per_update = 500;
 /// the run and stops its process. A DDP run's other ranks are ddp_rank actors it spawns: the first
 /// that fails ends the others and rank 0, and fails the run with its error; the run ends once
 /// every rank has exited. Protocol: see actors/agent/protocol.hpp.
-caf::behavior run_supervisor(caf::stateful_actor<supervisor_state>* self, supervisor_setup setup);
+run_supervisor_actor::behavior_type run_supervisor(run_supervisor_actor::stateful_pointer<supervisor_state> self,
+                                                   supervisor_setup setup);
 
 /// Whether the `cdui exec` of the run folder `dir` is still running as `pid` (it may be an earlier
 /// agent's child, which waitpid cannot watch).

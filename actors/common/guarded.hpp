@@ -79,6 +79,13 @@ caf::behavior guarded_behavior(const char* actor, Fs... fs) {
   return caf::behavior{guarded(actor, std::move(fs))...};
 }
 
+/// The behavior of a typed actor that quit before it handled anything (a start that failed):
+/// empty, since it handles nothing.
+template <class Handle>
+typename Handle::behavior_type quit_behavior() {
+  return {typename Handle::behavior_type::unsafe_init{}, caf::behavior{}};
+}
+
 /// The same for a typed actor: `Handle::behavior_type`, so that a handler the handle does not
 /// declare, or one missing, is a compile error.
 template <class Handle, class... Fs>

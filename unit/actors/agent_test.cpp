@@ -120,7 +120,7 @@ struct agent_fixture {
   caf::actor_system_config cfg;
   std::unique_ptr<caf::actor_system> system;
   std::unique_ptr<caf::scoped_actor> self;
-  caf::actor agent;
+  actors::agent_actor agent;
 
   agent_fixture() {
     auto script = home.path() / "fake-exec.sh";
@@ -142,7 +142,7 @@ struct agent_fixture {
     s.credential_file = home.path() / "credential";
     s.exec_binary = script;
     s.owner = *self;
-    agent = system->spawn(actors::agent_actor, std::move(s));
+    agent = system->spawn(actors::agent_connection, std::move(s));
     (*self)->monitor(agent);
   }
 
@@ -187,10 +187,10 @@ struct agent_fixture {
 
   /// Kills the supervisor of run `id` (as if it failed); the run_done the agent then reports.
   std::optional<run_done> kill_supervisor(const std::string& id) {
-    caf::actor supervisor;
+    actors::run_supervisor_actor supervisor;
     (*self)
       ->request(agent, caf::infinite, actors::agent_atoms::supervisor::value, id)
-      .receive([&](const caf::actor& a) { supervisor = a; },
+      .receive([&](const actors::run_supervisor_actor& a) { supervisor = a; },
                [&](const caf::error& e) { BOOST_FAIL(system->render(e)); });
     BOOST_REQUIRE(supervisor);
     (*self)->send_exit(supervisor, caf::exit_reason::kill);
