@@ -18,6 +18,20 @@ struct memory_verdict {
   CDUI_FIELDS(fit, reason)
 };
 
+/// A slot key turning Shared by memory or back to Exclusive (share, to the memory ledger): the key,
+/// its card's id ("uuid:<UUID>", else the key), how sentences name it, what a run holds there
+/// besides its budget (a CUDA context), and the runs already on it with their budgets (0: none).
+struct card_share {
+  std::string key;
+  std::string card;
+  std::string name;
+  std::int64_t context_bytes = 0;
+  std::vector<std::string> holders;
+  std::vector<std::int64_t> budgets;
+  bool shared = false;
+  CDUI_FIELDS(key, card, name, context_bytes, holders, budgets, shared)
+};
+
 /// A run asking the memory ledger for room (ask): `budget` bytes on each card of `keys` (slot
 /// keys), on all of them (a device set) or on any one (`any_of`: a run not placed yet), and what a
 /// run that does not fit now does: options.target.wait when `has_wait`, else the card's default.

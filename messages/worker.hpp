@@ -183,6 +183,16 @@ enum class worker_availability {
 }
 
 /// The registry's answer to enroll, rekey and remove (in-process only, never on the wire).
+/// A hello the registry accepted, handed to the worker's actor (join; never on the wire): the
+/// connection's identity, the hello, and whether the worker is enrolled and draining.
+struct worker_join {
+  std::string identity;
+  hello greeting;
+  bool enrolled = false;
+  bool draining = false;
+  CDUI_FIELDS(identity, greeting, enrolled, draining)
+};
+
 struct enrollment {
   std::string name;
   /// The new credential (enroll, rekey): handed out once, never stored.

@@ -82,8 +82,7 @@ using device_slot_actor = caf::typed_actor<
 /// The memory ledger (memory_ledger.hpp): the supervisor of the cards shared by memory.
 using memory_ledger_actor = caf::typed_actor<
   caf::reacts_to<atoms::attach, run_queue_actor>,
-  caf::replies_to<atoms::share, std::string, std::string, std::string, std::int64_t,
-                  std::vector<std::string>, std::vector<std::int64_t>, bool>::with<bool>,
+  caf::replies_to<atoms::share, card_share>::with<bool>,
   caf::replies_to<atoms::ask, memory_ask>::with<memory_answer>,
   caf::reacts_to<atoms::started, std::string>,
   caf::reacts_to<atoms::released, std::string>,
@@ -104,7 +103,7 @@ using worker_supervisor_actor =
 /// it executes, its pending outputs requests (worker_proxy.hpp). Only the registry talks to it:
 /// wire messages come routed by the connection's identity, an accepted hello (join) first.
 using worker_proxy_actor = caf::typed_actor<
-  caf::reacts_to<atoms::join, std::string, hello, bool, bool>,
+  caf::reacts_to<atoms::join, worker_join>,
   caf::reacts_to<atoms::wire_in, std::string, heartbeat>,
   caf::reacts_to<atoms::wire_in, std::string, run_update>,
   caf::reacts_to<atoms::wire_in, std::string, run_done>,

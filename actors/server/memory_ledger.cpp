@@ -224,38 +224,37 @@ void replace_slot(self_ptr self, const std::string& card, const caf::error& reas
       self->send(slot, atoms::report::value, figures->first, figures->second);
 }
 
-bool share(self_ptr self, const std::string& key, const std::string& card, const std::string& name,
-           std::int64_t context, const std::vector<std::string>& holders,
-           const std::vector<std::int64_t>& budgets, bool shared) {
+bool share(self_ptr self, const card_share& c) {
   auto& st = self->state;
-  if (!shared)
-    return unshare(self, key);
-  if (st.cards.count(key))
+  if (!c.shared)
+    return unshare(self, c.key);
+  if (st.cards.count(c.key))
     return false;
-  st.offerers[card][key] = name;
-  auto slot = st.slots.find(card);
+  st.offerers[c.card][c.key] = c.name;
+  auto slot = st.slots.find(c.card);
   if (slot == st.slots.end()) {
-    st.configs[card] = card_ledger::config{name, context, policy::context_name(slot_key::parse(key).device),
-                                           policy::budget_refusal(slot_key::parse(key).device)};
-    slot = st.slots.emplace(card, spawn_slot(self, card, {key})).first;
+    auto device = slot_key::parse(c.key).device;
+    st.configs[c.card] = card_ledger::config{c.name, c.context_bytes, policy::context_name(device),
+                                             policy::budget_refusal(device)};
+    slot = st.slots.emplace(c.card, spawn_slot(self, c.card, {c.key})).first;
   } else {
-    rename(self, card);  // a second offerer of the card: one ledger, the runs through both on it
+    rename(self, c.card);  // a second offerer of the card: one ledger, the runs through both on it
   }
-  st.cards.emplace(key, shared_key{card, slot->second});
-  for (std::size_t i = 0; i < holders.size(); ++i) {
-    auto budget = i < budgets.size() ? budgets[i] : 0;
+  st.cards.emplace(c.key, shared_key{c.card, slot->second});
+  for (std::size_t i = 0; i < c.holders.size(); ++i) {
+    auto budget = i < c.budgets.size() ? c.budgets[i] : 0;
     if (budget > 0)
-      self->send(slot->second, atoms::adopt::value, holders[i], budget);
+      self->send(slot->second, atoms::adopt::value, c.holders[i], budget);
     else
-      self->send(slot->second, atoms::hold::value, holders[i]);
-    auto& on = st.runs[holders[i]];
-    if (std::find(on.cards.begin(), on.cards.end(), card) == on.cards.end())
-      on.cards.push_back(card);
+      self->send(slot->second, atoms::hold::value, c.holders[i]);
+    auto& on = st.runs[c.holders[i]];
+    if (std::find(on.cards.begin(), on.cards.end(), c.card) == on.cards.end())
+      on.cards.push_back(c.card);
     on.budget = budget;
     on.started = true;
   }
   if (st.cfg.probe)
-    if (auto figures = st.cfg.probe(key))
+    if (auto figures = st.cfg.probe(c.key))
       self->send(slot->second, atoms::report::value, figures->first, figures->second);
   return true;
 }
@@ -276,11 +275,7 @@ memory_ledger_actor::behavior_type memory_ledger(self_ptr self, memory_ledger_co
   return guarded_typed_behavior<memory_ledger_actor>(
     "memory ledger",
     [=](atoms::attach, const run_queue_actor& queue) { self->state.queue = queue; },
-    [=](atoms::share, const std::string& key, const std::string& card, const std::string& name,
-        std::int64_t context, const std::vector<std::string>& holders,
-        const std::vector<std::int64_t>& budgets, bool shared) {
-      return share(self, key, card, name, context, holders, budgets, shared);
-    },
+    [=](atoms::share, const card_share& c) { return share(self, c); },
     [=](atoms::ask, const memory_ask& ask) -> caf::result<memory_answer> {
       // One card: its slot judges, reserves and answers the asker itself (one message fewer).
       if (!ask.any_of && ask.keys.size() == 1)

@@ -61,7 +61,7 @@ struct memory_ledger_state {
 /// run queue asks before a run starts on such a card. A card that several offerers offer (the same
 /// UUID: two agents on one GPU server, or this server and a same-host agent) keeps one slot, so the
 /// runs through every offerer count on one ledger. Protocol: memory_ledger_actor in fwd.hpp.
-/// - (share, key, card, name, context bytes, holders, budgets, shared) -> bool: slot key `key`
+/// - (share, card_share{key, card, name, context bytes, holders, budgets, shared}) -> bool: slot key `key`
 ///   (of card id `card`: "uuid:<UUID>", else the key) turns Shared (the card's slot is spawned, or
 ///   the key joins the slot of a card another key shares already; the runs in `holders` are on it
 ///   already: each counts its budget as running, and one without a budget (0) keeps the card until

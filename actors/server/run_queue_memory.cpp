@@ -79,8 +79,8 @@ void apply_share(self_ptr self, const std::string& key, bool shared) {
     auto b = st.budgets.find(id);
     budgets.push_back(b == st.budgets.end() ? 0 : b->second.bytes);
   }
-  caf::anon_send(st.ledger, atoms::share::value, key, card_of(st, key), card_name(key),
-                 context_of(st.cfg, key), holders, budgets, shared);
+  caf::anon_send(st.ledger, atoms::share::value,
+                 card_share{key, card_of(st, key), card_name(key), context_of(st.cfg, key), holders, budgets, shared});
   // A card other offerers offer too admits many runs only while every online one shares it: its
   // budget is the smallest limit among them (64 shared, else the limit by count).
   regroup(self, "");

@@ -390,9 +390,7 @@ worker_proxy_actor::behavior_type worker_proxy(self_ptr self, worker_setup setup
   });
   return guarded_typed_behavior<worker_proxy_actor>(
     "worker",
-    [=](atoms::join, const std::string& identity, const hello& h, bool enrolled, bool draining) {
-      on_join(self, identity, h, enrolled, draining);
-    },
+    [=](atoms::join, const worker_join& j) { on_join(self, j.identity, j.greeting, j.enrolled, j.draining); },
     [=](atoms::wire_in, const std::string& identity, const heartbeat& h) {
       on_heartbeat(self, identity, h);
     },

@@ -141,7 +141,7 @@ void on_hello(self_ptr self, const std::string& identity, const hello& h) {
   const auto& c = *table.by_name(h.name);
   // Its actor welcomes it, ends the runs it no longer has (they are not its any more, and it
   // releases them) and says whether its slots are open.
-  self->send(proxy_of(self, h.name), atoms::join::value, identity, h, c.enrolled, c.draining);
+  self->send(proxy_of(self, h.name), atoms::join::value, worker_join{identity, h, c.enrolled, c.draining});
 }
 
 /// A message from an agent about its runs, to its worker's proxy; nothing when the connection is
