@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "apps/dashboard.hpp"
+#include "apps/http_guard.hpp"
 #include "apps/http_resources.hpp"
 #include "messages/text.hpp"
 
@@ -56,37 +57,62 @@ struct access_gate {
   route_table routes;
   access_rules rules;
   std::shared_ptr<browser_sessions> sessions;
+  /// Whether the server ends a connection whose request body was left unread (http_guard does, as
+  /// `cdui start` serves): then a refusal may come before the body is read. A plain
+  /// httplib::Server would read the unread body as the next request on the connection.
+  bool refuses_before_body = false;
 };
 
+/// The decision on `req` by the access `access` needs.
+access_decision decide_on(const access_gate& gate, route_access access, const httplib::Request& req) {
+  return decide(access, credentials_of(req), gate.rules, browser_sessions::clock::now());
+}
+
+/// Whether `req` announces a body (a Content-Length above 0, or a Transfer-Encoding).
+bool carries_body(const httplib::Request& req) {
+  return req.has_header("Transfer-Encoding") || req.get_header_value<std::uint64_t>("Content-Length") > 0;
+}
+
 /// Before routing, and before a body is read: the request's strings, then the access its route
-/// declares. A refusal is answered here, so no handler runs for a request it may not reach.
+/// declares. A refusal is answered here, so no handler runs for a request it may not reach; on a
+/// server that would not end the connection, a request with a body is refused after its body is
+/// read instead (by the route's handler, serve(), or for no route, the 404's handler).
 httplib::Server::HandlerResponse filter(const access_gate& gate, const httplib::Request& req,
                                         httplib::Response& res) {
   if (auto refusal = non_utf8_refusal(req); !refusal.empty()) {
     refuse(res, 400, refusal);
     return httplib::Server::HandlerResponse::Handled;
   }
-  auto decision = decide(access_needed(gate.routes, req.method, req.path), credentials_of(req),
-                         gate.rules, browser_sessions::clock::now());
-  if (decision.allowed)
+  auto decision = decide_on(gate, access_needed(gate.routes, req.method, req.path), req);
+  if (decision.allowed || (!gate.refuses_before_body && carries_body(req)))
     return httplib::Server::HandlerResponse::Unhandled;
   refuse(res, 403, decision.refusal);
   return httplib::Server::HandlerResponse::Handled;
 }
 
-/// Registers each route of `routes` with cpp-httplib, in the table's order.
-void serve(httplib::Server& http, const route_table& routes) {
-  for (const auto& r : routes.routes()) {
+/// Registers each route of `gate`'s table with cpp-httplib, in the table's order; on a server
+/// that reads every body, each handler first decides the access its route declares.
+void serve(httplib::Server& http, const std::shared_ptr<const access_gate>& gate) {
+  for (const auto& r : gate->routes.routes()) {
     const auto& method = r.declared.method;
     const auto& pattern = r.declared.pattern;
+    auto handler = r.handler;
+    if (!gate->refuses_before_body)
+      handler = [gate, access = r.declared.access, inner = r.handler](const httplib::Request& req,
+                                                                      httplib::Response& res) {
+        if (auto decision = decide_on(*gate, access, req); !decision.allowed)
+          refuse(res, 403, decision.refusal);
+        else
+          inner(req, res);
+      };
     if (method == "GET")
-      http.Get(pattern, r.handler);
+      http.Get(pattern, handler);
     else if (method == "POST")
-      http.Post(pattern, r.handler);
+      http.Post(pattern, handler);
     else if (method == "PUT")
-      http.Put(pattern, r.handler);
+      http.Put(pattern, handler);
     else if (method == "DELETE")
-      http.Delete(pattern, r.handler);
+      http.Delete(pattern, handler);
   }
 }
 
@@ -104,15 +130,19 @@ int status_of(std::exception_ptr ep) {
 
 /// The JSON answers of what cpp-httplib answers itself: no route, an unreadable request, an
 /// exception out of a handler.
-void answer_errors_in_json(httplib::Server& http) {
+void answer_errors_in_json(httplib::Server& http, std::shared_ptr<const access_gate> gate) {
   // Errors cpp-httplib answers itself (no route, an unreadable request) get a JSON detail too.
   // Neither handler may throw: httplib calls them where an exception ends the process.
-  http.set_error_handler([](const httplib::Request& req, httplib::Response& res) noexcept {
+  http.set_error_handler([gate](const httplib::Request& req, httplib::Response& res) noexcept {
     if (!res.body.empty())
       return;
     try {
       auto request = text::to_utf8(req.method + " " + req.path);
-      if (res.status == 404)
+      auto decision = res.status == 404 ? decide_on(*gate, access_needed(gate->routes, req.method, req.path), req)
+                                        : access_decision{true, {}};
+      if (!decision.allowed)  // a body the filter let through to be read: no 404 before access
+        refuse(res, 403, decision.refusal);
+      else if (res.status == 404)
         refuse(res, 404, "no such endpoint: " + request);
       else
         refuse(res, res.status, request + ": the request could not be read (HTTP "
@@ -145,6 +175,7 @@ std::vector<route_declaration> mount_http_api(httplib::Server& http, cdui::serve
   gate->rules = {options.token, options.reads_need_token, options.cookie_name, options.sessions.get(),
                  options.host_names};
   gate->sessions = options.sessions;
+  gate->refuses_before_body = dynamic_cast<http_guard*>(&http) != nullptr;
   auto& routes = gate->routes;
   if (options.sessions)
     add_dashboard_routes(routes, options.sessions, gate->rules);
@@ -156,8 +187,8 @@ std::vector<route_declaration> mount_http_api(httplib::Server& http, cdui::serve
   http.set_pre_routing_handler([gate](const httplib::Request& req, httplib::Response& res) {
     return filter(*gate, req, res);
   });
-  serve(http, routes);
-  answer_errors_in_json(http);
+  serve(http, gate);
+  answer_errors_in_json(http, gate);
   return routes.declarations();
 }
 

@@ -18,9 +18,22 @@ const char* to_string(route_access access) {
 
 namespace {
 
-/// The pattern's start up to its first character that means more than itself to a regex.
+/// The start every path the pattern matches has: its characters up to the first that means more
+/// than itself to a regex, less the one before a quantifier (`/runs/?` matches `/runs`); none for
+/// a pattern with an alternative outside any group (`/a|/b`).
 std::string literal_prefix(const std::string& pattern) {
-  return pattern.substr(0, pattern.find_first_of("()[]{}.*+?|^$\\"));
+  int depth = 0;
+  for (char c : pattern) {
+    depth += c == '(' ? 1 : c == ')' ? -1 : 0;
+    if (c == '|' && depth == 0)
+      return {};
+  }
+  auto end = pattern.find_first_of("()[]{}.*+?|^$\\");
+  if (end == std::string::npos)
+    return pattern;
+  if (end > 0 && (pattern[end] == '?' || pattern[end] == '*' || pattern[end] == '{'))
+    --end;
+  return pattern.substr(0, end);
 }
 
 } // namespace

@@ -131,7 +131,7 @@ void add_search_routes(route_table& routes, cdui::server& runtime) {
              [&rt](const httplib::Request& req, httplib::Response& res) { get_sweep(rt, req.matches[1], true, res); });
   routes.post(R"(/api/sweeps/([^/]+)/cancel)", [&rt](const httplib::Request& req, httplib::Response& res) {
     std::string id = req.matches[1];
-    reply_cancel(res, "sweep", id, rt.cancel_sweep(id), [&] { return sweep_json(*rt.sweep(id), rt.sweep_runs(id)); });
+    reply_cancel(res, "sweep", id, rt.cancel_sweep(id), [&] { return sweep_json(rt.sweep(id).value(), rt.sweep_runs(id)); });
   });
   routes.post("/api/studies", [&rt](const httplib::Request& req, httplib::Response& res) {
     post_study(rt, req, res);
@@ -151,8 +151,8 @@ void add_search_routes(route_table& routes, cdui::server& runtime) {
   routes.post(R"(/api/studies/([^/]+)/cancel)", [&rt](const httplib::Request& req, httplib::Response& res) {
     std::string id = req.matches[1];
     reply_cancel(res, "study", id, rt.cancel_study(id), [&] {
-      auto study = rt.study(id);
-      return study_json(*study, study_trials(rt, *study));
+      auto study = rt.study(id).value();
+      return study_json(study, study_trials(rt, study));
     });
   });
 }

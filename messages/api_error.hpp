@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cassert>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -74,11 +75,13 @@ public:
   [[nodiscard]] bool has_value() const { return value_.has_value(); }
   explicit operator bool() const { return has_value(); }
 
-  [[nodiscard]] T& operator*() & { return *value_; }
-  [[nodiscard]] const T& operator*() const& { return *value_; }
-  [[nodiscard]] T&& operator*() && { return std::move(*value_); }
-  [[nodiscard]] T* operator->() { return &*value_; }
-  [[nodiscard]] const T* operator->() const { return &*value_; }
+  /// The value; there must be one (check first, as with an optional).
+  [[nodiscard]] T& operator*() & { return checked(); }
+  [[nodiscard]] const T& operator*() const& { return const_cast<answer*>(this)->checked(); }
+  /// By value from a temporary, so that `for (auto& x : *f())` holds no dangling reference.
+  [[nodiscard]] T operator*() && { return std::move(checked()); }
+  [[nodiscard]] T* operator->() { return &checked(); }
+  [[nodiscard]] const T* operator->() const { return &const_cast<answer*>(this)->checked(); }
 
   /// The value; throws the error as an api_failure (a std::runtime_error) when there is none.
   [[nodiscard]] const T& value() const& {
@@ -102,6 +105,11 @@ public:
   [[nodiscard]] const std::optional<T>& optional() const { return value_; }
 
 private:
+  T& checked() {
+    assert(value_.has_value() && "an answer<T> read without a value: check it first");
+    return *value_;
+  }
+
   std::optional<T> value_;
   api_error error_;
 };

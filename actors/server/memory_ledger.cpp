@@ -192,11 +192,20 @@ device_slot_actor spawn_slot(self_ptr self, const std::string& card, std::vector
                                      caf::actor_cast<memory_ledger_actor>(self));
 }
 
-/// The slot of `card` ended unexpectedly: a new one takes its place and the runs with a place on
-/// the card (their budgets, running or reserved), and is given the card's figures when this
-/// server measures it (a worker's card: at its next heartbeat).
+/// The slot of `card` ended unexpectedly: a new one takes its place and the running runs on the
+/// card (their budgets; a budgetless one holds it), and is given the card's figures when this
+/// server measures it (a worker's card: at its next heartbeat). A run granted there but not yet
+/// started is adopted by the new slot when it starts (the started message adopts it), and one that
+/// only asked is the queue's to ask again. A card whose slot keeps dying is left without one after
+/// max_slot_replacements, logged: its asks then wait, answered "did not answer".
 void replace_slot(self_ptr self, const std::string& card, const caf::error& reason) {
   auto& st = self->state;
+  if (++st.replacements[card] > max_slot_replacements) {
+    spdlog::error("memory ledger: the actor of card {} ended unexpectedly again ({}); it is not replaced "
+                  "after {} replacements, and runs there wait until the server restarts",
+                  card, caf::to_string(reason), max_slot_replacements);
+    return;
+  }
   std::vector<std::string> keys;
   for (const auto& [key, name] : st.offerers[card])
     keys.push_back(key);
@@ -208,17 +217,13 @@ void replace_slot(self_ptr self, const std::string& card, const caf::error& reas
   for (auto& [key, shared] : st.cards)
     if (shared.card == card)
       shared.slot = slot;
-  for (const auto& [run, place] : st.runs) {
-    if (std::find(place.cards.begin(), place.cards.end(), card) == place.cards.end())
-      continue;
-    if (place.budget == 0)
-      self->send(slot, atoms::hold::value, run);
-    else if (place.started)
-      self->send(slot, atoms::adopt::value, run, place.budget);
-    else
-      self->request(slot, request_deadline, atoms::reserve::value, run, place.budget)
-        .then([](memory_verdict&) {}, [](caf::error&) {});
-  }
+  for (const auto& [run, place] : st.runs)
+    if (place.started && std::find(place.cards.begin(), place.cards.end(), card) != place.cards.end()) {
+      if (place.budget > 0)
+        self->send(slot, atoms::adopt::value, run, place.budget);
+      else
+        self->send(slot, atoms::hold::value, run);
+    }
   if (st.cfg.probe && !keys.empty())
     if (auto figures = st.cfg.probe(keys.front()))
       self->send(slot, atoms::report::value, figures->first, figures->second);
@@ -267,8 +272,13 @@ memory_ledger_actor::behavior_type memory_ledger(self_ptr self, memory_ledger_co
     auto& slots = self->state.slots;
     auto i = std::find_if(slots.begin(), slots.end(),
                           [&](const auto& s) { return s.second.address() == down.source; });
-    if (i != slots.end())  // an unshared card's slot was erased before it was told to quit
+    if (i == slots.end())  // an unshared card's slot was erased before it was told to quit
+      return;
+    try {
       replace_slot(self, i->first, down.reason);
+    } catch (const std::exception& e) {
+      spdlog::error("memory ledger: the slot of card {} could not be replaced: {}", i->first, e.what());
+    }
   });
   if (self->state.cfg.probe)
     self->delayed_send(self, self->state.cfg.probe_interval, atoms::tick::value);
@@ -301,10 +311,17 @@ memory_ledger_actor::behavior_type memory_ledger(self_ptr self, memory_ledger_co
       auto i = self->state.runs.find(run);
       if (i == self->state.runs.end())
         return;
-      i->second.started = true;
-      for (const auto& card : i->second.cards)
-        if (auto s = self->state.slots.find(card); s != self->state.slots.end())
-          self->send(s->second, atoms::started::value, run);
+      auto& place = i->second;
+      place.started = true;
+      // Adopted rather than started: the same for a slot that reserved it, and a replaced slot,
+      // which never saw its grant, counts it too.
+      for (const auto& card : place.cards)
+        if (auto s = self->state.slots.find(card); s != self->state.slots.end()) {
+          if (place.budget > 0)
+            self->send(s->second, atoms::adopt::value, run, place.budget);
+          else
+            self->send(s->second, atoms::started::value, run);
+        }
     },
     [=](atoms::released, const std::string& run) {
       auto i = self->state.runs.find(run);

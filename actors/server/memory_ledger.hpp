@@ -19,6 +19,9 @@ namespace cdui::actors {
 /// A card's total and free bytes now, as this server measures its own cards; nullopt: unknown.
 using card_probe = std::function<std::optional<std::pair<std::int64_t, std::int64_t>>(const std::string& key)>;
 
+/// How many times the ledger replaces one card's slot that ends unexpectedly.
+inline constexpr int max_slot_replacements = 3;
+
 struct memory_ledger_config {
   /// Measures this server's own shared cards (a worker's come with its heartbeats).
   card_probe probe;
@@ -53,6 +56,8 @@ struct memory_ledger_state {
   std::map<std::string, policy::card_ledger::config> configs;
   /// Each granted (or holding) run's place: what a replaced slot takes over.
   std::map<std::string, run_place> runs;
+  /// How many times each card's slot was replaced.
+  std::map<std::string, int> replacements;
   static inline const char* name = "memory_ledger";
 };
 
@@ -80,8 +85,9 @@ struct memory_ledger_state {
 /// - (get, key) -> device_slot_actor: the slot of a shared key, invalid for another (introspection,
 ///   tests).
 /// It supervises its slots: one that ends but by an unshare is replaced at once by a new slot for
-/// the card, which takes over the runs with a place there (their budgets, running or reserved) and
-/// is given the card's figures at the next measure or heartbeat.
+/// the card (at most max_slot_replacements times), which takes over the running runs there (a run
+/// granted but not started is adopted when it starts) and is given the card's figures at the next
+/// measure or heartbeat.
 memory_ledger_actor::behavior_type memory_ledger(memory_ledger_actor::stateful_pointer<memory_ledger_state> self,
                                                  memory_ledger_config cfg);
 
