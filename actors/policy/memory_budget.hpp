@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "actors/policy/card_ledger.hpp"
+#include "messages/memory_ledger.hpp"
 
 namespace cdui::policy {
 
@@ -78,6 +79,11 @@ struct memory_request {
   /// Placed later: any one of the cards will do. Else it needs every one (its device set).
   bool any_of = false;
 };
+
+/// The request an ask carries (memory_ask, a message: target.wait only when given).
+[[nodiscard]] inline memory_request request_of(const memory_ask& ask) {
+  return {ask.budget, ask.has_wait ? std::optional<bool>{ask.wait} : std::nullopt, ask.any_of};
+}
 
 /// The ledger's answer for a run: grant (the cards it takes, by index into the candidates), wait
 /// or refuse, each but grant with its reason.

@@ -58,8 +58,7 @@ device_slot_actor::behavior_type device_slot(self_ptr self, std::string card,
       // judged, reserved when it fits, and answered to the run queue directly.
       auto& st = self->state;
       auto v = st.ledger->try_reserve(ask.run_id, ask.budget);
-      auto d = policy::decide_verdicts(
-        {v}, {ask.budget, ask.has_wait ? std::optional<bool>{ask.wait} : std::nullopt, false});
+      auto d = policy::decide_verdicts({v}, policy::request_of(ask));  // one card: any_of is false
       if (d.answer == policy::memory_decision::kind::grant)
         return memory_answer{static_cast<int>(d.answer), ask.keys, ""};
       return memory_answer{static_cast<int>(d.answer), {}, d.reason};

@@ -296,7 +296,7 @@ memory_ledger_actor::behavior_type memory_ledger(self_ptr self, memory_ledger_co
         }
       auto job = std::make_shared<ask_job>();
       job->run = ask.run_id;
-      job->request = {ask.budget, ask.has_wait ? std::optional<bool>{ask.wait} : std::nullopt, ask.any_of};
+      job->request = policy::request_of(ask);
       job->keys = ask.keys;
       job->promise = self->make_response_promise<memory_answer>();
       auto promise = job->promise;
