@@ -68,9 +68,12 @@ access_decision decide_on(const access_gate& gate, route_access access, const ht
   return decide(access, credentials_of(req), gate.rules, browser_sessions::clock::now());
 }
 
-/// Whether `req` announces a body (a Content-Length above 0, or a Transfer-Encoding).
-bool carries_body(const httplib::Request& req) {
-  return req.has_header("Transfer-Encoding") || req.get_header_value<std::uint64_t>("Content-Length") > 0;
+/// Whether `req`'s access is decided once its body is read, not before: on a server that would
+/// not end the connection, for a request that announces a body (a Content-Length above 0, or a
+/// Transfer-Encoding). The filter lets it through; its route's handler or the 404's decides.
+bool decided_after_body(const access_gate& gate, const httplib::Request& req) {
+  return !gate.refuses_before_body
+         && (req.has_header("Transfer-Encoding") || req.get_header_value<std::uint64_t>("Content-Length") > 0);
 }
 
 /// Before routing, and before a body is read: the request's strings, then the access its route
@@ -83,8 +86,10 @@ httplib::Server::HandlerResponse filter(const access_gate& gate, const httplib::
     refuse(res, 400, refusal);
     return httplib::Server::HandlerResponse::Handled;
   }
+  if (decided_after_body(gate, req))
+    return httplib::Server::HandlerResponse::Unhandled;
   auto decision = decide_on(gate, access_needed(gate.routes, req.method, req.path), req);
-  if (decision.allowed || (!gate.refuses_before_body && carries_body(req)))
+  if (decision.allowed)
     return httplib::Server::HandlerResponse::Unhandled;
   refuse(res, 403, decision.refusal);
   return httplib::Server::HandlerResponse::Handled;
@@ -100,6 +105,10 @@ void serve(httplib::Server& http, const std::shared_ptr<const access_gate>& gate
     if (!gate->refuses_before_body)
       handler = [gate, access = r.declared.access, inner = r.handler](const httplib::Request& req,
                                                                       httplib::Response& res) {
+        if (!decided_after_body(*gate, req)) {
+          inner(req, res);  // the filter allowed it
+          return;
+        }
         if (auto decision = decide_on(*gate, access, req); !decision.allowed)
           refuse(res, 403, decision.refusal);
         else
@@ -138,8 +147,9 @@ void answer_errors_in_json(httplib::Server& http, std::shared_ptr<const access_g
       return;
     try {
       auto request = text::to_utf8(req.method + " " + req.path);
-      auto decision = res.status == 404 ? decide_on(*gate, access_needed(gate->routes, req.method, req.path), req)
-                                        : access_decision{true, {}};
+      auto decision = res.status == 404 && decided_after_body(*gate, req)
+                        ? decide_on(*gate, access_needed(gate->routes, req.method, req.path), req)
+                        : access_decision{true, {}};
       if (!decision.allowed)  // a body the filter let through to be read: no 404 before access
         refuse(res, 403, decision.refusal);
       else if (res.status == 404)
