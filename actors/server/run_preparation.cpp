@@ -24,14 +24,18 @@ policy::device_hint hint_of(const runtime::validated_graph& g) {
 std::optional<submit_result> lane_refusal(const run_queue_state& st, const run_request& req) {
   if (req.lane != run_lane::interactive)
     return std::nullopt;
-  if (static_cast<int>(st.interactive.size()) >= st.cfg.interactive_limit)
-    return refusal("the interactive lane is full: " + std::to_string(st.interactive.size())
+  std::vector<const policy::run_record<caf::actor>*> lane;
+  for (const auto& [id, run] : st.runs)
+    if (run.lane == run_lane::interactive)
+      lane.push_back(&run);
+  if (static_cast<int>(lane.size()) >= st.cfg.interactive_limit)
+    return refusal("the interactive lane is full: " + std::to_string(lane.size())
                      + " interactive runs are running (at most " + std::to_string(st.cfg.interactive_limit)
                      + ", " + interactive_limit_env + "); queue the run or try again later",
                    true);
-  for (const auto& [id, session] : st.interactive)
-    if (!req.session.empty() && session == req.session)
-      return refusal("editor session '" + req.session + "' already has an interactive run (" + id + ")", true);
+  for (const auto* run : lane)
+    if (!req.session.empty() && run->session == req.session)
+      return refusal("editor session '" + req.session + "' already has an interactive run (" + run->id.str() + ")", true);
   return std::nullopt;
 }
 

@@ -47,13 +47,12 @@ void place_on(self_ptr self, const std::string& id, const std::vector<slot_key>&
   std::vector<std::string> devices;
   for (const auto& k : slots)
     devices.push_back(k.device);
-  caf::anon_send(st.runs.at(id), atoms::place::value, first.offerer, devices, first.str(),
+  auto& run = st.runs.at(run_id{id});
+  caf::anon_send(run.actor, atoms::place::value, first.offerer, devices, first.str(),
                  st.cfg.host.cores_per_run(first.device));
-  if (!first.local())
-    st.remote.insert(id);
-  if (auto b = st.budgets.find(id); b != st.budgets.end())
-    b->second.keys = key_texts(slots);
-  remove_floating(st, id);
+  run.remote = !first.local();
+  run.keys = key_texts(slots);
+  st.runs.unfloat(run.id);
 }
 
 /// Places the floating runs, oldest first: each on the first slot of its kind that would start it
@@ -61,23 +60,21 @@ void place_on(self_ptr self, const std::string& id, const std::vector<slot_key>&
 /// judges (ask_floating), unless it was told to wait for the same cards.
 void place_floating(self_ptr self) {
   auto& st = self->state;
-  for (auto id : std::vector<std::string>{st.floating.begin(), st.floating.end()}) {
-    auto asked = st.floating_asks.find(id);
-    if (asked != st.floating_asks.end() && !asked->second.answered)
+  for (auto queued : std::vector<run_id>{st.runs.floating().begin(), st.runs.floating().end()}) {
+    auto& run = st.runs.at(queued);
+    const auto& id = queued.str();
+    if (run.ask && !run.ask->answered)
       continue;  // the ledger's answer is on its way
-    auto b = st.budgets.find(id);
-    auto free = policy::free_slots(st.floats.at(id), b != st.budgets.end() && b->second.bytes > 0,
-                                   st.workers, st.local, st.slots);
+    auto free = policy::free_slots(*run.floating, run.budget && run.budget->bytes > 0, st.workers,
+                                   st.local, st.slots);
     auto taken = !free.set.empty() ? free.set
                  : free.by_count     ? std::vector<slot_key>{*free.by_count}
                                      : std::vector<slot_key>{};
     if (!taken.empty()) {
-      st.floating_asks.erase(id);
-      st.waiting_reasons.erase(id);
+      run.memory_wait.reset();
       place_on(self, id, taken);
       st.slots.enqueue(id, key_texts(taken));
-    } else if (!free.by_memory.empty()
-               && (asked == st.floating_asks.end() || asked->second.cards != free.by_memory)) {
+    } else if (!free.by_memory.empty() && (!run.ask || run.ask->cards != free.by_memory)) {
       ask_floating(self, id, free);
     }
   }
@@ -87,8 +84,7 @@ void place_floating(self_ptr self) {
 std::uint32_t position_of(const run_queue_state& st, const std::string& id) {
   if (auto p = st.slots.position(id))
     return static_cast<std::uint32_t>(p);
-  auto i = std::find(st.floating.begin(), st.floating.end(), id);
-  return i == st.floating.end() ? 0 : static_cast<std::uint32_t>(i - st.floating.begin() + 1);
+  return static_cast<std::uint32_t>(st.runs.floating_position(run_id{id}));
 }
 
 /// A queued run's place, and why it waits (computed here, when its run object is asked for).
@@ -128,9 +124,8 @@ void maybe_drained(self_ptr self) {
   auto& st = self->state;
   if (!st.shutting_down)
     return;
-  for (const auto& id : st.started)
-    if (!st.remote.count(id))
-      return;
+  if (st.runs.runs_here())
+    return;
   for (auto& rp : st.drained)
     rp.deliver(true);
   st.drained.clear();
@@ -144,8 +139,7 @@ caf::actor queue_parts::spawn_run(self_ptr self, run_setup setup) {
   auto id = setup.info.id;
   auto run = self->spawn(run_actor, std::move(setup), caf::actor_cast<run_queue_actor>(self));
   self->monitor(run);
-  self->state.runs.emplace(id, run);
-  self->state.run_ids.emplace(run.address(), id);
+  self->state.runs.add(run_id{id}, run, run.id());
   if (self->state.cfg.on_run_spawned)
     self->state.cfg.on_run_spawned(id, run);
   return run;
@@ -158,37 +152,34 @@ void queue_parts::launch(self_ptr self, prepared_run p, const run_request& req) 
   p.setup.info.queue_key = p.queue_key;
   p.setup.context.slot = p.queue_key;
   p.setup.context.run_id = id;
-  if (req.lane != run_lane::interactive)
-    note_budget(st, id, p, req);
+  auto queued_ms = p.setup.info.created_ms;
   auto run = spawn_run(self, std::move(p.setup));
+  auto& record = st.runs.at(run_id{id});
+  record.lane = req.lane;
+  record.keys = p.keys;
+  if (req.lane != run_lane::interactive)
+    note_budget(record, p, req);
   for (const auto& [kind, message] : p.warnings)
     caf::anon_send(run, atoms::append::value, std::string{"run_warning"},
                json_text(nlohmann::json{{"kind", kind}, {"message", message}}));
   if (req.lane == run_lane::interactive) {
-    st.interactive.emplace(id, req.session);
-    st.started.insert(id);
+    record.session = req.session;
+    st.runs.start(record, now_ms());
     caf::anon_send(run, atoms::grant::value, std::string{"interactive"});
     return;
   }
-  st.queued_ms[id] = p.setup.info.created_ms;
+  record.queued_ms = queued_ms;
   if (p.floating) {
-    st.floating.push_back(id);
-    st.floats[id] = *p.floating;
+    st.runs.float_run(record, *p.floating);
     return;
   }
-  if (!slot_key::parse(p.keys.front()).local())
-    st.remote.insert(id);
+  record.remote = !slot_key::parse(p.keys.front()).local();
   st.slots.enqueue(id, p.keys);
 }
 
 /// Takes a floating run out before it is placed; false when it is not floating.
 bool queue_parts::remove_floating(run_queue_state& st, const std::string& id) {
-  auto i = std::find(st.floating.begin(), st.floating.end(), id);
-  if (i == st.floating.end())
-    return false;
-  st.floating.erase(i);
-  st.floats.erase(id);
-  return true;
+  return st.runs.unfloat(run_id{id});
 }
 
 void queue_parts::start_placed(self_ptr self, const std::string& id, const std::string& key) {
@@ -196,21 +187,19 @@ void queue_parts::start_placed(self_ptr self, const std::string& id, const std::
   place_on(self, id, {slot_key::parse(key)});
   // It was judged on a slot that would start it at once; it starts now, as admit() would.
   st.slots.hold(id, {key});
-  st.started.insert(id);
   note_started(st, id);
   memory_started(self, id);
-  caf::anon_send(st.runs.at(id), atoms::grant::value, id);
+  caf::anon_send(st.runs.at(run_id{id}).actor, atoms::grant::value, id);
 }
 
 void queue_parts::pump(self_ptr self) {
   auto& st = self->state;
   place_floating(self);
   for (const auto& id : st.slots.admit()) {
-    st.started.insert(id);
     note_started(st, id);
     memory_started(self, id);
-    if (auto i = st.runs.find(id); i != st.runs.end())
-      caf::anon_send(i->second, atoms::grant::value, id);
+    if (auto* run = find_run(st, id))
+      caf::anon_send(run->actor, atoms::grant::value, id);
   }
   for (const auto& id : st.slots.take_asks())
     ask_memory(self, id);  // at the front of a card shared by memory: the ledger decides
@@ -221,15 +210,8 @@ void queue_parts::pump(self_ptr self) {
 void queue_parts::forget(self_ptr self, const std::string& id) {
   auto& st = self->state;
   st.slots.release(id);
-  st.interactive.erase(id);
-  st.started.erase(id);
-  st.remote.erase(id);
-  if (auto run = st.runs.find(id); run != st.runs.end()) {
-    st.run_ids.erase(run->second.address());
-    st.runs.erase(run);
-  }
-  st.queued_ms.erase(id);
   memory_forget(self, id);
+  st.runs.erase(run_id{id});
   if (!st.shutting_down)
     pump(self);
   maybe_drained(self);
@@ -250,8 +232,8 @@ run_queue_actor::behavior_type run_queue(self_ptr self, run_queue_config cfg) {
     resume(self);
   // Forwards a request about a run that has not ended to its actor.
   auto active = [=](const std::string& id) -> caf::actor {
-    auto i = self->state.runs.find(id);
-    return i == self->state.runs.end() ? caf::actor{} : i->second;
+    auto* run = find_run(self->state, id);
+    return run ? run->actor : caf::actor{};
   };
   // A cancel, or with a reason a study's prune: a queued run leaves its queue, a running one stops.
   auto cancel = [=](const std::string& id, const std::string& prune_reason) -> caf::result<bool> {

@@ -4,9 +4,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
-#include <unordered_map>
 #include <memory>
-#include <deque>
 #include <set>
 #include <string>
 #include <vector>
@@ -20,6 +18,7 @@
 #include "actors/policy/card_groups.hpp"
 #include "actors/policy/memory_budget.hpp"
 #include "actors/policy/placement.hpp"
+#include "actors/policy/run_table.hpp"
 #include "actors/common/deadlines.hpp"
 #include "actors/server/fwd.hpp"
 #include "actors/server/memory_ledger.hpp"
@@ -69,34 +68,9 @@ struct run_queue_config {
   std::int64_t sim_context_bytes = 0;
 };
 
-/// What the queue keeps of a queued run for cards shared by memory: its budget (per card) and
-/// where it came from, and its graph's memory key, by which a run of the same graph that succeeds
-/// gives it a default budget or raises a measured or estimated one (docs/http-api.md, "Cards shared by memory").
-struct queued_budget {
-  std::int64_t bytes = 0;  // 0: none (yet)
-  policy::budget_source source = policy::budget_source::typed;
-  /// Why it is what it is when it was given or raised here; empty otherwise.
-  std::string note;
-  bool has_wait = false;
-  bool wait = false;
-  /// The slots it queued for (empty while it floats).
-  std::vector<std::string> keys;
-  std::string memory_key;
-  int cards = 1;
-  /// It waits without a budget at a card that turned shared after it was queued.
-  bool wants_default = false;
-};
-
 /// A submit checked and given its id, waiting for the commit it shares with the submits that came
 /// with it (run_queue_parts.hpp).
 struct pending_submit;
-
-/// Where a floating run with a budget stands with the memory ledger: asked about `cards` (the
-/// shared cards that would take it next), or told to wait there.
-struct floating_ask {
-  bool answered = false;
-  std::vector<std::string> cards;
-};
 
 struct run_queue_state {
   run_queue_config cfg;
@@ -110,25 +84,16 @@ struct run_queue_state {
   /// one transaction at the (flush) each batch sends itself, then answered (issue 16).
   std::vector<std::shared_ptr<pending_submit>> unrecorded;
   std::set<std::string> unrecorded_ids;
-  std::map<std::string, caf::actor> runs;         // runs that have not ended, by id
-  std::unordered_map<caf::actor_addr, std::string> run_ids;  // the same runs, by their actor
-  std::set<std::string> started;                  // of those, the ones running
-  std::set<std::string> remote;                   // of those, the ones a worker executes
-  std::map<std::string, std::string> interactive; // interactive run id -> editor session
+  /// Every run that has not ended, one record each: its actor, lane, placement, budget, gate,
+  /// why it waits and when it was queued and started (policy::run_table).
+  policy::run_table<caf::actor> runs;
   /// The seed of each editor session whose interactive runs gave none: drawn at its first run and
   /// kept, like a tab's seed, so that its execution cache can serve the next run.
   std::map<std::string, std::uint64_t> session_seeds;
-  std::deque<std::string> floating;               // runs for any worker, in submit order
-  std::map<std::string, policy::floating_run> floats;  // and what each needs
   worker_registry_actor registry;                 // the worker registry, when the server has one
-  /// The memory ledger (its child, linked), and what the queue keeps for it: each queued run's
-  /// budget, the floating runs it was asked about, why a run waits for memory, the shared card it waits for, and the limit by count each
-  /// shared key had before it turned shared.
+  /// The memory ledger (its child, linked), and the limit by count each shared key had before it
+  /// turned shared.
   memory_ledger_actor ledger;
-  std::map<std::string, queued_budget> budgets;
-  std::map<std::string, floating_ask> floating_asks;
-  std::map<std::string, std::string> waiting_reasons;
-  std::map<std::string, std::string> memory_keys;
   std::map<std::string, int> exclusive_limits;
   /// The keys set Shared (cdui.db): this server's, and each worker's whether it is here or not.
   std::set<std::string> shared_keys;
@@ -137,8 +102,7 @@ struct run_queue_state {
   std::map<std::string, std::pair<std::int64_t, std::int64_t>> offered_memory;
   bool shutting_down = false;
   std::vector<caf::response_promise> drained;     // shutdown callers, answered when none runs
-  /// When each queued run was submitted, until it starts; and how long the started ones waited.
-  std::map<std::string, std::int64_t> queued_ms;
+  /// How long the started runs waited.
   queue_wait_histogram queue_waits;
   static inline const char* name = "run_queue";
 };

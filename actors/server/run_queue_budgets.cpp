@@ -33,21 +33,21 @@ shared_use shared_cards_for(const run_queue_state& st, const prepared_run& p) {
 
 /// The run's budget changed here: the queue judges it by the new one, and its actor runs with it
 /// (its options, run object and store row say so, and a run_warning tells why).
-void set_budget(self_ptr self, const std::string& id, queued_budget& b, const policy::run_budget& to) {
+void set_budget(run_record& run, const policy::run_budget& to) {
+  auto& b = *run.budget;
   b.bytes = to.bytes;
   b.source = to.source;
   b.note = to.note;
   b.wants_default = false;
-  if (auto run = self->state.runs.find(id); run != self->state.runs.end())
-    caf::anon_send(run->second, atoms::budget::value, to.bytes, std::string{to_string(to.source)}, to.note);
+  caf::anon_send(run.actor, atoms::budget::value, to.bytes, std::string{to_string(to.source)}, to.note);
 }
 
 /// A run that waited without a budget at a card that turned shared gets its graph's default. It
 /// was queued to wait its turn, so it keeps waiting when the budget does not fit yet (target.wait).
-void given_default(self_ptr self, const std::string& id, queued_budget& b, const policy::run_budget& to) {
-  b.has_wait = true;
-  b.wait = true;
-  set_budget(self, id, b, to);
+void given_default(run_record& run, const policy::run_budget& to) {
+  run.budget->has_wait = true;
+  run.budget->wait = true;
+  set_budget(run, to);
 }
 
 } // namespace
@@ -81,21 +81,22 @@ std::string settle_budget(const run_queue_state& st, run_request& req, prepared_
   return "";
 }
 
-void note_budget(run_queue_state& st, const std::string& id, const prepared_run& p, const run_request& req) {
-  queued_budget b;
+void note_budget(run_record& run, const prepared_run& p, const run_request& req) {
+  policy::queued_budget b;
   b.bytes = std::max<std::int64_t>(0, req.memory_bytes);
   b.source = policy::budget_source_of(req.memory_source);
   b.has_wait = req.has_wait;
   b.wait = req.wait;
-  b.keys = p.keys;
   b.memory_key = p.memory_key;
   b.cards = p.cards();
-  st.budgets[id] = std::move(b);
+  run.keys = p.keys;
+  run.budget = std::move(b);
 }
 
 bool default_budget(self_ptr self, const std::string& id) {
   auto& st = self->state;
-  auto& b = st.budgets.at(id);
+  auto& run = st.runs.at(run_id{id});
+  auto& b = *run.budget;
   auto row = st.cfg.store->peak(b.memory_key, b.cards);
   if (!row) {
     b.wants_default = true;
@@ -103,14 +104,14 @@ bool default_budget(self_ptr self, const std::string& id) {
   }
   auto settled = policy::resolve_budget(std::nullopt, policy::budget_source::measured,
                                         policy::measured_peak{row->bytes, row->run_id});
-  given_default(self, id, b, std::get<policy::run_budget>(settled));
+  given_default(run, std::get<policy::run_budget>(settled));
   return true;
 }
 
 void record_peak(self_ptr self, const std::string& id) {
   auto& st = self->state;
-  auto ended = st.budgets.find(id);
-  if (ended == st.budgets.end())
+  const auto* ended = find_run(st, id);
+  if (!ended || !ended->budget)
     return;  // an interactive run
   auto stored = st.cfg.store->find(id);
   if (!stored || stored->info.status != run_status::succeeded)
@@ -125,25 +126,28 @@ void record_peak(self_ptr self, const std::string& id) {
             bytes = std::max(bytes, b.get<std::int64_t>());
   if (bytes <= 0)
     return;
-  const auto key = ended->second.memory_key;
-  const auto cards = ended->second.cards;
+  const auto key = ended->budget->memory_key;
+  const auto cards = ended->budget->cards;
   st.cfg.store->put_peak(key, cards, {bytes, id, now_ms()});
   // The runs of the same graph on as many cards that wait: one without a budget gets its default,
   // a measured or estimated one smaller than the peak + 20% is raised to it; each is judged again.
   policy::measured_peak peak{bytes, id};
-  for (auto& [other, b] : st.budgets) {
-    if (other == id || st.started.count(other) || b.memory_key != key || b.cards != cards)
+  for (auto& [other, run] : st.runs) {
+    if (other.str() == id || run.started || !run.budget)
+      continue;
+    const auto& b = *run.budget;
+    if (b.memory_key != key || b.cards != cards)
       continue;
     if (b.bytes == 0 && b.wants_default)
-      given_default(self, other, b, std::get<policy::run_budget>(policy::resolve_budget(std::nullopt, policy::budget_source::measured, peak)));
+      given_default(run, std::get<policy::run_budget>(policy::resolve_budget(std::nullopt, policy::budget_source::measured, peak)));
     else if (auto to = b.bytes > 0 ? policy::raise_budget({b.bytes, b.source, b.note}, peak) : std::nullopt)
-      set_budget(self, other, b, *to);
+      set_budget(run, *to);
     else
       continue;
     // Told to wait: asked again at the next pump (an ask on its way is answered first).
-    if (auto f = st.floating_asks.find(other); f != st.floating_asks.end() && f->second.answered)
-      st.floating_asks.erase(f);
-    for (const auto& k : b.keys)
+    if (run.ask && run.ask->answered)
+      run.ask.reset();
+    for (const auto& k : run.keys)
       st.slots.ask_again(k);
   }
 }

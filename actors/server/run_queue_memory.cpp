@@ -65,19 +65,15 @@ void apply_share(self_ptr self, const std::string& key, bool shared) {
     st.slots.set_limit(key, st.exclusive_limits[key]);
     st.exclusive_limits.erase(key);
     st.shared_keys.erase(key);
-    for (auto i = st.waiting_reasons.begin(); i != st.waiting_reasons.end();) {
-      auto waits_for = st.memory_keys.find(i->first);
-      i = waits_for != st.memory_keys.end() && waits_for->second == key ? st.waiting_reasons.erase(i)
-                                                                          : std::next(i);
-    }
+    st.runs.ungate(key);
   }
   st.slots.set_gated(key, shared);
   // A run on the card already counts its budget (a worker run adopted after a restart); one
   // without keeps the card to itself.
   std::vector<std::int64_t> budgets;
   for (const auto& id : holders) {
-    auto b = st.budgets.find(id);
-    budgets.push_back(b == st.budgets.end() ? 0 : b->second.bytes);
+    const auto* run = find_run(st, id);
+    budgets.push_back(run && run->budget ? run->budget->bytes : 0);
   }
   caf::anon_send(st.ledger, atoms::share::value,
                  card_share{key, card_of(st, key), card_name(key), context_of(st.cfg, key), holders, budgets, shared});
@@ -90,14 +86,17 @@ void apply_share(self_ptr self, const std::string& key, bool shared) {
 /// is, when the queue raised or gave it).
 void refuse(self_ptr self, const std::string& id, const std::string& reason) {
   auto& st = self->state;
-  st.waiting_reasons.erase(id);
-  auto b = st.budgets.find(id);
-  auto why = b == st.budgets.end() || b->second.note.empty()
-               ? reason
-               : reason + " (its budget of " + policy::gib_text(b->second.bytes) + " is " + b->second.note + ")";
   st.slots.remove(id);
-  if (auto run = st.runs.find(id); run != st.runs.end() && !st.started.count(id))
-    caf::anon_send(run->second, atoms::stop::value, why);
+  auto* run = find_run(st, id);
+  if (!run)
+    return;
+  run->memory_wait.reset();
+  const auto& b = run->budget;
+  auto why = !b || b->note.empty()
+               ? reason
+               : reason + " (its budget of " + policy::gib_text(b->bytes) + " is " + b->note + ")";
+  if (!run->started)
+    caf::anon_send(run->actor, atoms::stop::value, why);
 }
 
 /// Why a run waits when the ledger did not answer its ask.
@@ -162,40 +161,44 @@ caf::result<bool> share_card(self_ptr self, const std::string& offerer, const st
 /// A run at the front of a shared card with room by count: the ledger judges its budget.
 void ask_memory(self_ptr self, const std::string& id) {
   auto& st = self->state;
-  auto b = st.budgets.find(id);
-  if (b == st.budgets.end() || (b->second.bytes == 0 && !default_budget(self, id))) {
+  auto* run = find_run(st, id);
+  if (!run)
+    return;
+  if (!run->budget || (run->budget->bytes == 0 && !default_budget(self, id))) {
     // Queued while the card was Exclusive, and no run of its graph has left a peak to go by yet.
     st.slots.wait(id);
-    st.waiting_reasons[id] = "waits for a budget: its card turned shared by memory after it was queued, "
+    run->memory_wait = "waits for a budget: its card turned shared by memory after it was queued, "
                              "and no run of its graph on as many cards has succeeded yet to give it "
                              "one; it gets one when such a run succeeds (or cancel it and queue it "
                              "again with target.memory_gib)";
     return;
   }
   std::vector<std::string> keys;
-  for (const auto& k : b->second.keys)
+  for (const auto& k : run->keys)
     if (st.slots.gated(k))
       keys.push_back(k);
   if (!keys.empty())
-    st.memory_keys[id] = keys.front();
+    run->gate = keys.front();
+  const auto& b = *run->budget;
   self->request(st.ledger, request_deadline, atoms::ask::value,
-                memory_ask{id, b->second.bytes, keys, false, b->second.has_wait, b->second.wait})
+                memory_ask{id, b.bytes, keys, false, b.has_wait, b.wait})
     .then(
       [=](memory_answer& a) {
         auto& st = self->state;
-        if (!st.runs.count(id)) {  // ended meanwhile (cancelled)
+        auto* run = find_run(st, id);
+        if (!run) {  // ended meanwhile (cancelled)
           self->send(st.ledger, atoms::released::value, id);
           return;
         }
         switch (static_cast<policy::memory_decision::kind>(a.kind)) {
         case policy::memory_decision::kind::grant:
-          st.waiting_reasons.erase(id);
+          run->memory_wait.reset();
           if (!st.slots.grant(id))  // the card turned exclusive meanwhile: it starts by count
             self->send(st.ledger, atoms::released::value, id);
           pump(self);
           break;
         case policy::memory_decision::kind::wait:
-          st.waiting_reasons[id] = a.reason;
+          run->memory_wait = a.reason;
           st.slots.wait(id);
           break;
         case policy::memory_decision::kind::refuse:
@@ -206,42 +209,42 @@ void ask_memory(self_ptr self, const std::string& id) {
       },
       [=](caf::error& e) {
         auto& st = self->state;
-        st.waiting_reasons[id] = ledger_silent(e);
-        st.slots.wait(id);
+        if (auto* run = find_run(st, id)) {
+          run->memory_wait = ledger_silent(e);
+          st.slots.wait(id);
+        }
       });
 }
 
 void ask_floating(self_ptr self, const std::string& id, const policy::floating_slots& free) {
   auto& st = self->state;
-  const auto& b = st.budgets.at(id);
-  st.floating_asks[id] = {false, free.by_memory};
+  auto& run = st.runs.at(run_id{id});
+  const auto& b = *run.budget;
+  run.ask = policy::floating_ask{false, free.by_memory};
   // Judged as a run that may wait; place_later() decides from the answer and the cards not asked.
   self->request(st.ledger, request_deadline, atoms::ask::value, memory_ask{id, b.bytes, free.by_memory, true, true, true})
     .then(
       [=](memory_answer& a) {
         auto& st = self->state;
-        auto asked = st.floating_asks.find(id);
-        bool floating = std::find(st.floating.begin(), st.floating.end(), id) != st.floating.end();
-        if (!st.runs.count(id) || !floating || asked == st.floating_asks.end()) {  // ended meanwhile
+        auto* run = find_run(st, id);
+        if (!run || !run->floating || !run->ask) {  // ended, or placed, meanwhile
           self->send(st.ledger, atoms::released::value, id);
           return;
         }
-        const auto& b = st.budgets.at(id);
+        const auto& b = *run->budget;
         auto d = policy::place_later({static_cast<policy::memory_decision::kind>(a.kind), {}, a.reason},
                                      free.busy_others,
                                      b.has_wait ? std::optional<bool>{b.wait} : std::nullopt);
         switch (d.answer) {
         case policy::memory_decision::kind::grant:
-          st.floating_asks.erase(asked);
-          st.waiting_reasons.erase(id);
+          run->memory_wait.reset();
           start_placed(self, id, a.cards.front());
           break;
         case policy::memory_decision::kind::wait:
-          asked->second.answered = true;
-          st.waiting_reasons[id] = d.reason;
+          run->ask->answered = true;
+          run->memory_wait = d.reason;
           break;
         case policy::memory_decision::kind::refuse:
-          st.floating_asks.erase(asked);
           remove_floating(st, id);
           refuse(self, id, d.reason);
           pump(self);
@@ -249,10 +252,10 @@ void ask_floating(self_ptr self, const std::string& id, const policy::floating_s
         }
       },
       [=](caf::error& e) {
-        auto& st = self->state;
-        if (auto asked = st.floating_asks.find(id); asked != st.floating_asks.end()) {
-          asked->second.answered = true;
-          st.waiting_reasons[id] = ledger_silent(e);
+        auto* run = find_run(self->state, id);
+        if (run && run->ask) {
+          run->ask->answered = true;
+          run->memory_wait = ledger_silent(e);
         }
       });
 }
@@ -260,14 +263,13 @@ void ask_floating(self_ptr self, const std::string& id, const policy::floating_s
 void memory_freed(self_ptr self, const std::string& key) {
   self->state.slots.ask_again(key);
   // The floating runs told to wait are asked again (they may use any shared card of their kind).
-  for (auto i = self->state.floating_asks.begin(); i != self->state.floating_asks.end();)
-    i = i->second.answered ? self->state.floating_asks.erase(i) : std::next(i);
+  self->state.runs.ask_again();
   if (!self->state.shutting_down)
     pump(self);
 }
 
 void memory_started(self_ptr self, const std::string& id) {
-  if (self->state.budgets.count(id))
+  if (auto* run = find_run(self->state, id); run && run->budget)
     self->send(self->state.ledger, atoms::started::value, id);
 }
 
@@ -279,10 +281,6 @@ void memory_forget(self_ptr self, const std::string& id) {
     // A peak the store refuses (a full disk) is lost, not the ledger's release of the run below.
     spdlog::warn("run {}: its measured peak is not recorded: {}", id, e.what());
   }
-  st.floating_asks.erase(id);
-  st.waiting_reasons.erase(id);
-  st.memory_keys.erase(id);
-  st.budgets.erase(id);
   if (st.ledger)
     self->send(st.ledger, atoms::released::value, id);
 }

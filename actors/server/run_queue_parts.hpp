@@ -34,6 +34,15 @@ struct pending_submit {
 namespace cdui::actors::queue_parts {
 
 using self_ptr = run_queue_actor::stateful_pointer<run_queue_state>;
+using run_record = policy::run_record<caf::actor>;
+
+/// The record of run `id` (policy::run_table), when it has not ended.
+[[nodiscard]] inline run_record* find_run(run_queue_state& st, const std::string& id) {
+  return st.runs.find(run_id{id});
+}
+[[nodiscard]] inline const run_record* find_run(const run_queue_state& st, const std::string& id) {
+  return st.runs.find(run_id{id});
+}
 
 /// Submits (run_queue_submits.cpp). A submit checked and given its id, its answer promised: recorded
 /// at once when nothing else waits in the mailbox (or it must be: an interactive or a worker run),
@@ -109,7 +118,7 @@ caf::result<bool> share_card(self_ptr self, const std::string& offerer, const st
 /// for any card that may also take one by count goes without); empty when all is well.
 std::string settle_budget(const run_queue_state& st, run_request& req, prepared_run& p);
 /// Remembers a queued run's budget and its graph's memory key, for the ledger and for raising.
-void note_budget(run_queue_state& st, const std::string& id, const prepared_run& p, const run_request& req);
+void note_budget(run_record& run, const prepared_run& p, const run_request& req);
 /// A run without a budget at a card that turned shared: it gets its graph's measured default, or
 /// is marked as waiting for one (false).
 bool default_budget(self_ptr self, const std::string& id);

@@ -85,10 +85,11 @@ void queue_parts::resume(self_ptr self) {
     auto last = st.cfg.store->last_cursor(id);
     auto cursor = last - std::min(last, st.cfg.store->worker_cursor_base(id));
     p.setup.context.run_id = id;
-    note_budget(st, id, p, step.request);  // on a shared card it counts as running at once
     auto run = spawn_run(self, std::move(p.setup));
-    st.started.insert(id);
-    st.remote.insert(id);
+    auto& record = st.runs.at(run_id{id});
+    note_budget(record, p, step.request);  // on a shared card it counts as running at once
+    st.runs.start(record, now_ms());
+    record.remote = true;
     st.slots.hold(id, p.keys);
     caf::anon_send(st.registry, atoms::adopt::value, id, worker, run, cursor);
   }
@@ -99,21 +100,22 @@ void queue_parts::stop_runs(self_ptr self) {
   auto& st = self->state;
   auto ignore_error = [](caf::error&) {};
   std::vector<std::string> left;
-  for (const auto& [id, run] : st.runs) {
-    if (st.remote.count(id))
+  for (const auto& [key, run] : st.runs) {
+    const auto& id = key.str();
+    if (run.remote)
       continue;  // it goes on on its worker; the next server adopts it
-    if (st.started.count(id))
-      self->request(run, request_deadline, atoms::interrupt::value).then([](bool) {}, ignore_error);
+    if (run.started)
+      self->request(run.actor, request_deadline, atoms::interrupt::value).then([](bool) {}, ignore_error);
     else if (st.cfg.resume)
       left.push_back(id);
     else if (st.slots.remove(id) || remove_floating(st, id))
-      self->request(run, request_deadline, atoms::cancel::value, true).then([](bool) {}, ignore_error);
+      self->request(run.actor, request_deadline, atoms::cancel::value, true).then([](bool) {}, ignore_error);
   }
   // A run left for the next start ends with this process. Its actor quits now, forgotten first
   // so that its end is not taken for a failure: one that someone waits for (a sweep, `cdui wait`)
   // holds its waiters' promises, and would keep the actor system from ending.
   for (const auto& id : left) {
-    auto run = st.runs.at(id);
+    auto run = st.runs.at(run_id{id}).actor;
     forget(self, id);
     caf::anon_send(run, atoms::quit::value);
   }
@@ -121,14 +123,14 @@ void queue_parts::stop_runs(self_ptr self) {
 
 void queue_parts::run_actor_down(self_ptr self, const caf::down_msg& down) {
   auto& st = self->state;
-  auto i = st.run_ids.find(down.source);
-  if (i == st.run_ids.end())
+  auto* run = st.runs.by_actor(down.source.id());
+  if (!run)
     return;  // it quit after its run ended, as told
-  auto id = i->second;
+  auto id = run->id.str();
   auto reason = "the run's actor ended unexpectedly (" + caf::to_string(down.reason)
                 + "); the run is failed and its slots are freed";
   spdlog::error("run {}: {}", id, reason);
-  if (st.remote.count(id) && st.registry)
+  if (run->remote && st.registry)
     caf::anon_send(st.registry, atoms::stop::value, id, false);
   st.slots.remove(id);
   remove_floating(st, id);

@@ -35,9 +35,11 @@ run_queue_status queue_status(self_ptr self) {
     out.queues.push_back(std::move(s));
   }
   out.interactive_limit = st.cfg.interactive_limit;
-  for (const auto& [id, session] : st.interactive)
-    out.interactive.push_back({id, session});
-  out.floating.assign(st.floating.begin(), st.floating.end());
+  for (const auto& [id, run] : st.runs)
+    if (run.lane == run_lane::interactive)
+      out.interactive.push_back({id.str(), run.session});
+  for (const auto& id : st.runs.floating())
+    out.floating.push_back(id.str());
   out.runs = st.runs.size();
   out.shutting_down = st.shutting_down;
   // Every queued run once (a device set waits in several queues), with why it waits.
@@ -49,8 +51,8 @@ run_queue_status queue_status(self_ptr self) {
   for (const auto& slot : st.slots.slots())
     for (const auto& id : slot.waiting)
       note(id, slot.key);
-  for (const auto& id : st.floating)
-    note(id, st.floats.at(id).pool ? "one-shot" : "any");
+  for (const auto& id : st.runs.floating())
+    note(id.str(), st.runs.find(id)->floating->pool ? "one-shot" : "any");
   out.queue_waits = st.queue_waits;
   return out;
 }
@@ -60,8 +62,11 @@ run_queue_status queue_status(self_ptr self) {
 caf::result<run_queue_status> queue_parts::status_tree(self_ptr self, bool with_runs) {
   if (!with_runs)
     return queue_status(self);
+  std::vector<std::pair<run_id, caf::actor>> runs;
+  for (const auto& [id, run] : self->state.runs)
+    runs.emplace_back(id, run.actor);
   return gather_status<run_actor_status>(
-    self, queue_status(self), self->state.runs, std::chrono::seconds(5),
+    self, queue_status(self), runs, std::chrono::seconds(5),
     [](run_queue_status& queue, run_actor_status run) { queue.children.push_back(std::move(run)); });
 }
 

@@ -101,14 +101,14 @@ std::string queued_reason(const run_queue_state& st, const policy::wait_cause& w
 
 /// A run for any worker or the pool: it takes the first slot of its kind that would start it at
 /// once (place_floating), so it waits while every one is busy, or none is open.
-std::string floating_reason(const run_queue_state& st, const std::string& id) {
-  if (auto asked = st.floating_asks.find(id); asked != st.floating_asks.end() && !asked->second.answered) {
+std::string floating_reason(const run_queue_state& st, const run_record& record) {
+  if (record.ask && !record.ask->answered) {
     std::vector<std::string> cards;
-    for (const auto& key : asked->second.cards)
+    for (const auto& key : record.ask->cards)
       cards.push_back(card_name(key));
     return "waits for the memory ledger's answer on " + joined(cards);
   }
-  const auto& run = st.floats.at(id);
+  const auto& run = *record.floating;
   if (!run.devices.empty())  // a set: one worker with every card of it free
     return "waits for a worker that takes runs with all of " + joined(run.devices) + " free";
   auto what = (run.kind.empty() ? std::string{"accelerator"} : run.kind + " slot")
@@ -132,16 +132,16 @@ std::string floating_reason(const run_queue_state& st, const std::string& id) {
 } // namespace
 
 std::string queue_parts::waiting_reason(const run_queue_state& st, const std::string& id) {
-  if (auto memory = st.waiting_reasons.find(id); memory != st.waiting_reasons.end()) {
+  const auto* run = find_run(st, id);
+  if (run && run->memory_wait) {
     // A budget the queue raised or gave while the run waited says so.
-    auto b = st.budgets.find(id);
-    if (b == st.budgets.end() || b->second.note.empty() || b->second.bytes == 0)
-      return memory->second;
-    return memory->second + " (its budget of " + policy::gib_text(b->second.bytes) + " is "
-           + b->second.note + ")";
+    const auto& b = run->budget;
+    if (!b || b->note.empty() || b->bytes == 0)
+      return *run->memory_wait;
+    return *run->memory_wait + " (its budget of " + policy::gib_text(b->bytes) + " is " + b->note + ")";
   }
-  if (st.floats.count(id) != 0)
-    return floating_reason(st, id);
+  if (run && run->floating)
+    return floating_reason(st, *run);
   return queued_reason(st, st.slots.why_waiting(id));
 }
 
@@ -166,12 +166,13 @@ std::string closed_kind(const run_queue_state& st, const std::string& key) {
 } // namespace
 
 std::string queue_parts::waiting_kind(const run_queue_state& st, const std::string& id) {
-  if (st.waiting_reasons.count(id) != 0)
+  const auto* record = find_run(st, id);
+  if (record && record->memory_wait)
     return "memory";
-  if (st.floats.count(id) != 0) {
-    if (auto asked = st.floating_asks.find(id); asked != st.floating_asks.end() && !asked->second.answered)
+  if (record && record->floating) {
+    if (record->ask && !record->ask->answered)
       return "memory";
-    const auto& run = st.floats.at(id);
+    const auto& run = *record->floating;
     if (!policy::candidate_slots(run, st.workers, st.local).empty())
       return "no_free_slot";
     return "no_worker";
@@ -190,12 +191,11 @@ std::string queue_parts::waiting_kind(const run_queue_state& st, const std::stri
 }
 
 void queue_parts::note_started(run_queue_state& st, const std::string& id) {
-  auto queued = st.queued_ms.find(id);
-  if (queued == st.queued_ms.end())
+  auto* run = find_run(st, id);
+  if (!run)
     return;
-  st.queue_waits.observe(static_cast<double>(std::max<std::int64_t>(0, now_ms() - queued->second))
-                         / 1000.0);
-  st.queued_ms.erase(queued);
+  if (auto waited = st.runs.start(*run, now_ms()))
+    st.queue_waits.observe(static_cast<double>(*waited) / 1000.0);
 }
 
 } // namespace cdui::actors

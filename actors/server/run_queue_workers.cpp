@@ -34,8 +34,8 @@ void close_worker_slot(self_ptr self, const std::string& key, const std::string&
       waiting = slot.waiting;
   for (const auto& id : waiting)
     if (st.slots.remove(id))
-      if (auto run = st.runs.find(id); run != st.runs.end())
-        caf::anon_send(run->second, atoms::stop::value, reason);
+      if (auto* run = find_run(st, id))
+        caf::anon_send(run->actor, atoms::stop::value, reason);
 }
 
 } // namespace
