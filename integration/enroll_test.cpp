@@ -64,9 +64,8 @@ struct background_agent_guard {
   std::string name;
   ~background_agent_guard() {
     if (auto pid = signal_pid_in(agent_home.path() / "agents" / name / "agent.json", SIGTERM)) {
-      for (int i = 0; i < 200 && ::kill(*pid, 0) == 0; ++i)
-        std::this_thread::sleep_for(50ms);
-      ::kill(*pid, SIGKILL);
+      if (!eventually([&] { return ::kill(*pid, 0) != 0; }, 10s))
+        ::kill(*pid, SIGKILL);
     }
     for (auto pid : run_processes(agent_home))
       ::kill(pid, SIGKILL);
@@ -206,10 +205,7 @@ BOOST_AUTO_TEST_CASE(a_rekey_ends_the_old_credential_and_remove_fails_the_worker
   BOOST_REQUIRE(code.has_value());
   BOOST_TEST(*code == 1);
   BOOST_TEST(agent->err().find("was removed by an operator") != std::string::npos, agent->err());
-  auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (!run_processes(agent_home).empty() && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(50ms);
-  BOOST_TEST(run_processes(agent_home).empty());  // its run's process was stopped there
+  BOOST_TEST(eventually([&] { return run_processes(agent_home).empty(); }, 30s));  // its run's process was stopped there
   BOOST_TEST(worker(srv, "remote-2").is_null());
   BOOST_TEST(srv.get_json("/api/workers")["enrolled"].empty());
   auto after = srv.submit(long_run_on("remote-2"));
@@ -233,10 +229,7 @@ BOOST_AUTO_TEST_CASE(removing_an_away_worker_fails_its_runs_and_its_agent_stops_
   await_worker(*srv, "w-away", "online");
   auto running = srv->submit_ok(long_run_on("w-away"));
   srv->await_status(running, "running");
-  auto deadline = std::chrono::steady_clock::now() + 60s;
-  while (run_processes(agent_home).empty() && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(50ms);
-  BOOST_REQUIRE(!run_processes(agent_home).empty());
+  BOOST_REQUIRE(eventually([&] { return !run_processes(agent_home).empty(); }, 60s));
   agent->signal(SIGKILL);  // its run's process goes on, in a session of its own
   agent->wait_for(10s);
   await_worker(*srv, "w-away", "disconnected");
@@ -248,10 +241,7 @@ BOOST_AUTO_TEST_CASE(removing_an_away_worker_fails_its_runs_and_its_agent_stops_
   auto back = remote_agent(agent_home, "w-away", zmq, credential);
   BOOST_REQUIRE(back->wait_for(30s).has_value());
   BOOST_TEST(back->err().find("no worker named 'w-away' is enrolled") != std::string::npos, back->err());
-  deadline = std::chrono::steady_clock::now() + 30s;
-  while (!run_processes(agent_home).empty() && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(50ms);
-  BOOST_TEST(run_processes(agent_home).empty());
+  BOOST_TEST(eventually([&] { return run_processes(agent_home).empty(); }, 30s));
 
   // A worker that has not come back since a restart: the runs queued for it before fail too.
   credential = enroll(*srv, "w-late")["credential"].get<std::string>();
@@ -373,10 +363,7 @@ BOOST_AUTO_TEST_CASE(with_curve_only_a_peer_that_knows_the_servers_key_is_heard)
   auto id = srv.submit_ok(moons_on("remote-c", {"sim:0"}));
   auto run = srv.wait_final(id);
   BOOST_TEST(run["status"] == "succeeded", run.dump());
-  auto deadline = std::chrono::steady_clock::now() + 40s;
-  while (keyless->err().find("no answer from") == std::string::npos
-         && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(100ms);
+  eventually([&] { return keyless->err().find("no answer from") != std::string::npos; }, 40s);
   BOOST_TEST(keyless->err().find("a peer without its public key (--server-key") != std::string::npos,
              keyless->err());
   BOOST_TEST(worker(srv, "keyless").is_null());

@@ -21,6 +21,7 @@
 
 #include "testkit/home.hpp"
 #include "testkit/process.hpp"
+#include "testkit/wait.hpp"
 
 namespace cdui::test {
 
@@ -181,14 +182,10 @@ public:
   /// Polls GET /api/runs/{id} until it has `status`; throws after `timeout`.
   void await_status(const std::string& id, const std::string& status,
                     std::chrono::seconds timeout = std::chrono::seconds(60)) const {
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (get_json("/api/runs/" + id)["status"] != status) {
-      if (std::chrono::steady_clock::now() > deadline)
-        throw std::runtime_error("run " + id + " never reached " + status + ": "
-                                 + get_json("/api/runs/" + id).dump() + "; the queues: "
-                                 + get_json("/api/status")["children"][0]["state"].dump());
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    if (!eventually([&] { return get_json("/api/runs/" + id)["status"] == status; }, timeout))
+      throw std::runtime_error("run " + id + " never reached " + status + ": "
+                               + get_json("/api/runs/" + id).dump() + "; the queues: "
+                               + get_json("/api/status")["children"][0]["state"].dump());
   }
 
   /// Polls GET /api/runs/{id} every `poll` until its status is final; the run's JSON.
@@ -359,15 +356,10 @@ inline nlohmann::json worker(const server_process& srv, const std::string& name)
 inline nlohmann::json await_worker(const server_process& srv, const std::string& name,
                                    const std::string& status,
                                    std::chrono::seconds timeout = std::chrono::seconds(30)) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (;;) {
-    auto w = worker(srv, name);
-    if (!w.is_null() && w["status"] == status)
-      return w;
-    if (std::chrono::steady_clock::now() > deadline)
-      throw std::runtime_error("worker " + name + " never became " + status + ": " + w.dump());
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  nlohmann::json w;
+  if (!eventually([&] { w = worker(srv, name); return !w.is_null() && w["status"] == status; }, timeout))
+    throw std::runtime_error("worker " + name + " never became " + status + ": " + w.dump());
+  return w;
 }
 
 /// The zmq_bridge's state under the worker_registry in GET /api/status.
