@@ -152,9 +152,15 @@ int cancel_command(const std::vector<std::string>& runs) {
 
 int worker_action_command(worker_action action, const std::string& name,
                           const std::string& server_host, const std::string& device) {
-  if (!policy::is_valid_worker_name(name)) {
-    std::fprintf(stderr, "cdui: '%s' is not a worker name (%s)\n", name.c_str(),
-                 policy::worker_name_rule);
+  // A fleet's pattern ("slurm-*", docs/workers.md#fleets) is enrolled, re-keyed and removed as a
+  // worker is; drains and sharing are each worker's.
+  bool fleet = policy::is_fleet_pattern(name);
+  bool by_enrollment = action == worker_action::enroll || action == worker_action::rekey
+                       || action == worker_action::remove;
+  if (!policy::is_valid_worker_name(name) && !(fleet && by_enrollment)) {
+    std::fprintf(stderr, "cdui: '%s' is not %s (%s)\n", name.c_str(),
+                 by_enrollment ? "a worker name or a fleet's pattern" : "a worker name",
+                 by_enrollment ? policy::enrollment_rule : policy::worker_name_rule);
     return exit_usage;
   }
   auto home = storage::default_home();
@@ -201,16 +207,21 @@ int worker_action_command(worker_action action, const std::string& name,
   switch (action) {
   case worker_action::enroll:
   case worker_action::rekey:
-    std::printf("worker '%s' %s; on its machine, run (the credential is shown this once, the server "
-                "keeps only its hash):\n\n  %s\n",
-                name.c_str(), action == worker_action::enroll ? "enrolled" : "re-keyed (its old credential no longer joins)",
-                j["command"].get<std::string>().c_str());
+    std::printf("%s '%s' %s; on %s, run (the credential is shown this once, the server keeps only "
+                "its hash):\n\n  %s\n",
+                fleet ? "fleet" : "worker", name.c_str(),
+                action == worker_action::enroll ? "enrolled" : "re-keyed (its old credential no longer joins)",
+                fleet ? "each of its machines" : "its machine", j["command"].get<std::string>().c_str());
     if (j["warning"].is_string())
       std::fprintf(stderr, "\ncdui: warning: %s\n", j["warning"].get<std::string>().c_str());
     break;
   case worker_action::remove:
-    std::printf("worker '%s' removed: its credential is revoked, it is disconnected, and its runs "
-                "(running and queued) failed\n", name.c_str());
+    if (fleet)
+      std::printf("fleet '%s' removed: its credential is revoked, and each worker that joined by it is "
+                  "removed (disconnected, its runs failed)\n", name.c_str());
+    else
+      std::printf("worker '%s' removed: its credential is revoked, it is disconnected, and its runs "
+                  "(running and queued) failed\n", name.c_str());
     break;
   case worker_action::drain:
     std::printf("worker '%s' drains: it takes no new runs; its running runs finish\n", name.c_str());

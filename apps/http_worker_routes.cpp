@@ -3,6 +3,7 @@
 #include <optional>
 #include <string>
 
+#include "actors/policy/worker_table.hpp"
 #include "actors/server/server.hpp"
 #include "apps/http_resources.hpp"
 #include "apps/status_json.hpp"
@@ -47,6 +48,22 @@ bool plain_host(const std::string& host) {
               == std::string::npos;
 }
 
+/// Where the command of a new credential keeps it, and the name it starts the agent with: the
+/// worker's own; for a fleet ("slurm-*"), "slurm-fleet.credential" and the fleet's prefix with the
+/// machine's short host name ("slurm-"$(hostname -s)), so that one command starts any member.
+struct agent_identity {
+  std::string file;
+  std::string name;
+};
+
+agent_identity identity_of(const std::string& enrollment) {
+  if (!policy::is_fleet_pattern(enrollment))
+    return {enrollment + ".credential", enrollment};
+  auto prefix = enrollment.substr(0, enrollment.size() - 1);
+  auto stem = prefix.substr(0, prefix.find_last_not_of("-._") + 1);
+  return {(stem.empty() ? std::string{"fleet"} : stem + "-fleet") + ".credential", prefix + "\"$(hostname -s)\""};
+}
+
 /// What a new credential comes with: the exact command that starts the worker on the other
 /// machine. The host in it is `server_host` when the body gives one, else the host the request
 /// was addressed to, else the host the agents' endpoint is bound to.
@@ -68,11 +85,12 @@ json credential_json(cdui::server& runtime, const enrollment& e, const httplib::
       host = name;
   auto server = "tcp://" + host + ":" + port;
   auto key = runtime.zmq_public_key();
-  auto file = e.name + ".credential";
+  auto [file, agent_name] = identity_of(e.name);
   auto command = "umask 077 && printf '%s\\n' '" + e.credential + "' > " + file
-                 + " && cdui agent start --name " + e.name + " --server " + server
+                 + " && cdui agent start --name " + agent_name + " --server " + server
                  + " --credential " + file + (key.empty() ? "" : " --server-key '" + key + "'");
   json j{{"name", e.name},
+         {"fleet", policy::is_fleet_pattern(e.name)},
          {"credential", e.credential},
          {"credential_file", file},
          {"server", server},

@@ -4,6 +4,7 @@
 
 #include <sys/stat.h>
 
+#include "devices/device.hpp"
 #include "integration/worker_helpers.hpp"
 #include "testkit/wait.hpp"
 
@@ -301,6 +302,79 @@ BOOST_AUTO_TEST_CASE(cdui_workers_enrolls_rekeys_drains_and_removes_a_worker) {
   r = run_cdui(home, {"workers", "remove", "gpu-x"});
   BOOST_TEST(r.code == 1);
   BOOST_TEST(r.err.find("no worker named 'gpu-x'") != std::string::npos, r.err);
+}
+
+BOOST_AUTO_TEST_CASE(a_fleets_one_credential_joins_each_member_and_removing_the_fleet_removes_them) {
+  temp_home home;
+  temp_home first_home;
+  temp_home second_home;
+  temp_home pasted_home;
+  temp_home other_home;
+  run_process_guard first_runs{first_home};
+  server_process srv{home, steady_heartbeats};
+  auto zmq = zmq_endpoint(home);
+
+  auto r = run_cdui(home, {"workers", "enroll", "lab-*"});
+  BOOST_TEST(r.code == 0, r.err);
+  BOOST_TEST(r.out.find("fleet 'lab-*' enrolled; on each of its machines, run") != std::string::npos, r.out);
+  BOOST_TEST(r.out.find("cdui agent start --name lab-\"$(hostname -s)\" --server " + zmq
+                        + " --credential lab-fleet.credential") != std::string::npos, r.out);
+  BOOST_TEST(post(srv, "/api/workers/enroll", {{"name", "lab-*"}})->status == 409);
+  auto star = post(srv, "/api/workers/enroll", {{"name", "*"}});
+  BOOST_TEST(star->status == 400);
+  BOOST_TEST(star->body.find("is not a worker name or a fleet's pattern") != std::string::npos, star->body);
+  BOOST_TEST(run_cdui(home, {"workers", "drain", "lab-*"}).code == 2);  // drains are each worker's
+
+  auto start = r.out.find("cdui-wk-");
+  BOOST_REQUIRE(start != std::string::npos);
+  auto credential = r.out.substr(start, 8 + 64);
+  // Two machines join with the one credential, each under its own name.
+  auto first = remote_agent(first_home, "lab-a", zmq, credential);
+  auto second = remote_agent(second_home, "lab-b", zmq, credential);
+  BOOST_TEST(await_worker(srv, "lab-a", "online")["credential"] == "enrolled");
+  BOOST_TEST(await_worker(srv, "lab-b", "online")["credential"] == "enrolled");
+  auto listing = srv.get_json("/api/workers");
+  BOOST_REQUIRE(listing["enrolled"].size() == 1u);
+  BOOST_TEST(listing["enrolled"][0]["name"] == "lab-*");
+  BOOST_TEST(listing["enrolled"][0]["connected"] == true);
+  // The command as an operator pastes it on a third machine: it joins as lab-<its host name>.
+  auto command = post(srv, "/api/workers/lab-*/rekey", json::object());
+  BOOST_REQUIRE(command->status == 200);
+  auto host = cdui::devices::host_name();
+  auto pasted = "lab-" + host.substr(0, host.find('.'));
+  background_agent_guard pasted_agent{pasted_home, pasted};
+  BOOST_TEST(run_enrollment_command(pasted_home, json::parse(command->body)["command"].get<std::string>()) == 0);
+  await_worker(srv, pasted, "online");
+  // The re-key ended the old credential for a new member; the members joined with it stay.
+  auto late = remote_agent(other_home, "lab-late", zmq, credential);
+  BOOST_REQUIRE(late->wait_for(30s).has_value());
+  BOOST_TEST(late->err().find("of its fleet 'lab-*' gave") != std::string::npos, late->err());
+  // Outside its prefix, the credential is nobody's.
+  auto outsider = remote_agent(other_home, "gpu-box", zmq, credential);
+  BOOST_REQUIRE(outsider->wait_for(30s).has_value());
+  BOOST_TEST(outsider->err().find("no worker named 'gpu-box' is enrolled") != std::string::npos, outsider->err());
+
+  auto id = srv.submit_ok(moons_on("lab-b", {"sim:0"}));
+  BOOST_TEST(srv.wait_final(id)["status"] == "succeeded");
+  auto running = srv.submit_ok(long_run_on("lab-a"));
+  srv.await_status(running, "running");
+
+  // Removing the fleet removes each member: their runs fail, their agents stop.
+  r = run_cdui(home, {"workers", "remove", "lab-*"});
+  BOOST_TEST(r.code == 0, r.err);
+  BOOST_TEST(r.out.find("fleet 'lab-*' removed") != std::string::npos, r.out);
+  auto ended = srv.wait_final(running, 30s);
+  BOOST_TEST(ended["status"] == "failed");
+  BOOST_TEST(ended["error"] == "worker 'lab-a' was removed by an operator, with its fleet 'lab-*'", ended.dump());
+  for (auto* agent : {first.get(), second.get()}) {
+    auto code = agent->wait_for(30s);
+    BOOST_REQUIRE(code.has_value());
+    BOOST_TEST(*code == 1);
+    BOOST_TEST(agent->err().find("with its fleet 'lab-*'") != std::string::npos, agent->err());
+  }
+  BOOST_TEST(eventually([&] { return srv.get_json("/api/workers")["workers"].empty(); }, 30s));
+  BOOST_TEST(srv.get_json("/api/workers")["enrolled"].empty());
+  BOOST_TEST(srv.client().Delete("/api/workers/lab-*", srv.auth())->status == 404);
 }
 
 BOOST_AUTO_TEST_CASE(with_curve_only_a_peer_that_knows_the_servers_key_is_heard) {

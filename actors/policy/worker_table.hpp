@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "messages/worker.hpp"
 
@@ -19,6 +20,18 @@ namespace cdui::policy {
 inline constexpr const char* worker_name_rule =
   "1 to 64 letters, digits, '.', '_' or '-', not starting with '.' or '-', and not 'local' or 'any'";
 
+/// Whether `name` is a fleet's enrollment: a prefix of worker names followed by '*' ("slurm-*"),
+/// the prefix 1 to 63 of the characters a worker name may hold, not starting with '.' or '-'. Its
+/// one credential joins every worker whose name starts with the prefix and is not enrolled by name
+/// (the nodes of a SLURM allocation, the pods of a Kubernetes DaemonSet).
+[[nodiscard]] bool is_fleet_pattern(std::string_view name);
+/// What an enrollment may name: a worker (is_valid_worker_name) or a fleet (is_fleet_pattern).
+[[nodiscard]] bool is_valid_enrollment(std::string_view name);
+/// The rule, as refusals say it.
+inline constexpr const char* enrollment_rule =
+  "a worker name (1 to 64 letters, digits, '.', '_' or '-', not starting with '.' or '-', and not "
+  "'local' or 'any'), or a fleet's prefix of one followed by '*' (e.g. 'slurm-*')";
+
 /// A worker the server took, as the registry keeps it: how to reach it, what it said when it
 /// joined, and the operator's drain. Its status over time is its actor's (worker_health).
 struct worker_connection {
@@ -28,6 +41,9 @@ struct worker_connection {
   cdui::hello hello;
   /// How it proved itself: with its enrolled credential (a remote worker), else the session token.
   bool enrolled = false;
+  /// The enrollment it joined by: its name, or its fleet's pattern ("slurm-*"); empty with the
+  /// session token.
+  std::string enrollment;
   /// An operator's drain; it outlives a reconnect.
   bool draining = false;
 };
@@ -50,7 +66,8 @@ public:
     std::string node_types_digest;  // the server's; another one makes a worker Degraded
     std::string token;              // a same-host agent's credential: the session token
     std::int64_t heartbeat_ms = 10000;
-    /// Enrolled workers: name -> the SHA-256 (hex) of its credential (storage/credentials.hpp).
+    /// Enrolled workers and fleets: name or pattern -> the SHA-256 (hex) of its credential
+    /// (storage/credentials.hpp).
     std::map<std::string, std::string> enrolled;
   };
 
@@ -78,9 +95,17 @@ public:
   /// proved itself with the old credential stays; its next hello needs the new one.
   void enroll(const std::string& name, const std::string& credential_hash);
   [[nodiscard]] bool is_enrolled(const std::string& name) const { return cfg_.enrolled.count(name) > 0; }
+  /// The enrollment a hello of worker `name` is judged by: its own, else the fleet with the
+  /// longest prefix of it; nullptr when none.
+  [[nodiscard]] const std::string* enrollment_of(const std::string& name) const;
+  /// The workers that joined by the enrollment `name` (a fleet's members, or the worker itself).
+  [[nodiscard]] std::vector<std::string> joined_by(const std::string& name) const;
+  /// Whether a worker that joined by the enrollment `name` is connected now.
+  [[nodiscard]] bool any_connected(const std::string& name) const;
 
   /// Forgets a worker (an operator removed it): its enrollment, its entry and its connection.
-  /// Returns its entry as it was; nullopt when it had neither an entry nor an enrollment.
+  /// Returns its entry as it was; nullopt when it had neither an entry nor an enrollment. For a
+  /// fleet's pattern: its enrollment (its members are removed one by one, by name).
   std::optional<worker_connection> remove(const std::string& name);
 
   /// Drain (no new runs) or undrain; false for a name that never joined.

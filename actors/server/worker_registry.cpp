@@ -19,8 +19,9 @@
 namespace cdui::actors {
 
 using policy::worker_table;
-using policy::is_valid_worker_name;
-using policy::worker_name_rule;
+using policy::enrollment_rule;
+using policy::is_fleet_pattern;
+using policy::is_valid_enrollment;
 
 namespace {
 
@@ -48,7 +49,7 @@ workers_status status_of(self_ptr self) {
   out.mailbox = self->mailbox().size();
   out.heartbeat_ms = table.settings().heartbeat_ms;
   for (const auto& [name, hash] : table.settings().enrolled)
-    out.enrolled.push_back({name, table.connected(name)});
+    out.enrolled.push_back({name, table.connected(name) || table.any_connected(name)});
   for (const auto& r : table.refused())
     out.refused_connections.push_back({r.name, r.version, r.reason, r.time_ms});
   out.server_version = table.settings().version;
@@ -159,8 +160,9 @@ bool route(self_ptr self, const std::string& identity, const T& msg) {
 enrollment give_credential(self_ptr self, const std::string& name, bool rekey) {
   auto& st = self->state;
   enrollment e{name, "", "", ""};
-  if (!is_valid_worker_name(name)) {
-    e.error = "field 'name': " + text::quoted(name) + " is not a worker name (" + worker_name_rule + ")";
+  if (!is_valid_enrollment(name)) {
+    e.error = "field 'name': " + text::quoted(name) + " is not a worker name or a fleet's pattern ("
+              + enrollment_rule + ")";
     e.refusal = "invalid";
     return e;
   }
@@ -186,19 +188,10 @@ enrollment give_credential(self_ptr self, const std::string& name, bool rekey) {
   return e;
 }
 
-/// An operator removed the worker: its enrollment goes, its connection is refused for good, the
-/// runs it executes end failed (and are stopped there) and the runs waiting for it fail.
-enrollment remove_worker(self_ptr self, const std::string& name) {
+/// A removed worker's connection is refused for good, the runs it executes end failed (and are
+/// stopped there) and the runs waiting for it fail, with `reason`.
+void forget_worker(self_ptr self, const std::string& name, const std::string& reason) {
   auto& st = self->state;
-  enrollment e{name, "", "", ""};
-  auto removed = st.table->remove(name);
-  if (!removed) {
-    e.error = "no worker named '" + name + "' is enrolled or has connected to this server";
-    e.refusal = "unknown";
-    return e;
-  }
-  st.store->remove_worker(name);
-  auto reason = "worker '" + name + "' was removed by an operator";
   auto runs = runs_of(st, name);
   for (auto i = st.placed.begin(); i != st.placed.end();)
     i = i->second.worker == name ? st.placed.erase(i) : std::next(i);
@@ -211,6 +204,32 @@ enrollment remove_worker(self_ptr self, const std::string& name) {
   if (st.queue)
     self->send(st.queue, atoms::worker_gone::value, name, reason);
   spdlog::info("{}: {} run(s) it executed failed", reason, runs);
+}
+
+/// An operator removed the worker: its enrollment goes and it is forgotten (forget_worker). A
+/// fleet's pattern: its credential joins no more, and each worker that joined by it is removed.
+enrollment remove_worker(self_ptr self, const std::string& name) {
+  auto& st = self->state;
+  enrollment e{name, "", "", ""};
+  bool fleet = is_fleet_pattern(name);
+  auto members = fleet ? st.table->joined_by(name) : std::vector<std::string>{};
+  if (!st.table->remove(name)) {
+    e.error = fleet ? "no fleet '" + name + "' is enrolled"
+                    : "no worker named '" + name + "' is enrolled or has connected to this server";
+    e.refusal = "unknown";
+    return e;
+  }
+  st.store->remove_worker(name);
+  if (!fleet) {
+    forget_worker(self, name, "worker '" + name + "' was removed by an operator");
+    return e;
+  }
+  spdlog::info("fleet '{}' removed: its credential no longer joins; {} worker(s) joined by it", name,
+               members.size());
+  for (const auto& member : members) {
+    st.table->remove(member);
+    forget_worker(self, member, "worker '" + member + "' was removed by an operator, with its fleet '" + name + "'");
+  }
   return e;
 }
 

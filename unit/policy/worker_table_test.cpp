@@ -153,4 +153,50 @@ BOOST_AUTO_TEST_CASE(a_removed_worker_loses_its_entry_connection_and_enrollment)
   BOOST_TEST(!t.remove("nobody").has_value());
 }
 
+BOOST_AUTO_TEST_CASE(a_fleet_pattern_is_a_worker_name_prefix_and_a_star) {
+  using cdui::policy::is_fleet_pattern;
+  for (auto ok : {"slurm-*", "k8s.gpu-*", "n*", "_*"})
+    BOOST_TEST(is_fleet_pattern(ok), ok);
+  for (auto bad : {"*", "slurm-", "-x*", ".x*", "a/b*", "a**", "a*b", "a b*", ""})
+    BOOST_TEST(!is_fleet_pattern(bad), bad);
+  BOOST_TEST(!is_fleet_pattern(std::string(64, 'a') + "*"));  // its members could not be named
+  BOOST_TEST(cdui::policy::is_valid_enrollment("gpu-box"));
+  BOOST_TEST(cdui::policy::is_valid_enrollment("slurm-*"));
+  BOOST_TEST(!cdui::policy::is_valid_enrollment("local"));
+}
+
+BOOST_AUTO_TEST_CASE(a_fleet_credential_joins_its_members_but_no_worker_enrolled_by_name) {
+  auto t = table();
+  t.enroll("slurm-*", cdui::storage::credential_hash("cdui-wk-fleet"));
+  t.enroll("slurm-gpu-*", cdui::storage::credential_hash("cdui-wk-gpus"));
+  t.enroll("slurm-login", cdui::storage::credential_hash("cdui-wk-login"));
+
+  BOOST_TEST(t.hello("id-1", hello_from("slurm-node01", "0.1.0", "cdui-wk-fleet"), 0).accepted);
+  BOOST_TEST(t.hello("id-2", hello_from("slurm-node02", "0.1.0", "cdui-wk-fleet"), 0).accepted);
+  BOOST_TEST(t.by_name("slurm-node01")->enrolled);
+  BOOST_TEST(t.by_name("slurm-node01")->enrollment == "slurm-*");
+  // Outside the prefix, the credential is nobody's.
+  BOOST_TEST(!t.hello("id-3", hello_from("gpu-box", "0.1.0", "cdui-wk-fleet"), 0).accepted);
+  // The longest prefix judges: the GPU fleet's members need the GPU fleet's credential.
+  auto wrong_fleet = t.hello("id-4", hello_from("slurm-gpu-7", "0.1.0", "cdui-wk-fleet"), 0);
+  BOOST_TEST(!wrong_fleet.accepted);
+  BOOST_TEST(wrong_fleet.reason.find("of its fleet 'slurm-gpu-*'") != std::string::npos, wrong_fleet.reason);
+  BOOST_TEST(t.hello("id-5", hello_from("slurm-gpu-7", "0.1.0", "cdui-wk-gpus"), 0).accepted);
+  // A worker enrolled by name is its own credential's only: the fleet's does not impersonate it.
+  auto impostor = t.hello("id-6", hello_from("slurm-login", "0.1.0", "cdui-wk-fleet"), 0);
+  BOOST_TEST(!impostor.accepted);
+  BOOST_TEST(impostor.reason.find("its latest enrollment or re-key gave") != std::string::npos, impostor.reason);
+
+  BOOST_TEST((t.joined_by("slurm-*") == std::vector<std::string>{"slurm-node01", "slurm-node02"}));
+  BOOST_TEST(t.any_connected("slurm-*"));
+  // Removing the fleet: its credential joins no more (its members are removed by name).
+  BOOST_REQUIRE(t.remove("slurm-*").has_value());
+  BOOST_TEST(t.by_name("slurm-node01") != nullptr);  // the registry removes each member itself
+  BOOST_TEST(t.remove("slurm-node01").has_value());
+  BOOST_TEST(!t.hello("id-7", hello_from("slurm-node01", "0.1.0", "cdui-wk-fleet"), 0).accepted);
+  BOOST_TEST(t.any_connected("slurm-*"));  // node02 stays connected until it is removed
+  BOOST_TEST(t.remove("slurm-node02").has_value());
+  BOOST_TEST(!t.any_connected("slurm-*"));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
