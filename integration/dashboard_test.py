@@ -16,7 +16,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -60,30 +59,7 @@ from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
-
-
-def eventually(condition, timeout, what):
-    """condition()'s first truthy value within `timeout` seconds, polled every 50 ms."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f'not within {timeout} s: {what}')
-        time.sleep(0.05)
-
-
-def stop_process(proc, timeout=60):
-    """SIGTERM to `proc` by its pid, then SIGKILL if it has not exited within `timeout` s."""
-    if proc.poll() is not None:
-        return
-    os.kill(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout)
-    except subprocess.TimeoutExpired:
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
+from test_processes import eventually, stop_process  # noqa: E402
 
 
 class Server:
