@@ -109,9 +109,10 @@ int agent_start_command(const agent_options& options) {
   auto home = storage::default_home();
   std::unique_ptr<cdui::agent> a;
   try {
-    a = std::make_unique<cdui::agent>(
-      cdui::agent::config{home, options.name, options.devices, "", options.one_shot, options.server,
-                          options.credential_file, options.server_key, mark_joined});
+    cdui::agent::config cfg{home, options.name, options.devices, "", options.one_shot, options.server,
+                            options.credential_file, options.server_key, mark_joined};
+    cfg.ephemeral = options.ephemeral;
+    a = std::make_unique<cdui::agent>(std::move(cfg));
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "cdui: %s\n", e.what());
     return exit_usage;
@@ -131,6 +132,8 @@ int agent_start_command(const agent_options& options) {
   }
   if (options.one_shot)
     args.push_back("--one-shot");
+  if (options.ephemeral)
+    args.push_back("--ephemeral");
   for (const auto& [flag, value] : {std::pair{"--server", options.server},
                                     std::pair{"--credential", options.credential_file.empty()
                                                                 ? std::string{}

@@ -10,6 +10,7 @@ struct agent_options {
   std::vector<std::string> devices;
   bool foreground = false;
   bool one_shot = false;
+  bool ephemeral = false;
   std::string server;
   std::string credential_file;
   std::string server_key;

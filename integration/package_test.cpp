@@ -97,7 +97,7 @@ BOOST_AUTO_TEST_CASE(cpack_makes_a_deb_with_the_units_and_the_debian_packages_cd
   auto listing = output_of({dpkg_deb, "-c", deb});
   for (const char* path : {"/usr/bin/cdui", "/usr/libexec/cdui/cdui-runtime", "/usr/lib/systemd/system/cdui.service",
                            "/usr/lib/systemd/system/cdui-agent@.service",
-                           "/usr/share/doc/cdui/operations.md"})
+                           "/usr/share/doc/cdui/operations.md", "/usr/share/cdui/slurm/cdui-agents.sbatch"})
     BOOST_TEST(holds(listing, path), path << " is not in the package:\n" << listing);
   // The maintainer scripts: the cdui system user and its private home.
   auto postinst = output_of({dpkg_deb, "-I", deb, "postinst"});

@@ -215,4 +215,33 @@ BOOST_AUTO_TEST_CASE(a_stopped_server_leaves_a_worker_run_running_and_the_next_s
   expect_same_events(srv, home, "w1", id);
 }
 
+BOOST_AUTO_TEST_CASE(an_ephemeral_agent_that_stops_takes_its_runs_with_its_machine) {
+  temp_home home;
+  run_process_guard guard{home};
+  server_process srv{home, fast_heartbeats};
+  // As in a SLURM allocation: the job's id and node name the machine that leaves.
+  auto agent = start_cdui({"agent", "start", "--foreground", "--ephemeral", "--name", "w1"},
+                          {{"CODEFYUI_HOME", home.path().string()}, {"CODEFYUI_SIM_DEVICES", "2x1GiB"},
+                           {"SLURM_JOB_ID", "4242"}, {"SLURMD_NODENAME", "node07"}});
+  await_worker(srv, "w1", "online");
+  auto id = srv.submit_ok(several_seconds_on_w1());
+  srv.await_status(id, "running");
+  BOOST_REQUIRE(eventually([&] { return !run_processes(home, id).empty(); }, 30s));
+
+  agent->signal(SIGTERM);
+  BOOST_TEST(agent->wait_for(30s).value_or(-1) == 0);
+  // At once, not after the resume grace: the machine is gone, and the run with it.
+  auto run = srv.wait_final(id, 30s);
+  BOOST_TEST(run["status"] == "interrupted");
+  BOOST_TEST(run["error"] == "worker 'w1' left with its machine (its agent stopped in SLURM job 4242 on node "
+                             "node07), so the run is interrupted", run.dump());
+  auto events = srv.all_events(id);
+  BOOST_REQUIRE(!events.empty());
+  BOOST_TEST(events.back()["type"] == "execution_stopped");
+  BOOST_TEST(events.back()["data"]["reason"] == "worker_left");
+  BOOST_TEST(run_processes(home, id).empty());  // killed by the agent, not left to run on
+  auto w = await_worker(srv, "w1", "disconnected");
+  BOOST_TEST(w["reason"].get<std::string>().find("its machine left") != std::string::npos, w.dump());
+}
+
 BOOST_AUTO_TEST_SUITE_END()

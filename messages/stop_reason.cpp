@@ -10,13 +10,15 @@ const char* to_string(stop_reason r) {
     case stop_reason::given_up: return "given_up";
     case stop_reason::not_placed: return "not_placed";
     case stop_reason::pruned: return "pruned";
+    case stop_reason::worker_left: return "worker_left";
   }
   return "cancelled";
 }
 
 std::optional<stop_reason> parse_stop_reason(std::string_view word) {
   for (auto r : {stop_reason::cancelled, stop_reason::interrupted, stop_reason::timeout,
-                 stop_reason::given_up, stop_reason::not_placed, stop_reason::pruned})
+                 stop_reason::given_up, stop_reason::not_placed, stop_reason::pruned,
+                 stop_reason::worker_left})
     if (word == to_string(r))
       return r;
   return std::nullopt;

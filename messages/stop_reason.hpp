@@ -21,6 +21,7 @@ enum class stop_reason {
   not_placed,   // it failed before it started: nothing can take it (a card or worker gone, a
                 // memory budget no card holds, a restart that could not queue it again)
   pruned,       // its study's pruner stopped it: it fell behind (the message says how)
+  worker_left,  // its worker left with its machine (an --ephemeral agent's allocation or pod ended)
 };
 
 [[nodiscard]] const char* to_string(stop_reason r);

@@ -152,11 +152,15 @@ struct stop_run {
 
 /// Agent -> server: the agent stops (`cdui agent stop`, SIGTERM, a one-shot agent whose run has
 /// ended), so the server shows the worker disconnected at once instead of after its heartbeats
-/// stop; the runs it executes go on, as after a lost connection. Server -> agent: the same
-/// payload back, once noted, so the agent can close its socket knowing it was heard.
+/// stop; the runs it executes go on, as after a lost connection. `leaving`: the machine goes with
+/// the agent (`--ephemeral`: a SLURM allocation or a pod that ends), so its runs cannot come back:
+/// the server ends them interrupted (stop_reason::worker_left) at once, and the agent stops their
+/// processes. Server -> agent: the same payload back, once noted, so the agent can close its
+/// socket knowing it was heard.
 struct goodbye {
   std::string reason;
-  CDUI_FIELDS(reason)
+  bool leaving = false;
+  CDUI_FIELDS(reason, leaving)
 };
 
 /// Whether a worker's slots admit runs now and, when they do not, why: its actor tells the run

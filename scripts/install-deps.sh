@@ -11,6 +11,8 @@ packages=(
   # The dashboard: Chart.js, compiled into cdui; the headless browser its test drives.
   libjs-chart.js chromium chromium-driver python3-selenium
   clang-14 libclang-rt-14-dev libfuzzer-14-dev
+  # Agents as SLURM jobs: integration/slurm_test runs a one-node cluster of these.
+  slurmctld slurmd slurm-client munge
 )
 
 missing=()

@@ -105,6 +105,7 @@ std::optional<std::string> agent::run() {
     setup.offers = offers_;
     setup.environment = environment_;
     setup.one_shot = cfg_.one_shot;
+    setup.ephemeral = cfg_.ephemeral;
     setup.server = cfg_.server;
     setup.server_key = cfg_.server_key;
     setup.credential_file = cfg_.credential_file;

@@ -41,6 +41,10 @@ public:
     /// Called on the agent's own thread each time a server welcomes it (`cdui agent start`
     /// marks agent.json, so that it returns once the worker can take runs).
     std::function<void()> on_joined;
+    /// Its machine leaves with it (`--ephemeral`: a SLURM allocation, a Kubernetes pod): when it
+    /// stops, its goodbye tells the server, which ends its runs interrupted at once, and it kills
+    /// their processes. Otherwise they go on, and a restarted agent finds them.
+    bool ephemeral = false;
   };
 
   /// Probes the devices; throws std::invalid_argument naming a bad --devices entry, sim spec,

@@ -1,4 +1,5 @@
 #include "actors/agent/agent_actor.hpp"
+#include "actors/agent/agent_parts.hpp"
 
 #include <algorithm>
 #include <csignal>
@@ -31,8 +32,7 @@ namespace cdui::actors {
 
 namespace {
 
-using self_ptr = agent_actor::stateful_pointer<agent_state>;
-using steady = std::chrono::steady_clock;
+using namespace agent_parts;
 
 /// How often the agent looks at its connection (hello, heartbeat, endpoint, one-shot end).
 constexpr auto tick_interval = std::chrono::milliseconds(50);
@@ -48,102 +48,9 @@ constexpr std::uint32_t min_heartbeat_ms = 50;
 /// still queued when it closes); past it, the agent stops anyway.
 constexpr auto goodbye_deadline = std::chrono::seconds(1);
 
-/// The server on `home`, if one runs there.
-std::optional<server_contact> server_on(const std::filesystem::path& home) {
-  if (!storage::home_lock::server_running(home))
-    return std::nullopt;
-  auto address = storage::read_server_json(home);
-  if (!address || address->zmq.empty())
-    return std::nullopt;
-  return server_contact{address->zmq, address->zmq_public_key};
-}
-
-std::filesystem::path runs_dir(const agent_state& st) {
-  return st.setup.home / "agents" / st.setup.name / "runs";
-}
-
-wire_link current_link(const agent_state& st) {
-  return st.welcomed ? wire_link{st.socket} : wire_link{};
-}
-
-/// Tells every supervisor where to report now (nowhere, when not welcomed).
-void relink(self_ptr self) {
-  for (const auto& [id, r] : self->state.runs)
-    self->send(r.supervisor, agent_atoms::link::value, current_link(self->state));
-}
-
 template <class T>
 void send_now(self_ptr self, wire::message_type type, const T& payload) {
   send_to_server(wire_link{self->state.socket}, type, payload);
-}
-
-/// Each offer's memory now: the host's RAM for the CPU (the first offer); for a card, what it has
-/// free counting every process on it, another user's job included (a sim card's shared memory, a
-/// CUDA card's driver figure).
-void measure_device_memory(std::vector<device_offer>& offers) {
-  offers.front() = this_host_cpu_offer();
-  for (auto& offer : offers)
-    if (offer.kind != "cpu")
-      offer.free_bytes = devices::card_free_bytes(offer.kind, offer.uuid, offer.total_bytes);
-}
-
-hello make_hello(agent_state& st) {
-  hello h;
-  h.name = st.setup.name;
-  h.version = version();
-  h.env_digest = fnv1a_hex(st.setup.environment);
-  h.node_types_digest = runtime::node_types_digest();
-  measure_device_memory(st.setup.offers);
-  h.devices = st.setup.offers;
-  // Read at each hello: a re-keyed credential's file can be replaced while the agent runs.
-  h.credential = (st.setup.credential_file.empty() ? storage::read_token(st.setup.home)
-                                                   : storage::read_first_line(st.setup.credential_file))
-                   .value_or("");
-  for (const auto& [id, r] : st.runs)
-    h.running_runs.push_back(id);
-  h.one_shot = st.setup.one_shot;
-  return h;
-}
-
-/// The outputs a record_outputs run left in its folder, for the server.
-outputs_reply outputs_of(const agent_state& st, const std::string& run_id) {
-  outputs_reply r{run_id, false, "", "", false};
-  const auto& worker = st.setup.name;
-  // A run id names a folder here: nothing that could leave runs_dir().
-  if (run_id.empty() || run_id.size() > 64
-      || run_id.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
-           != std::string::npos) {
-    r.error = "'" + run_id + "' is not a run id";
-    return r;
-  }
-  auto dir = runs_dir(st) / run_id;
-  auto held = st.runs.find(run_id);
-  if (held != st.runs.end() && held->second.executing) {
-    r.error = "run " + run_id + " is running on worker '" + worker
-              + "'; its outputs are recorded when it ends";
-    return r;
-  }
-  if (!std::filesystem::exists(dir)) {
-    r.error = "worker '" + worker + "' no longer has run " + run_id + " (its folder " + dir.string()
-              + " is gone)";
-    return r;
-  }
-  auto file = dir / "outputs.json";
-  std::error_code ec;
-  auto size = std::filesystem::file_size(file, ec);
-  if (ec) {
-    r.error = "run " + run_id + " left no recorded outputs on worker '" + worker + "'";
-    return r;
-  }
-  if (size + 4096 > wire::max_frame_bytes) {
-    r.error = "run " + run_id + "'s recorded outputs (" + std::to_string(size) + " bytes, in "
-              + file.string() + " on worker '" + worker + "') are too large to send";
-    return r;
-  }
-  std::ifstream in{file, std::ios::binary};
-  r.nodes_json.assign(std::istreambuf_iterator<char>{in}, {});
-  r.found = true;
-  return r;
 }
 
 /// Spawns and monitors the supervisor of a run: a new one (`launch`), or one taken over from its
@@ -177,81 +84,15 @@ void recover_runs(self_ptr self) {
   }
 }
 
-/// Connects to `contact` on a new socket, dropping the old one.
-void connect(self_ptr self, const server_contact& contact) {
-  auto& st = self->state;
-  zmq_socket_setup s;
-  s.type = zmq_socket_setup::role::dealer;
-  s.name = "agent '" + st.setup.name + "'";
-  s.connect = contact.endpoint;
-  // Nothing queues for a server that is not there: a hello is sent again when it is.
-  s.immediate = true;
-  if (!contact.public_key.empty()) {
-    s.curve_server_key = contact.public_key;
-    s.curve_public_key = st.own_keys.public_key;
-    s.curve_secret_key = st.own_keys.secret_key;
-  }
-  std::shared_ptr<zmq_socket_thread> socket;
-  try {
-    socket = std::make_shared<zmq_socket_thread>(s);
-  } catch (const std::exception& e) {
-    spdlog::warn("agent '{}': cannot connect to {}: {}", st.setup.name, contact.endpoint, e.what());
-    return;
-  }
-  st.welcomed = false;
-  relink(self);
-  st.socket = std::move(socket);
-  auto connection = ++st.connection;
-  auto me = caf::actor_cast<agent_actor>(self);
-  // On the socket's thread: each message the server sends becomes (wire_in, connection, struct);
-  // what does not decode is ignored.
-  st.socket->start([me, connection](const zmq_socket_thread::frames& parts) {
-    if (parts.size() != 2)
-      return;
-    auto envelope = wire::decode_envelope(parts[0]);
-    if (!std::holds_alternative<wire::envelope>(envelope))
-      return;
-    auto forward = [&](auto decoded) {
-      if (decoded)
-        caf::anon_send(me, atoms::wire_in::value, connection, std::move(*decoded));
-    };
-    switch (std::get<wire::envelope>(envelope).type) {
-    case wire::message_type::welcome: forward(wire::decode<welcome>(parts[1])); break;
-    case wire::message_type::assign_run: forward(wire::decode<assign_run>(parts[1])); break;
-    case wire::message_type::resend: forward(wire::decode<run_cursor>(parts[1])); break;
-    case wire::message_type::run_ack: forward(wire::decode<run_ack>(parts[1])); break;
-    case wire::message_type::outputs_request: forward(wire::decode<outputs_request>(parts[1])); break;
-    case wire::message_type::stop_run: forward(wire::decode<stop_run>(parts[1])); break;
-    case wire::message_type::refused: forward(wire::decode<refused>(parts[1])); break;
-    case wire::message_type::goodbye: forward(wire::decode<goodbye>(parts[1])); break;
-    default: break;
-    }
-  });
-  auto now = steady::now();
-  st.contact = contact;
-  st.last_hello = {};
-  st.connected_at = now;
-  st.hinted = false;
-  spdlog::info("agent '{}': connecting to {}{}", st.setup.name, contact.endpoint,
-               contact.public_key.empty() ? "" : " (CURVE)");
-}
-
-/// Finds the server (server.json or --server) and connects again when it has moved.
-void check_endpoint(self_ptr self) {
-  auto& st = self->state;
-  auto contact = st.setup.server.empty() ? server_on(st.setup.home)
-                                         : std::optional<server_contact>{{st.setup.server, ""}};
-  if (contact && !st.setup.server_key.empty())
-    contact->public_key = st.setup.server_key;
-  if (contact && (!st.socket || *contact != st.contact))
-    connect(self, *contact);
-}
-
-/// The agent's end: its supervisors quit (their processes run on), the owner hears why.
+/// The agent's end: its supervisors quit (their processes run on, unless the machine leaves with
+/// the agent: --ephemeral), the owner hears why.
 void end(self_ptr self, const std::string& reason, bool was_refused) {
   auto& st = self->state;
-  for (const auto& [id, r] : st.runs)
+  for (const auto& [id, r] : st.runs) {
     self->send(r.supervisor, atoms::quit::value);
+    if (st.setup.ephemeral && stop_run_processes(r.dir))
+      spdlog::info("agent '{}': run {}'s process is stopped: its machine leaves with the agent", st.setup.name, id);
+  }
   st.socket.reset();
   if (st.setup.owner)
     caf::anon_send(st.setup.owner, atoms::ended::value, reason, was_refused);
@@ -270,7 +111,10 @@ void leave(self_ptr self, const std::string& why) {
     end(self, "", false);
     return;
   }
-  send_now(self, wire::message_type::goodbye, goodbye{why});
+  if (st.setup.ephemeral)
+    send_now(self, wire::message_type::goodbye, goodbye{why.empty() ? leaving_reason() : why, true});
+  else
+    send_now(self, wire::message_type::goodbye, goodbye{why, false});
   self->delayed_send(self, goodbye_deadline, atoms::deadline::value);
 }
 
@@ -324,14 +168,7 @@ void supervisor_failed(self_ptr self, const std::string& id, const caf::error& r
   auto& r = st.runs[id];
   auto why = self->system().render(reason);
   // Its process, and under DDP every other rank: none outlives the run.
-  bool stopped = false;
-  for (int k = 0;; ++k) {
-    auto file = k == 0 ? std::string{"exec.pid"} : ddp_rank_pid_file(k);
-    if (k > 0 && !std::filesystem::exists(r.dir / file))
-      break;
-    if (stop_run_process(run_process_pid(r.dir, file), r.dir))
-      stopped = stopped || k == 0;
-  }
+  bool stopped = stop_run_processes(r.dir);
   run_outcome failure{run_status::failed,
                       "worker '" + st.setup.name + "': the run's supervisor failed (" + why + ")"
                         + (stopped ? ", so its process was stopped" : ""),
@@ -367,19 +204,6 @@ run_supervisor_actor supervisor_of(const agent_state& st, const std::string& id)
 }
 
 } // namespace
-
-std::string this_host_name() {
-  auto name = devices::host_name();
-  return name.empty() ? "worker" : name;
-}
-
-device_offer this_host_cpu_offer() {
-  struct sysinfo info {};
-  ::sysinfo(&info);
-  auto unit = static_cast<std::int64_t>(info.mem_unit);
-  return {"cpu", "cpu", "cpu-" + this_host_name(), static_cast<std::int64_t>(info.totalram) * unit,
-          static_cast<std::int64_t>(info.freeram + info.bufferram) * unit};
-}
 
 agent_actor::behavior_type agent_connection(self_ptr self, agent_setup setup) {
   auto& st = self->state;

@@ -30,6 +30,8 @@ struct agent_setup {
   /// What the hello's env_digest digests (libtorch, CUDA).
   std::string environment;
   bool one_shot = false;
+  /// Its machine leaves with it (agent::config::ephemeral).
+  bool ephemeral = false;
   /// A remote server, tcp://HOST:PORT; empty: the server of `home` (server.json).
   std::string server;
   /// The server's CURVE public key; empty: server.json's, if any.

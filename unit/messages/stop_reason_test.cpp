@@ -18,7 +18,8 @@ BOOST_AUTO_TEST_CASE(execution_stopped_carries_a_word_and_a_sentence) {
 
 BOOST_AUTO_TEST_CASE(every_word_is_one_word) {
   for (auto r : {stop_reason::cancelled, stop_reason::interrupted, stop_reason::timeout,
-                 stop_reason::given_up, stop_reason::not_placed}) {
+                 stop_reason::given_up, stop_reason::not_placed, stop_reason::pruned,
+                 stop_reason::worker_left}) {
     std::string word = cdui::to_string(r);
     BOOST_TEST(word.find(' ') == std::string::npos, word);
     BOOST_TEST((cdui::parse_stop_reason(word) == r));

@@ -86,9 +86,10 @@ BOOST_AUTO_TEST_CASE(every_payload_round_trips) {
 }
 
 BOOST_AUTO_TEST_CASE(a_goodbye_round_trips_and_is_a_known_type) {
-  auto back = wire::decode<goodbye>(wire::encode(goodbye{"the agent stops"}));
+  auto back = wire::decode<goodbye>(wire::encode(goodbye{"the agent stops", true}));
   BOOST_REQUIRE(back.has_value());
   BOOST_TEST(back->reason == "the agent stops");
+  BOOST_TEST(back->leaving);
   wire::envelope e{wire::protocol_version, wire::message_type::goodbye, 0, "agent-1"};
   auto decoded = wire::decode_envelope(wire::encode_envelope(e));
   BOOST_REQUIRE(std::holds_alternative<wire::envelope>(decoded));
