@@ -63,8 +63,9 @@ using run_queue_actor = caf::typed_actor<
 using sweep_actor = caf::typed_actor<caf::replies_to<atoms::cancel>::with<bool>>;
 
 /// A study (study_actor.hpp): proposes, follows and prunes its trials through the run queue;
-/// (cancel) -> false when it has ended already. The same protocol as a sweep's.
-using study_actor = sweep_actor;
+/// (cancel) -> false when it has ended already, as a sweep's; and (tick), which it sends itself to
+/// submit again a trial the queue could not take then (a full disk).
+using study_actor = sweep_actor::extend<caf::reacts_to<atoms::tick>>;
 
 /// One card shared by memory (device_slot.hpp): a thin shell over policy::card_ledger.
 using device_slot_actor = caf::typed_actor<

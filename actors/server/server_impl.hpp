@@ -151,8 +151,9 @@ struct server::impl {
 
   /// Cancels a sweep or a study (`actors`: sweeps or studies) through its actor; false when it
   /// has none, or it has ended.
-  bool cancel_search(const std::map<std::string, actors::sweep_actor>& actors, const std::string& id) {
-    actors::sweep_actor actor;
+  template <class Actor>
+  bool cancel_search(const std::map<std::string, Actor>& actors, const std::string& id) {
+    actors::sweep_actor actor;  // a study's actor takes a sweep's (cancel) too
     {
       std::lock_guard lock{sweeps_mutex};
       if (auto i = actors.find(id); i != actors.end())

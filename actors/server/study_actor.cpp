@@ -14,6 +14,9 @@ namespace cdui::actors {
 
 namespace {
 
+/// How long a study waits to submit again a trial the queue could not take (a full disk).
+constexpr auto resubmit_delay = std::chrono::seconds(5);
+
 using self_ptr = study_actor::stateful_pointer<study_actor_state>;
 using nlohmann::json;
 
@@ -50,7 +53,14 @@ void submit(self_ptr self, std::uint64_t number, policy::variant_params params) 
         --st.submitting;
         if (!r.ok()) {
           if (r.unavailable) {
-            self->quit();  // the server stops: the next start goes on with the study
+            // It cannot take the trial now: the server stops (and this actor with it; the next
+            // start goes on with the study), or its store cannot record it (a full disk). The
+            // same trial is submitted again in a while, until it is recorded or the study ends.
+            spdlog::warn("study {}: trial {} could not be submitted ({}); it is submitted again in {} s",
+                         st.study.id, number, r.error, resubmit_delay.count());
+            ++st.submitting;
+            st.resubmit.emplace(number, params);
+            self->delayed_send(self, resubmit_delay, atoms::tick::value);
             return;
           }
           spdlog::warn("study {}: trial {} was refused: {}", st.study.id, number, r.error);
@@ -203,7 +213,7 @@ study_actor::behavior_type study_supervisor(self_ptr self, study_record study, r
     st.study.finished_ms = now_ms();
     st.store->update_study(st.study);
     self->quit();
-    return guarded_typed_behavior<study_actor>("study", [](atoms::cancel) { return false; });
+    return guarded_typed_behavior<study_actor>("study", [](atoms::tick) {}, [](atoms::cancel) { return false; });
   }
   st.spec = std::get<policy::study_spec>(std::move(spec));
   st.objective = std::get<policy::sweep_objective>(std::move(objective));
@@ -230,7 +240,19 @@ study_actor::behavior_type study_supervisor(self_ptr self, study_record study, r
     follow(self, i);
   // Trial 0 is queued with the study: the trials next to it start now, up to max_parallel.
   advance(self);
-  return guarded_typed_behavior<study_actor>("study", [=](atoms::cancel) {
+  return guarded_typed_behavior<study_actor>("study",
+    [=](atoms::tick) {
+      auto& st = self->state;
+      auto again = std::exchange(st.resubmit, std::nullopt);
+      if (!again)
+        return;
+      --st.submitting;
+      if (st.study.cancel_asked)
+        advance(self);  // cancelled meanwhile: no more trials
+      else
+        submit(self, again->first, again->second);
+    },
+    [=](atoms::cancel) {
     auto& st = self->state;
     if (policy::is_final(policy::study_state(st.spec, st.trials, st.study.cancel_asked, true))
         && !st.study.cancel_asked && st.trials.size() >= st.spec.trials)

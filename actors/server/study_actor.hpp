@@ -34,6 +34,9 @@ struct study_actor_state {
   /// Trial submits on their way to the queue: a new trial is proposed only when none is, so
   /// numbers are given in order and never twice (a rerun of an interrupted one may be on its way).
   std::size_t submitting = 0;
+  /// A trial the queue could not take for now (its store could not record it: a full disk), with
+  /// its params: submitted again at the next (tick). It counts in `submitting` meanwhile.
+  std::optional<std::pair<std::size_t, policy::variant_params>> resubmit;
   /// Some trial's run was refused: no more are proposed.
   bool refused = false;
   static inline const char* name = "study";
