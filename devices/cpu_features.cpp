@@ -1,5 +1,7 @@
 #include "devices/cpu_features.hpp"
 
+#include <cctype>
+#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -65,8 +67,21 @@ bool avx512_of(std::string_view cpuinfo) {
   return flags_of(cpuinfo).count("avx512f") > 0;
 }
 
+bool isa_cap_allows_avx512(std::string_view cap) {
+  std::string upper;
+  for (char c : cap)
+    upper += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return upper.empty() || upper == "ALL" || upper.rfind("AVX512", 0) == 0 || upper.rfind("AVX10", 0) == 0
+         || upper.rfind("AMX", 0) == 0;
+}
+
 bool cpu_has_avx512() {
-  static const bool has = avx512_of(cpuinfo_text());
+  static const bool has = [] {
+    const char* cap = std::getenv("ONEDNN_MAX_CPU_ISA");
+    if (cap == nullptr)
+      cap = std::getenv("DNNL_MAX_CPU_ISA");
+    return avx512_of(cpuinfo_text()) && isa_cap_allows_avx512(cap == nullptr ? "" : cap);
+  }();
   return has;
 }
 

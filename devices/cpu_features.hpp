@@ -28,7 +28,12 @@ struct bf16_support {
 /// kernels, whose buffers the static estimate's 16-bit rules were measured on.
 [[nodiscard]] bool avx512_of(std::string_view cpuinfo);
 
-/// This machine's, read from /proc/cpuinfo once.
+/// Whether oneDNN's ISA cap (`ONEDNN_MAX_CPU_ISA`, else `DNNL_MAX_CPU_ISA`: SSE41, AVX, AVX2,
+/// AVX2_VNNI... or AVX512_..., AMX_..., ALL) lets it run AVX-512 kernels; unset or empty: yes.
+[[nodiscard]] bool isa_cap_allows_avx512(std::string_view cap);
+
+/// This machine's, read from /proc/cpuinfo once, under oneDNN's ISA cap of this process's
+/// environment: with ONEDNN_MAX_CPU_ISA=AVX2 oneDNN runs its AVX2 kernels on an AVX-512 CPU.
 [[nodiscard]] bool cpu_has_avx512();
 
 } // namespace cdui::devices

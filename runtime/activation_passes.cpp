@@ -2,7 +2,9 @@
 
 #include <optional>
 
+#include "runtime/conv_memory.hpp"
 #include "runtime/kernel_memory.hpp"
+#include "runtime/layer_backward.hpp"
 
 namespace cdui::runtime {
 
@@ -23,13 +25,14 @@ public:
   /// The peak of one training step at batch `b`: the batch, the forward pass and what autograd
   /// keeps, the loss, the backward pass, then the optimizer's temporaries.
   std::int64_t training_step(std::int64_t b, std::int64_t optimizer_temporaries) {
-    timeline t{model_.conv_block};
+    timeline t{model_.conv_block, model_.one_thread};
     pass p{t};
     auto x = t.alloc(batch_elements(b, layers_.front().in) * float_bytes);
     auto y = t.alloc(target_bytes(b));
     p.chain = t.hold(x);
-    std::vector<kept> layers(layers_.size());
+    std::vector<layer_kept> layers(layers_.size());
     std::vector<std::optional<checkpointed>> runs(segments_.size());
+    std::vector<timeline::id> states;
     for (std::size_t s = 0; s < segments_.size(); ++s) {
       const auto& seg = segments_[s];
       if (!seg.checkpointed || (!trains(seg) && !p.grad)) {
@@ -37,10 +40,13 @@ public:
           forward(p, layers_[i], training(i), layers[i], b);
         continue;
       }
-      // Through the checkpoint: the block runs without autograd and keeps its input alone.
+      // Through the checkpoint: the block runs without autograd and keeps its input alone, and the
+      // Dropout generator's state, until the backward pass ends.
       runs[s] = checkpointed{t.hold(p.chain), p.grad, p.chain_size};
+      if (model_.dropout_generator)
+        states.push_back(t.alloc(generator_state_bytes));
       for (auto i = seg.begin; i < seg.end; ++i)
-        p.chain = no_grad_layer(t, p.chain, p.chain_size, p.cache, layers_[i], training(i).weight, training(i).lora_rank, b, model_.half, true);
+        p.chain = no_grad_layer(t, p.chain, p.chain_size, p.cache, layers_[i], b, no_grad(i, true));
       p.grad = true;
     }
     auto any_grad = p.grad;  // false: nothing in the model trains, the loss needs no backward
@@ -53,7 +59,7 @@ public:
         more = runs[s]->grad_in;
       } else {
         for (auto i = seg.end; i-- > seg.begin && more;) {
-          g = backward(t, layers_[i], layers[i], g, b, nullptr);
+          g = layer_backward(t, layers_[i], layers[i], g, b, nullptr);
           more = layers[i].grad_in;  // false: nothing before this layer needs a gradient
         }
       }
@@ -61,6 +67,7 @@ public:
         break;
     }
     t.drop(g);
+    t.drop_all(states);
     t.spike(optimizer_temporaries);  // the optimizer steps while the batch is still held
     t.drop(x);
     t.drop(y);
@@ -70,12 +77,12 @@ public:
   /// The peak of one validation batch of `b`: under no_grad, over a view of the dataset (not
   /// copied), each layer's output freed once the next one has it.
   std::int64_t evaluation(std::int64_t b) {
-    timeline t{model_.conv_block};
+    timeline t{model_.conv_block, model_.one_thread};
     auto chain = timeline::none;
     std::int64_t chain_size = float_bytes;
     std::vector<timeline::id> cache;
     for (std::size_t i = 0; i < layers_.size(); ++i)
-      chain = no_grad_layer(t, chain, chain_size, cache, layers_[i], training(i).weight, training(i).lora_rank, b, model_.half, false);
+      chain = no_grad_layer(t, chain, chain_size, cache, layers_[i], b, no_grad(i, false));
     auto outputs = batch_elements(b, layers_.back().out);
     chain = output_in_float(t, chain, chain_size, outputs);
     t.drop_all(cache);
@@ -99,20 +106,14 @@ private:
     std::vector<timeline::id> cache;
   };
 
-  /// What one layer keeps for its backward, and the element sizes it computed in.
-  struct kept {
-    std::vector<timeline::id> saved;
-    std::int64_t in_size = float_bytes;   // the input it computed on (its gradient's size)
-    std::int64_t out_size = float_bytes;
-    std::int64_t received_size = float_bytes;  // the input as it came: its gradient goes back in it
-    bool grad_in = false;  // whether its input requires grad
-    layer_training trains;
-    /// A LoRA layer's adapter: what its backward passes through (the rank's activation, kept).
-    std::int64_t lora_rank = 0;
-  };
-
   [[nodiscard]] layer_training training(std::size_t i) const {
     return training_.empty() ? layer_training{} : training_[i];
+  }
+
+  /// How layer `i` runs without autograd; `train_mode`: in a checkpointed block in training.
+  [[nodiscard]] no_grad_run no_grad(std::size_t i, bool train_mode) const {
+    auto tr = training(i);
+    return {model_.half, model_.cached_copies, tr.weight, tr.lora_rank, train_mode};
   }
 
   /// A checkpointed block in training: the input it kept, whether that needs a gradient, its size.
@@ -137,7 +138,14 @@ private:
   /// the layers keep excepted), then their backward; the incoming gradient, the rerun's output
   /// and the weights' gradients are let go together when the block's backward returns.
   timeline::id rerun_backward(timeline& t, const forward_segment& seg, const checkpointed& run,
-                              std::vector<kept>& layers, timeline::id g, std::int64_t b) const {
+                              std::vector<layer_kept>& layers, timeline::id g, std::int64_t b) const {
+    // The block's buffers (BatchNorm's running statistics), copied to put back after the rerun,
+    // and the generator's state of the moment, while the rerun draws Dropout's masks again.
+    std::int64_t buffers = 0;
+    for (auto i = seg.begin; i < seg.end; ++i)
+      buffers += layers_[i].buffer_floats * float_bytes + layers_[i].buffer_int64s * index_bytes;
+    auto copies = t.alloc(buffers);
+    auto now = model_.dropout_generator ? t.alloc(generator_state_bytes) : timeline::none;
     pass q{t};
     q.chain = t.hold(run.input);
     q.chain_size = run.chain_size;
@@ -145,23 +153,25 @@ private:
     for (auto i = seg.begin; i < seg.end; ++i)
       forward(q, layers_[i], training(i), layers[i], b);
     t.drop_all(q.cache);
+    t.drop(now);
     auto out = q.chain;
     auto incoming = t.hold(g);  // the block's backward holds its output's gradient until it returns
     std::vector<timeline::id> grads;
     for (auto i = seg.end; i-- > seg.begin;) {
-      g = backward(t, layers_[i], layers[i], g, b, &grads);
+      g = layer_backward(t, layers_[i], layers[i], g, b, &grads);
       if (!layers[i].grad_in)
         break;
     }
     t.drop(out);
     t.drop(incoming);
     t.drop_all(grads);
+    t.drop(copies);
     t.drop(run.input);
     return g;
   }
 
   /// One layer's forward pass in training: its output, what autograd keeps, its temporaries.
-  void forward(pass& p, const layer_plan& l, const layer_training& tr, kept& k, std::int64_t b) const {
+  void forward(pass& p, const layer_plan& l, const layer_training& tr, layer_kept& k, std::int64_t b) const {
     auto& t = p.t;
     k.grad_in = p.grad;
     k.received_size = p.chain_size;
@@ -173,28 +183,36 @@ private:
       // Autograd records the layer when its input or one of its parameters needs a gradient.
       bool grad = k.grad_in || tr.weight || tr.bias;
       std::vector<timeline::id> temporaries;
+      // A LoRA layer's sum computes its adapter (the right operand) first, then the frozen Linear.
+      k.out_size = model_.half ? half_bytes : float_bytes;
+      auto adapter = tr.lora_rank > 0 ? lora_forward(p, l, tr.lora_rank, k, b) : std::vector<timeline::id>{};
       auto used = layer_input(t, model_.half, p.chain, p.chain_size, e_in);
       k.in_size = p.chain_size;
       if (model_.half) {
-        // Autocast keeps the 16-bit copy of a weight that trains for the rest of the forward pass;
-        // a frozen weight's copy lives for the op alone. Linear keeps the copy only to compute its
-        // input's gradient; Conv2d keeps both.
+        // The 16-bit copy of the weight lives for the op, unless autocast caches it for the forward
+        // pass (fp16, a weight that trains). Linear keeps it only to compute its input's gradient;
+        // Conv2d keeps both.
         auto copy = t.alloc(l.cast_parameters * half_bytes);
-        (tr.weight ? p.cache : temporaries).push_back(copy);
+        (tr.weight && model_.cached_copies ? p.cache : temporaries).push_back(copy);
         if (grad && (k.grad_in || conv))
           k.saved.push_back(t.hold(copy));
       }
-      k.out_size = model_.half ? half_bytes : float_bytes;
       out = conv ? conv_output(t, l, b, model_.half) : t.alloc(e_out * k.out_size);
-      if (!conv && model_.half && l.out[0] < 64)
-        t.spike(gemm_scratch(l.in[0], l.out[0]));
+      if (!conv && model_.half)
+        t.spike(matmul_scratch(b, l.in[0], l.out[0], false));
       // The matrix product keeps its input for the weight's gradient; the convolution keeps it
       // whenever it is recorded.
       (grad && (conv || tr.weight) ? k.saved : temporaries).push_back(used);
       t.drop_all(temporaries);
       p.grad = grad;
-      if (tr.lora_rank > 0)
-        out = lora_forward(p, l, tr.lora_rank, k, out, b);
+      if (tr.lora_rank > 0) {
+        // One C++ expression: its temporaries live until the sum is made.
+        auto sum = t.alloc(e_out * k.out_size);
+        adapter.push_back(out);
+        t.drop_all(adapter);
+        out = sum;
+        p.grad = true;
+      }
     } else {
       k.in_size = k.out_size = p.chain_size;
       if (l.type == "Flatten" || (l.type == "Dropout" && l.p == 0)) {
@@ -283,93 +301,37 @@ private:
     return g;
   }
 
-  /// One layer's backward pass from its output's gradient `g`: its input's gradient (none when
-  /// its input needs none), its weights' gradients and temporaries; what it kept is let go.
-  /// `grads`: where the weights' gradients go when the caller hands them back later (a
-  /// checkpointed block); null: accumulated at once.
-  static timeline::id backward(timeline& t, const layer_plan& l, kept& k, timeline::id g, std::int64_t b,
-                               std::vector<timeline::id>* grads) {
-    auto e_in = batch_elements(b, l.in);
-    auto gin = timeline::none;
-    std::vector<timeline::id> temporaries;
-    if (l.type == "Conv2d") {
-      auto weights = conv_backward(t, l, b, {k.in_size, k.out_size, k.trains.weight, k.grad_in}, temporaries, gin);
-      if (grads != nullptr && k.trains.weight && k.out_size == float_bytes)
-        grads->push_back(weights);
-      else
-        t.drop(weights);
-    } else if (l.type == "Linear") {
-      if (k.lora_rank > 0)
-        gin = lora_backward(t, l, k.lora_rank, {k.in_size, k.out_size, true, k.grad_in}, b);
-      if (k.grad_in)
-        gin = accumulate(t, gin, t.alloc(e_in * k.in_size), e_in * k.in_size);
-      if (k.trains.weight)
-        (grads != nullptr && k.out_size == float_bytes ? *grads : temporaries)
-          .push_back(t.alloc(l.cast_parameters * k.out_size));
-    } else if (l.type == "Flatten" || (l.type == "Dropout" && l.p == 0)) {
-      gin = t.hold(g);
-    } else if (l.type == "Dropout") {
-      // Two backward functions: the division by 1 - p, then the product with the mask; each lets
-      // go of its incoming gradient before the next one runs.
-      auto divided = t.alloc(e_in * k.in_size);
-      t.drop(g);
-      g = timeline::none;
-      gin = t.alloc(e_in * k.in_size);
-      t.drop(divided);
-    } else if (l.type == "BatchNorm1d" || l.type == "BatchNorm2d") {
-      if (k.grad_in)
-        gin = t.alloc(e_in * k.in_size);
-      t.spike(e_in * k.in_size);
-    } else if (k.grad_in) {  // LayerNorm, MaxPool2d, the activations
-      gin = t.alloc(e_in * k.in_size);
-    }
-    t.drop(g);
-    t.drop_all(k.saved);
-    // Under autocast the weights' gradients come back to fp32 once the layer has let go of what
-    // it kept, before the next layer's backward runs.
-    if (grads != nullptr && l.cast_parameters > 0 && k.trains.weight && k.out_size == half_bytes)
-      grads->push_back(t.alloc(l.cast_parameters * float_bytes));
-    else if (k.out_size == half_bytes && l.cast_parameters > 0 && k.trains.weight)
-      t.spike(l.cast_parameters * float_bytes);
-    t.drop_all(temporaries);
-    if (gin != timeline::none && k.received_size != k.in_size) {
-      // Autocast's cast of the input, undone: its gradient goes back to the format it came in.
-      auto back = t.alloc(e_in * k.received_size);
-      t.drop(gin);
-      gin = back;
-    }
-    return gin;
-  }
-
-  /// A LoRA layer's adapter beside its frozen Linear's output `base`: x A^T (kept), its product with
-  /// B, that times the scale, and the sum with `base`, which goes on.
-  timeline::id lora_forward(pass& p, const layer_plan& l, std::int64_t rank, kept& k, timeline::id base,
-                            std::int64_t b) const {
+  /// A LoRA layer's adapter on the layer's input: x A^T (kept) and its product with B, and that
+  /// times the scale, which are given back to be let go once the sum with the frozen Linear's output
+  /// is made.
+  std::vector<timeline::id> lora_forward(pass& p, const layer_plan& l, std::int64_t rank, layer_kept& k,
+                                         std::int64_t b) const {
     auto& t = p.t;
     auto in = l.in[0], out = l.out[0];
     k.lora_rank = rank;
     if (model_.half) {
-      // The adapters' 16-bit copies, cached for the forward pass; each product keeps its weight's.
+      // The adapters' 16-bit copies: each product keeps its weight's (x A^T only to compute x's
+      // gradient); autocast caches them for the forward pass in fp16 alone.
       auto a = t.alloc(rank * in * half_bytes), bw = t.alloc(out * rank * half_bytes);
-      p.cache.push_back(a);
-      p.cache.push_back(bw);
       if (k.grad_in)
         k.saved.push_back(t.hold(a));
       k.saved.push_back(t.hold(bw));
+      for (auto copy : {a, bw}) {
+        if (model_.cached_copies)
+          p.cache.push_back(copy);
+        else
+          t.drop(copy);
+      }
     }
-    // x A^T keeps x (the chain, or its 16-bit copy when the chain was fp32).
-    k.saved.push_back(k.received_size == k.in_size ? t.hold(p.chain) : t.alloc(b * in * half_bytes));
-    auto ax = t.alloc(b * rank * k.out_size);
-    k.saved.push_back(ax);
-    // One C++ expression: its temporaries live until the sum is made.
-    auto bax = t.alloc(b * out * k.out_size);
-    auto scaled = t.alloc(b * out * k.out_size);
-    auto sum = t.alloc(b * out * k.out_size);
-    t.drop(bax);
-    t.drop(base);
-    t.drop(scaled);
-    p.grad = true;
-    return sum;
+    // x A^T keeps x: the chain, or under autocast its own 16-bit copy when the chain is fp32.
+    k.lora_input = model_.half && p.chain_size != half_bytes ? t.alloc(b * in * half_bytes) : t.hold(p.chain);
+    k.lora_product = t.alloc(b * rank * k.out_size);
+    if (model_.half)
+      t.spike(matmul_scratch(b, in, rank, false));
+    auto product = t.alloc(b * out * k.out_size);
+    if (model_.half)
+      t.spike(matmul_scratch(b, rank, out, false));
+    return {product, t.alloc(b * out * k.out_size)};
   }
 
   [[nodiscard]] std::int64_t target_bytes(std::int64_t b) const {

@@ -35,6 +35,15 @@ struct pass_model {
   /// The channels oneDNN's blocked layout pads a convolution's tensors to: 16 with AVX-512, 8 with
   /// AVX2.
   std::int64_t conv_block = 16;
+  /// The loop runs on one intra-op thread (its num_threads is 1): libtorch then runs small 1x1
+  /// convolutions with its own kernel, not oneDNN's (runtime/conv_memory.hpp).
+  bool one_thread = false;
+  /// Autocast caches its copies of the weights that train for the whole forward pass: libtorch
+  /// 1.13 does so for fp16 only; a bf16 copy lives for its op, or as long as a backward keeps it.
+  bool cached_copies = false;
+  /// The Model has a Dropout layer: each block through the checkpoint keeps a copy of its
+  /// generator's state until the backward pass ends, and its rerun one more.
+  bool dropout_generator = false;
 };
 
 /// The peak of one training step at batch `b` besides the persistent state: the batch, the forward

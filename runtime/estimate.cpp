@@ -1,10 +1,10 @@
 #include "runtime/estimate.hpp"
 
 #include <algorithm>
-#include <map>
 
 #include "devices/memory.hpp"
 #include "runtime/activation_passes.hpp"
+#include "runtime/estimate_inputs.hpp"
 #include "runtime/kernel_memory.hpp"
 #include "runtime/layer_shapes.hpp"
 #include "runtime/precision.hpp"
@@ -22,102 +22,6 @@ constexpr std::int64_t index_bytes = 8;  // int64 class labels and max-pool indi
 /// Model's layers, and the elements of one layer's batch (with room for 16 channels of padding).
 constexpr std::size_t max_layers = 1'000;
 constexpr std::int64_t max_batch_elements = std::int64_t{1} << 44;
-
-/// Where a rough estimate comes from: thrown inside, caught once and turned into the reason.
-struct rough_reason {
-  std::string text;
-};
-
-/// The graph's nodes by id and the node feeding each input port.
-class graph_index {
-public:
-  explicit graph_index(const graph& g) {
-    for (const auto& n : g.nodes)
-      nodes_[n.id] = &n;
-    for (const auto& e : g.edges)
-      feeds_[{e.to.node, e.to.port}] = &e.from;
-  }
-
-  [[nodiscard]] const graph_node* node(const std::string& id) const {
-    auto it = nodes_.find(id);
-    return it == nodes_.end() ? nullptr : it->second;
-  }
-
-  /// The node connected to `port` of `node`; null when nothing is.
-  [[nodiscard]] const graph_node* feeding(const graph_node& n, const std::string& port) const {
-    auto it = feeds_.find({n.id, port});
-    return it == feeds_.end() ? nullptr : node(it->second->node);
-  }
-
-private:
-  std::map<std::string, const graph_node*> nodes_;
-  std::map<std::pair<std::string, std::string>, const port_ref*> feeds_;
-};
-
-/// What a Dataset node gives, as far as its params tell.
-struct data_facts {
-  std::optional<sample_shape> shape;  // nullopt: the graph does not say (a CSV's columns)
-  std::optional<std::int64_t> samples;
-  bool classification = true;
-};
-
-data_facts dataset_facts(const graph_node& d) {
-  const auto& p = d.params;
-  auto name = p["name"].get<std::string>();
-  data_facts f;
-  if (name == "fashion_mnist" && d.was_given("root")) {
-    // Files of its own: their image size and count are known only once the run reads them.
-  } else if (name == "fashion_mnist") {
-    f.shape = sample_shape{1, 28, 28};
-    auto all = p["split"] == "test" ? 10'000 : 60'000;
-    auto limit = p["limit"].get<std::int64_t>();
-    f.samples = limit > 0 ? std::min<std::int64_t>(limit, all) : all;
-  } else if (name == "moons" || name == "circles") {
-    f.shape = sample_shape{2};
-    f.samples = p["n_samples"].get<std::int64_t>();
-  } else if (name == "blobs" || name == "regression") {
-    f.shape = sample_shape{p["n_features"].get<std::int64_t>()};
-    f.samples = p["n_samples"].get<std::int64_t>();
-    f.classification = name == "blobs";
-  } else {
-    f.classification = p["task"] == "classification";
-  }
-  return f;
-}
-
-/// A DataLoader and its dataset: the batch one step takes.
-struct batch_facts {
-  data_facts data;
-  std::int64_t batch = 0;
-};
-
-batch_facts loader_facts(const graph_index& index, const graph_node& loader) {
-  if (loader.type != "DataLoader")
-    throw rough_reason{"node '" + loader.id + "' (" + loader.type + ") gives batches the estimate "
-                       "cannot size: no batch size"};
-  const auto* dataset = index.feeding(loader, "dataset");
-  if (dataset == nullptr || dataset->type != "Dataset")
-    throw rough_reason{"DataLoader '" + loader.id + "' reads no Dataset node, so the samples' size "
-                       "is unknown"};
-  batch_facts b;
-  b.data = dataset_facts(*dataset);
-  b.batch = loader.params["batch_size"].get<std::int64_t>();
-  if (b.data.samples)
-    b.batch = std::min(b.batch, *b.data.samples);
-  return b;
-}
-
-/// The Model node behind a loop's `model` input, through nodes that pass a model on.
-const graph_node& model_node(const graph_index& index, const graph_node& loop) {
-  const auto* n = index.feeding(loop, "model");
-  while (n != nullptr && n->type == "CheckpointLoader")
-    n = index.feeding(*n, "model");
-  if (n == nullptr || n->type != "Model")
-    throw rough_reason{"the model of TrainingLoop '" + loop.id + "' does not come from a Model node"
-                       + (n ? " ('" + n->id + "' is a " + n->type + ")" : "")
-                       + ", so its layers cannot be counted"};
-  return *n;
-}
 
 /// The optimizer state's bytes per trainable parameter, and what it keeps.
 struct optimizer_costs {
@@ -245,7 +149,10 @@ memory_estimate estimate_loop(const graph_index& index, const graph_node& loop,
                                                                                  : recompute_granularity::selective);
   pass_model passes{&layers, std::move(training), std::move(segments), half, cross_entropy,
                     train.data.classification};
-  passes.conv_block = conv_block(cuda || options.cpu_avx512);
+  passes.conv_block = cuda ? conv_block(cpu_kernels::avx512_bf16) : conv_block(options.cpu);
+  passes.one_thread = !cuda && loop.params["num_threads"].get<std::int64_t>() == 1;
+  passes.cached_copies = ran == precision::fp16;
+  passes.dropout_generator = std::any_of(layers.begin(), layers.end(), [](const auto& l) { return l.type == "Dropout"; });
   auto step = training_step_peak(passes, train.batch, opt.temporaries * largest * float_bytes);
   auto working = step;
   e.activations_from = "training step";
@@ -257,7 +164,9 @@ memory_estimate estimate_loop(const graph_index& index, const graph_node& loop,
       e.activations_from = "evaluation pass";
     }
   }
-  auto copies = half ? cast * half_bytes : 0;
+  // The copies are part of what the pass holds (a bf16 copy lives for its op or its backward, not
+  // for the whole pass): the two terms split the pass's peak, so the total is never more than it.
+  auto copies = half ? std::min(cast * half_bytes, working) : 0;
 
   auto add = [&](std::string name, std::int64_t bytes, std::string detail, bool cuda_only = false) {
     e.terms.push_back({std::move(name), bytes, std::move(detail), cuda_only});
@@ -272,11 +181,12 @@ memory_estimate estimate_loop(const graph_index& index, const graph_node& loop,
       thousands(trainable) + " x " + std::to_string(opt.state_bytes) + " bytes (" + opt.name + ")");
   if (half)
     add("autocast_copies", copies,
-        thousands(cast) + " Linear and Conv2d weights x 2 bytes (" + e.precision + " autocast)");
+        thousands(cast) + " Linear and Conv2d weights x 2 bytes (" + e.precision + " autocast)"
+          + (copies < cast * half_bytes ? ", as much of them as the pass holds at once" : ""));
   std::string what = "one training step at batch " + std::to_string(train.batch);
   if (val)
     what += " or one evaluation pass at batch " + std::to_string(val->batch);
-  add("activations", std::max<std::int64_t>(0, working - copies),
+  add("activations", working - copies,
       (val ? "the larger of " + what + ": the " + e.activations_from : what)
         + (e.activations_from == "training step"
              ? " (the batch, what autograd keeps, the backward and optimizer temporaries)"
@@ -289,8 +199,8 @@ memory_estimate estimate_loop(const graph_index& index, const graph_node& loop,
         "20% of the above for the CUDA caching allocator's reserve", true);
     add("cuda_workspace", cuda_workspace_bytes, "the CUDA libraries' workspaces (cuBLAS, cuDNN)", true);
   }
-  if (half && !cuda && !options.cpu_avx512)
-    e.rough = unmeasured_16_bit_kernels(loop.id, e.precision, e.device);
+  if (half && !cuda && !measured_16_bit_kernels(options.cpu))
+    e.rough = unmeasured_16_bit_kernels(loop.id, e.precision, e.device, options.cpu);
   return e;
 }
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "devices/cpu_features.hpp"
+#include "runtime/cpu_kernels.hpp"
 #include "runtime/optimizer_state.hpp"
 #include "runtime/precision.hpp"
 #include "runtime/validate.hpp"
@@ -67,10 +67,10 @@ struct estimate_options {
   std::string device;
   /// Cards of a device set: the figure is per card (without DDP, each card holds a whole run).
   std::int64_t cards = 1;
-  /// Whether the CPU's kernels (device cpu, and sim cards, which compute on the CPU) are oneDNN's
-  /// AVX-512 ones, which the rules for its 16-bit buffers were measured on (kernel_memory.hpp);
-  /// without them a bf16 or fp16 run there gets a rough estimate. This machine's by default.
-  bool cpu_avx512 = devices::cpu_has_avx512();
+  /// The CPU's kernels (device cpu, and sim cards, which compute on the CPU): they set the blocked
+  /// layouts counted, and a bf16 run on kernels other than those the 16-bit rules were measured on
+  /// (AVX-512 BF16 without AMX) gets a rough estimate (cpu_kernels.hpp). This machine's by default.
+  cpu_kernels cpu = this_cpu_kernels();
 };
 
 /// Estimates the memory of the graph's TrainingLoop (the largest, when there are several).

@@ -2,17 +2,9 @@
 
 #include <algorithm>
 
+#include "runtime/conv_memory.hpp"
+
 namespace cdui::runtime {
-
-namespace {
-
-/// Whether a 1x1 convolution reads its input in the blocked layout: in fp32, and in 16 bits for a
-/// few output channels (measured: 1 does, 16 do not).
-bool reorders_input(const layer_plan& l, bool half) {
-  return l.kernel == 1 && (!half || l.out[0] < 8);
-}
-
-} // namespace
 
 timeline::id timeline::alloc(std::int64_t bytes) {
   sizes_.push_back(bytes);
@@ -47,20 +39,13 @@ std::int64_t batch_elements(std::int64_t b, const sample_shape& shape) {
   return b * elements(shape);
 }
 
-std::int64_t conv_block(bool avx512) {
-  return avx512 ? 16 : 8;
-}
-
-std::string unmeasured_16_bit_kernels(const std::string& loop_id, const std::string& precision,
-                                      const std::string& device) {
-  return "TrainingLoop '" + loop_id + "' trains in " + precision + " on " + device
-         + ", whose kernels here are oneDNN's without AVX-512: the estimate's rules for their 16-bit "
-           "buffers were measured on AVX-512 kernels, and these allocate otherwise";
+std::int64_t padded(std::int64_t c, std::int64_t to) {
+  return (c + to - 1) / to * to;
 }
 
 std::int64_t blocked(std::int64_t b, const sample_shape& shape, std::int64_t block) {
   auto c = shape[0];
-  return b * ((c + block - 1) / block * block) * (elements(shape) / c);
+  return b * padded(c, block) * (elements(shape) / c);
 }
 
 timeline::id layer_input(timeline& t, bool half, timeline::id chain, std::int64_t& chain_size,
@@ -82,14 +67,26 @@ timeline::id output_in_float(timeline& t, timeline::id chain, std::int64_t chain
 timeline::id accumulate(timeline& t, timeline::id first, timeline::id second, std::int64_t bytes) {
   if (first == timeline::none)
     return second;
+  if (second == timeline::none)
+    return first;
   auto sum = t.alloc(bytes);
   t.drop(first);
   t.drop(second);
   return sum;
 }
 
-std::int64_t gemm_scratch(std::int64_t k, std::int64_t n) {
-  return k * ((n + 63) / 64 * 64) * half_bytes;
+std::int64_t matmul_scratch(std::int64_t m, std::int64_t k, std::int64_t n, bool left_transposed) {
+  if (m * k * n <= onednn_matmul_min_size)
+    return 0;
+  auto panel = k <= 512 ? padded(k, 32) : k <= 1024 ? 512 : 1024;
+  auto bytes = 768 + panel * 64 * half_bytes;
+  if (k > 512 || (left_transposed && k == 512))
+    bytes += (k > 512 ? 128 : 0) + std::min<std::int64_t>(m, n == 1 ? 64 : 256) * std::min<std::int64_t>(n, 64) * float_bytes;
+  if (left_transposed) {
+    auto blocks = (m + 255) / 256;
+    bytes += 128 + (n == 1 ? 1 : (m + blocks - 1) / blocks) * panel * half_bytes;
+  }
+  return bytes;
 }
 
 std::int64_t norm_statistics(const layer_plan& l, std::int64_t b) {
@@ -98,29 +95,11 @@ std::int64_t norm_statistics(const layer_plan& l, std::int64_t b) {
   return 2 * l.in[0] * float_bytes;
 }
 
-// Its input copied to the blocked layout (channels padded to the timeline's block: 16 with
-// AVX-512, 8 with AVX2) when the kernel wants it so (a
-// 1x1 kernel as above; 16 or more channels in fp32, and a number of them not a multiple of 16 in
-// 16 bits), the output written blocked, the input's copy let go, then the blocked output copied
-// to the dense one. Under 16-bit autocast the blocked output is as large as fp32's once the layer
-// has 8 channels in and out.
-timeline::id conv_output(timeline& t, const layer_plan& l, std::int64_t b, bool half) {
-  auto size = half ? half_bytes : float_bytes;
-  auto block = t.conv_block();
-  auto reorder = reorders_input(l, half) || (l.in[0] >= block && (!half || l.in[0] % block != 0));
-  auto written = blocked(b, l.out, block) * (!half || (l.in[0] >= 8 && l.out[0] >= 8) ? float_bytes : half_bytes);
-  t.spike(written + (reorder ? blocked(b, l.in, block) * size : 0));
-  auto out = t.alloc(batch_elements(b, l.out) * size);
-  t.spike(written);
-  return out;
-}
-
 timeline::id no_grad_layer(timeline& t, timeline::id chain, std::int64_t& chain_size, std::vector<timeline::id>& cache,
-                           const layer_plan& l, bool weight_trains, std::int64_t lora_rank, std::int64_t b,
-                           bool half, bool train_mode) {
+                           const layer_plan& l, std::int64_t b, const no_grad_run& run) {
   auto e_in = batch_elements(b, l.in), e_out = batch_elements(b, l.out);
   timeline::id out = timeline::none;
-  if (l.type == "Dropout" && train_mode && l.p > 0) {
+  if (l.type == "Dropout" && run.train_mode && l.p > 0) {
     auto mask = t.alloc(e_in * chain_size);
     auto product = t.alloc(e_in * chain_size);
     out = t.alloc(e_in * chain_size);
@@ -129,22 +108,31 @@ timeline::id no_grad_layer(timeline& t, timeline::id chain, std::int64_t& chain_
   } else if (l.type == "Flatten" || l.type == "Dropout") {
     out = t.hold(chain);
   } else if (l.type == "Linear" || l.type == "Conv2d") {
-    auto used = layer_input(t, half, chain, chain_size, e_in);
-    auto size = half ? half_bytes : float_bytes;
-    auto copy = half ? t.alloc(l.cast_parameters * half_bytes) : timeline::none;
-    out = l.type == "Conv2d" ? conv_output(t, l, b, half) : t.alloc(e_out * size);
-    if (weight_trains)
+    auto used = layer_input(t, run.half, chain, chain_size, e_in);
+    auto size = run.half ? half_bytes : float_bytes;
+    auto copy = run.half ? t.alloc(l.cast_parameters * half_bytes) : timeline::none;
+    out = l.type == "Conv2d" ? conv_output(t, l, b, run.half) : t.alloc(e_out * size);
+    if (l.type == "Linear" && run.half)
+      t.spike(matmul_scratch(b, l.in[0], l.out[0], false));
+    if (run.cached && run.weight_trains)
       cache.push_back(copy);
     else
       t.drop(copy);
-    if (lora_rank > 0) {
-      auto in = l.in[0], outf = l.out[0];
-      if (half) {
-        cache.push_back(t.alloc(lora_rank * in * half_bytes));
-        cache.push_back(t.alloc(outf * lora_rank * half_bytes));
+    if (run.lora_rank > 0) {
+      auto rank = run.lora_rank, in = l.in[0], outf = l.out[0];
+      if (run.half) {
+        // The adapters' copies: cached, or each for its product alone.
+        auto a = t.alloc(rank * in * half_bytes);
+        t.spike(outf * rank * half_bytes);
+        if (run.cached) {
+          cache.push_back(a);
+          cache.push_back(t.alloc(outf * rank * half_bytes));
+        } else {
+          t.drop(a);
+        }
       }
       // W x + b, x A^T, its product with B and that times the scale live until the sum is made.
-      std::vector<timeline::id> parts{out, t.alloc(b * lora_rank * size), t.alloc(b * outf * size),
+      std::vector<timeline::id> parts{out, t.alloc(b * rank * size), t.alloc(b * outf * size),
                                       t.alloc(b * outf * size)};
       out = t.alloc(b * outf * size);
       t.drop_all(parts);
@@ -162,45 +150,23 @@ timeline::id no_grad_layer(timeline& t, timeline::id chain, std::int64_t& chain_
   return out;
 }
 
-// oneDNN works on copies in its blocked layout (channels padded to the timeline's block: 16 with
-// AVX-512, 8 with AVX2): of the output's gradient,
-// and of the input when it computes the input's gradient or a 1x1 kernel reads it blocked (the
-// first layer's kernel reads its plain input). The weights' gradient comes first; of the two copies
-// the larger lives on while the input's dense gradient is made. From 16 input channels on (unless
-// a stride-1 layer doubles them) the input's gradient is computed from a second blocked copy of the
-// output's gradient; a 1x1 kernel over fewer channels computes it into a buffer of its own first.
-timeline::id conv_backward(timeline& t, const layer_plan& l, std::int64_t b, const layer_gradients& c,
-                           std::vector<timeline::id>& temporaries, timeline::id& gin) {
-  auto dst_bytes = blocked(b, l.out, t.conv_block()) * c.out_size;
-  auto src_bytes = c.weight && (c.input || reorders_input(l, c.in_size == half_bytes))
-                     ? blocked(b, l.in, t.conv_block()) * c.in_size
-                     : 0;
-  auto dst = t.alloc(dst_bytes);
-  auto weights = t.alloc(c.weight ? l.cast_parameters * c.out_size : 0);
-  auto src = src_bytes > 0 ? t.alloc(src_bytes) : timeline::none;
-  t.drop(src_bytes > dst_bytes ? dst : src);
-  temporaries.push_back(src_bytes > dst_bytes ? src : dst);
-  if (c.input) {
-    auto e_in = batch_elements(b, l.in);
-    auto second = l.in[0] >= t.conv_block() && (l.stride > 1 || l.out[0] < 2 * l.in[0]) ? t.alloc(dst_bytes)
-                  : l.kernel == 1 && l.in[0] < t.conv_block()                             ? t.alloc(e_in * c.in_size)
-                                                                              : timeline::none;
-    gin = t.alloc(e_in * c.in_size);
-    t.drop(second);
-  }
-  return weights;
-}
-
 timeline::id lora_backward(timeline& t, const layer_plan& l, std::int64_t rank, const layer_gradients& c,
-                           std::int64_t b) {
+                           std::int64_t b, const lora_held& held, std::vector<timeline::id>& temporaries) {
   auto in = l.in[0], out = l.out[0];
+  // The scale's product; the output's gradient has no other user left.
   auto scaled = t.alloc(b * out * c.out_size);
-  t.spike(out * rank * c.out_size);  // B's gradient, accumulated
+  t.drop(held.gradient);
+  // The product with B: B's gradient and x A^T's, then x A^T and the scaled gradient let go.
+  auto gb = t.alloc(out * rank * c.out_size);
   auto gax = t.alloc(b * rank * c.out_size);
   t.drop(scaled);
-  t.spike(rank * in * c.out_size);  // A's gradient
+  t.drop(held.product);
+  t.drop(gb);
+  // x A^T: A's gradient and x's, then x A^T's gradient and x let go.
+  temporaries.push_back(t.alloc(rank * in * c.out_size));
   auto gin = c.input ? t.alloc(b * in * c.in_size) : timeline::none;
   t.drop(gax);
+  t.drop(held.input);
   if (c.out_size == half_bytes)
     t.spike((rank * in + out * rank) * float_bytes);
   return gin;

@@ -24,4 +24,12 @@ BOOST_AUTO_TEST_CASE(without_them_or_without_flags_it_is_not_native) {
   BOOST_TEST(!bf16_support_of("model name : amx_bf16\n").native());  // only the flags lines count
 }
 
+BOOST_AUTO_TEST_CASE(onednns_isa_cap_below_avx512_means_its_avx2_kernels) {
+  using cdui::devices::isa_cap_allows_avx512;
+  for (auto below : {"AVX2", "avx2", "AVX2_VNNI", "AVX", "SSE41"})
+    BOOST_TEST(!isa_cap_allows_avx512(below), below);
+  for (auto at : {"", "ALL", "AVX512_CORE", "avx512_core_bf16", "AVX512_CORE_AMX", "AMX_BF16"})
+    BOOST_TEST(isa_cap_allows_avx512(at), at);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -228,26 +228,43 @@ BOOST_AUTO_TEST_CASE(absurd_sizes_are_refused_not_overflowed) {
   BOOST_TEST(e.rough.find("too large") != std::string::npos, e.rough);
 }
 
-BOOST_AUTO_TEST_CASE(its_16_bit_rules_are_avx512s) {
-  // oneDNN's 16-bit buffers were measured on its AVX-512 kernels: on a CPU without AVX-512 a bf16
-  // or fp16 run on the CPU (or a sim card) is rough, saying why; fp32, and CUDA, are counted.
+BOOST_AUTO_TEST_CASE(its_16_bit_rules_are_avx512_bf16s) {
+  // oneDNN's 16-bit buffers were measured on its AVX-512 BF16 kernels (avx512_bf16, no AMX): on
+  // other kernels a bf16 run on the CPU (or a sim card) is rough, saying which; fp32, and CUDA, are
+  // counted.
   auto g = test::sized_graph{};
   g.cnn = true, g.width = 8, g.batch = 64, g.precision = "bf16", g.optimizer = "sgd";
   auto doc = test::sized_graph_json(g);
-  runtime::estimate_options avx2;
-  avx2.cpu_avx512 = false;
-  auto e = estimate(doc, avx2);
-  BOOST_TEST(e.is_rough());
-  BOOST_TEST(e.rough.find("trains in bf16 on cpu, whose kernels here are oneDNN's without AVX-512") != std::string::npos,
-             e.rough);
-  runtime::estimate_options avx512;
-  avx512.cpu_avx512 = true;
-  BOOST_TEST(!estimate(doc, avx512).is_rough());
-  avx2.device = "cuda:0";
-  BOOST_TEST(!estimate(doc, avx2).is_rough());
+  auto with = [](runtime::cpu_kernels kernels, std::string device = "") {
+    runtime::estimate_options o;
+    o.cpu = kernels;
+    o.device = std::move(device);
+    return o;
+  };
+  for (auto [kernels, which] : {std::pair{runtime::cpu_kernels::avx2, "oneDNN's without AVX-512"},
+                                {runtime::cpu_kernels::avx512, "oneDNN's AVX-512 ones without avx512_bf16"},
+                                {runtime::cpu_kernels::amx, "oneDNN's AMX ones (amx_bf16)"}}) {
+    auto e = estimate(doc, with(kernels));
+    BOOST_TEST(e.is_rough());
+    BOOST_TEST(e.rough.find(std::string{"trains in bf16 on cpu, whose kernels here are "} + which) != std::string::npos,
+               e.rough);
+    BOOST_TEST(!estimate(doc, with(kernels, "cuda:0")).is_rough());
+  }
+  BOOST_TEST(!estimate(doc, with(runtime::cpu_kernels::avx512_bf16)).is_rough());
   g.precision = "fp32";
-  avx2.device = "cpu";
-  BOOST_TEST(!estimate(test::sized_graph_json(g), avx2).is_rough());
+  for (auto kernels : {runtime::cpu_kernels::avx2, runtime::cpu_kernels::avx512, runtime::cpu_kernels::amx})
+    BOOST_TEST(!estimate(test::sized_graph_json(g), with(kernels)).is_rough());
+}
+
+BOOST_AUTO_TEST_CASE(the_kernels_come_from_the_cpus_flags) {
+  auto support = [](std::string flags) { return devices::bf16_support_of("flags\t\t: " + flags + "\n"); };
+  using runtime::cpu_kernels;
+  BOOST_TEST((runtime::cpu_kernels_of(false, support("avx2 avx512_bf16")) == cpu_kernels::avx2));
+  BOOST_TEST((runtime::cpu_kernels_of(true, support("avx2 avx512f")) == cpu_kernels::avx512));
+  BOOST_TEST((runtime::cpu_kernels_of(true, support("avx512f avx512_bf16")) == cpu_kernels::avx512_bf16));
+  BOOST_TEST((runtime::cpu_kernels_of(true, support("avx512f avx512_bf16 amx_bf16")) == cpu_kernels::amx));
+  BOOST_TEST(runtime::conv_block(cpu_kernels::avx2) == 8);
+  BOOST_TEST(runtime::conv_block(cpu_kernels::amx) == 16);
 }
 
 BOOST_AUTO_TEST_CASE(within_ten_percent_of_the_measured_peak) {
@@ -275,8 +292,9 @@ BOOST_AUTO_TEST_CASE(within_ten_percent_of_the_measured_peak) {
   for (const auto& [name, doc] : graphs) {
     BOOST_TEST_CONTEXT(name) {
       auto e = estimate(doc);
-      if (e.is_rough() && !devices::cpu_has_avx512() && name.find("bf16") != std::string::npos) {
-        // 16-bit on kernels its rules were not measured on: it says so (its_16_bit_rules_are_avx512s).
+      if (e.is_rough() && !runtime::measured_16_bit_kernels(runtime::this_cpu_kernels())
+          && name.find("bf16") != std::string::npos) {
+        // 16-bit on kernels its rules were not measured on: it says so (its_16_bit_rules_are_avx512_bf16s).
         BOOST_TEST_MESSAGE(name << ": rough on this CPU: " << e.rough);
         continue;
       }
