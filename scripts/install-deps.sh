@@ -11,8 +11,9 @@ packages=(
   # The dashboard: Chart.js, compiled into cdui; the headless browser its test drives.
   libjs-chart.js chromium chromium-driver python3-selenium
   clang-14 libclang-rt-14-dev libfuzzer-14-dev
-  # Agents as SLURM jobs: integration/slurm_test runs a one-node cluster of these.
-  slurmctld slurmd slurm-client munge
+  # Agents as SLURM jobs: integration/slurm_test runs a one-node cluster of these; the Kubernetes
+  # recipe's test reads its manifests with python3-yaml.
+  slurmctld slurmd slurm-client munge python3-yaml
 )
 
 missing=()
