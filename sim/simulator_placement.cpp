@@ -182,7 +182,7 @@ std::size_t simulator::state::place_literal(policy::run_table<int>& runs, std::s
   // start it at once by count, else (with a budget) the ledger over the shared ones, unless it was
   // told to wait for the same cards.
   std::size_t moved = 0;
-  std::vector<run_id> order{runs.floating().begin(), runs.floating().end()};
+  std::vector<run_id> order = runs.floating();
   if (order.size() > most)
     order.resize(most);
   for (const auto& queued_id : order) {

@@ -9,12 +9,12 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
+#include <iterator>
 #include <utility>
 #include <vector>
 
@@ -60,8 +60,10 @@ struct run_record {
   std::string session;
   /// Placement: the slots it queued for or holds (a device set's several); empty while it floats.
   std::vector<std::string> keys;
-  /// A run for any worker or the pool, until it is placed (run_table::unfloat).
+  /// A run for any worker or the pool, until it is placed (run_table::unfloat), and its place in
+  /// the floating runs' order.
   std::optional<floating_run> floating;
+  std::uint64_t floating_seq = 0;
   /// It has started (it holds its slots), and a worker executes it.
   bool started = false;
   bool remote = false;
@@ -128,7 +130,7 @@ public:
     if (at == runs_.end())
       return false;
     by_actor_.erase(at->second.actor_key);
-    drop_floating(id);
+    drop_floating(at->second);
     runs_.erase(at);
     return true;
   }
@@ -136,8 +138,10 @@ public:
   /// The run floats: it waits for a slot of its kind on any worker (or the pool), after the
   /// runs that float already.
   void float_run(record& r, floating_run what) {
-    if (!r.floating)
-      floating_.push_back(r.id);
+    if (!r.floating) {
+      r.floating_seq = ++floating_seq_;
+      floating_.emplace(r.floating_seq, r.id);
+    }
     r.floating = std::move(what);
   }
   /// The run stops floating (it is placed, or leaves its queue): its ask to the ledger goes too.
@@ -146,17 +150,26 @@ public:
     auto* r = find(id);
     if (!r || !r->floating)
       return false;
+    drop_floating(*r);
     r->floating.reset();
     r->ask.reset();
-    drop_floating(id);
     return true;
   }
-  /// The floating runs, in submit order.
-  [[nodiscard]] const std::deque<run_id>& floating() const { return floating_; }
+  /// The floating runs, in submit order (a copy: placing them changes the order's container).
+  [[nodiscard]] std::vector<run_id> floating() const {
+    std::vector<run_id> out;
+    out.reserve(floating_.size());
+    for (const auto& [seq, id] : floating_)
+      out.push_back(id);
+    return out;
+  }
+  [[nodiscard]] std::size_t floating_count() const { return floating_.size(); }
   /// A floating run's place among them from 1; 0 when it does not float.
   [[nodiscard]] std::size_t floating_position(const run_id& id) const {
-    auto at = std::find(floating_.begin(), floating_.end(), id);
-    return at == floating_.end() ? 0 : static_cast<std::size_t>(at - floating_.begin()) + 1;
+    const auto* r = find(id);
+    if (!r || !r->floating)
+      return 0;
+    return static_cast<std::size_t>(std::distance(floating_.begin(), floating_.find(r->floating_seq))) + 1;
   }
 
   /// The run starts at `now_ms`: how long it waited since it was queued, when it was (the first
@@ -198,14 +211,16 @@ public:
   [[nodiscard]] typename map_type::const_iterator end() const { return runs_.end(); }
 
 private:
-  void drop_floating(const run_id& id) {
-    if (auto at = std::find(floating_.begin(), floating_.end(), id); at != floating_.end())
-      floating_.erase(at);
+  void drop_floating(const record& r) {
+    if (r.floating)
+      floating_.erase(r.floating_seq);
   }
 
   map_type runs_;
   std::unordered_map<std::uint64_t, run_id> by_actor_;
-  std::deque<run_id> floating_;
+  /// The floating runs by the order they started floating in: erased in O(log n) when placed.
+  std::map<std::uint64_t, run_id> floating_;
+  std::uint64_t floating_seq_ = 0;
 };
 
 } // namespace cdui::policy

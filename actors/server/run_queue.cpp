@@ -60,7 +60,7 @@ void place_on(self_ptr self, const std::string& id, const std::vector<slot_key>&
 /// judges (ask_floating), unless it was told to wait for the same cards.
 void place_floating(self_ptr self) {
   auto& st = self->state;
-  for (auto queued : std::vector<run_id>{st.runs.floating().begin(), st.runs.floating().end()}) {
+  for (const auto& queued : st.runs.floating()) {
     auto& run = st.runs.at(queued);
     const auto& id = queued.str();
     if (run.ask && !run.ask->answered)
