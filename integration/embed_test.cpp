@@ -12,16 +12,12 @@
 #include "testkit/home.hpp"
 #include "testkit/process.hpp"
 
+using cdui::test::file_text;
 using namespace std::chrono_literals;
 using cdui::test::run_command;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string read_text(const fs::path& p) {
-  std::ifstream in{p};
-  return {std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
-}
 
 /// Runs a step of the build; a failure stops the test with its output.
 void build_step(const std::vector<std::string>& argv) {
@@ -54,7 +50,7 @@ BOOST_AUTO_TEST_CASE(a_service_builds_against_the_installed_package_and_trains_m
     if (!entry.is_regular_file())
       continue;
     ++headers;
-    auto text = read_text(entry.path());
+    auto text = file_text(entry.path());
     BOOST_TEST(!std::regex_search(text, private_include), entry.path());
     for (std::sregex_iterator i{text.begin(), text.end(), own_include}, end; i != end; ++i)
       BOOST_TEST(fs::is_regular_file(root / (*i)[1].str()), entry.path() << " includes " << (*i)[1] << ", not installed");
@@ -77,7 +73,7 @@ BOOST_AUTO_TEST_CASE(a_service_builds_against_the_installed_package_and_trains_m
 
   // The service compiles with the installed headers only: no torch include directory, nothing
   // of cdui's source tree.
-  auto commands = read_text(build / "compile_commands.json");
+  auto commands = file_text(build / "compile_commands.json");
   BOOST_TEST(commands.find("-isystem " + (prefix / "include" / "cdui").string()) != std::string::npos,
              commands);
   BOOST_TEST(commands.find("torch") == std::string::npos, commands);

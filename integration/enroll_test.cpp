@@ -73,11 +73,6 @@ struct background_agent_guard {
   }
 };
 
-std::string file_bytes(const std::filesystem::path& file) {
-  std::ifstream in{file, std::ios::binary};
-  return {std::istreambuf_iterator<char>{in}, {}};
-}
-
 json long_run_on(const std::string& worker) {
   return body_on_worker(moons_graph_json(1'000'000, 0, 16, std::nullopt), worker, {"sim:0"});
 }
@@ -121,7 +116,7 @@ BOOST_AUTO_TEST_CASE(the_enrollment_command_starts_a_remote_agent_that_runs_a_ru
   std::string db;
   for (const auto& entry : std::filesystem::directory_iterator{home.path()})
     if (entry.path().filename().string().rfind("cdui.db", 0) == 0)
-      db += file_bytes(entry.path());
+      db += file_text(entry.path());
   BOOST_TEST(db.find(credential) == std::string::npos);
   BOOST_TEST(db.find("remote-1") != std::string::npos);
 
@@ -406,7 +401,7 @@ BOOST_AUTO_TEST_CASE(with_curve_only_a_peer_that_knows_the_servers_key_is_heard)
     BOOST_TEST(worker(srv, "plain").is_null());
   }
   // A damaged key file stops the start, naming it, rather than changing the key under the agents.
-  auto keys = file_bytes(home.path() / "server.curve");
+  auto keys = file_text(home.path() / "server.curve");
   std::ofstream{home.path() / "server.curve"} << keys.substr(0, 40) << "\n";
   try {
     server_process broken{home, env};

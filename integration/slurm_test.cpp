@@ -15,31 +15,6 @@ using namespace std::chrono_literals;
 using namespace cdui::test;
 using nlohmann::json;
 
-namespace {
-
-/// The pids of the processes whose command line holds `text` (an agent's home, say).
-std::vector<pid_t> processes_with(const std::string& text) {
-  std::vector<pid_t> out;
-  for (const auto& entry : std::filesystem::directory_iterator{"/proc"}) {
-    auto name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos)
-      continue;
-    std::ifstream in{entry.path() / "cmdline", std::ios::binary};
-    std::string cmdline{std::istreambuf_iterator<char>{in}, {}};
-    if (cmdline.find(text) != std::string::npos)
-      out.push_back(static_cast<pid_t>(std::stoi(name)));
-  }
-  return out;
-}
-
-/// A file's text; empty when it is not there (yet).
-std::string text_of(const std::filesystem::path& file) {
-  std::ifstream in{file, std::ios::binary};
-  return {std::istreambuf_iterator<char>{in}, {}};
-}
-
-} // namespace
-
 BOOST_AUTO_TEST_SUITE(slurm_test)
 
 BOOST_AUTO_TEST_CASE(a_slurm_allocations_agent_joins_as_a_fleet_member_and_leaves_with_its_runs) {
@@ -77,7 +52,7 @@ BOOST_AUTO_TEST_CASE(a_slurm_allocations_agent_joins_as_a_fleet_member_and_leave
                           return !w.is_null() && w["status"] == "online";
                         }, 90s),
                         "the allocation's agent did not join: job " << job << " is '" << cluster.state(job)
-                          << "'; its output: " << text_of(jobs.path() / "job.out"));
+                          << "'; its output: " << file_text(jobs.path() / "job.out"));
   BOOST_TEST(w["credential"] == "enrolled");
   BOOST_TEST(cluster.state(job) == "RUNNING");
 
@@ -99,10 +74,12 @@ BOOST_AUTO_TEST_CASE(a_slurm_allocations_agent_joins_as_a_fleet_member_and_leave
              != std::string::npos);
   BOOST_TEST(eventually([&] { return cluster.state(job).empty(); }, 60s), "job " << job << " is still listed");
   // Nothing of the allocation is left: no agent, no run process.
-  BOOST_TEST(eventually([&] { return processes_with(agent_home.string()).empty(); }, 30s));
+  BOOST_TEST(eventually([&] {
+    return processes_with([&](const std::string& cmdline) { return cmdline.find(agent_home.string()) != std::string::npos; }).empty();
+  }, 30s));
   BOOST_TEST(run_processes(agent_home).empty());
   // Its log says it stopped the run it still had.
-  auto text = text_of(agent_home / "agents" / name / "agent.log");
+  auto text = file_text(agent_home / "agents" / name / "agent.log");
   BOOST_TEST(text.find("run " + id + "'s process is stopped: its machine leaves with the agent") != std::string::npos,
              text);
 }

@@ -15,13 +15,6 @@ using namespace cdui::test;
 
 namespace {
 
-std::string read_text(const std::filesystem::path& file) {
-  std::ifstream in{file};
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 /// A sweep body over opt.lr and loader.batch_size of `graph`, with `options`.
 json sweep_body(const json& graph, const json& options = json::object()) {
   return {{"graph", graph},
@@ -107,7 +100,7 @@ BOOST_AUTO_TEST_CASE(a_grid_sweep_runs_every_variant_in_order_and_ranks_them) {
   auto run = srv.get_json("/api/runs/" + v[1]["run_id"].get<std::string>());
   BOOST_TEST(run["status"] == "succeeded");
   BOOST_TEST(run["options"]["seed"] == 1);
-  auto graph = json::parse(read_text(home.path() / "runs" / v[1]["run_id"].get<std::string>() / "graph.json"));
+  auto graph = json::parse(file_text(home.path() / "runs" / v[1]["run_id"].get<std::string>() / "graph.json"));
   for (const auto& node : graph["nodes"]) {
     if (node["id"] == "opt")
       BOOST_TEST(node["params"]["lr"] == 0.05);

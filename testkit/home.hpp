@@ -2,12 +2,20 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 
 #include <unistd.h>
 
 namespace cdui::test {
+
+/// A file's bytes; empty when it cannot be read (not there yet, say).
+inline std::string file_text(const std::filesystem::path& file) {
+  std::ifstream in{file, std::ios::binary};
+  return {std::istreambuf_iterator<char>{in}, {}};
+}
 
 /// A fresh temporary $CODEFYUI_HOME, removed with everything in it when the test ends.
 class temp_home {

@@ -306,9 +306,9 @@ struct background_server_guard {
   ~background_server_guard() { (void)signal_pid_in(home / "server.json", SIGKILL); }
 };
 
-/// The pids of `cdui exec` processes (a worker's, or a server's with --isolation process) whose
-/// run folder is under `home`; with `run_id`, of that run only.
-inline std::vector<pid_t> run_processes(const std::filesystem::path& home, const std::string& run_id = "") {
+/// The pids of the processes whose command line (its arguments joined by NULs) `matches`.
+template <class Match>
+std::vector<pid_t> processes_with(Match matches) {
   std::vector<pid_t> pids;
   for (const auto& entry : std::filesystem::directory_iterator{"/proc"}) {
     auto name = entry.path().filename().string();
@@ -321,13 +321,21 @@ inline std::vector<pid_t> run_processes(const std::filesystem::path& home, const
     } catch (const std::ios_base::failure&) {
       continue;  // it ended while being read (libstdc++ throws on ESRCH): not running any more
     }
-    auto exec = cmdline.find(std::string{"exec"} + '\0');
-    auto folder = cmdline.find('\0' + home.string());
-    if (exec != std::string::npos && folder != std::string::npos && exec < folder
-        && (run_id.empty() || cmdline.find("/" + run_id + '\0', folder) != std::string::npos))
+    if (matches(cmdline))
       pids.push_back(static_cast<pid_t>(std::stoi(name)));
   }
   return pids;
+}
+
+/// The pids of `cdui exec` processes (a worker's, or a server's with --isolation process) whose
+/// run folder is under `home`; with `run_id`, of that run only.
+inline std::vector<pid_t> run_processes(const std::filesystem::path& home, const std::string& run_id = "") {
+  return processes_with([&](const std::string& cmdline) {
+    auto exec = cmdline.find(std::string{"exec"} + '\0');
+    auto folder = cmdline.find('\0' + home.string());
+    return exec != std::string::npos && folder != std::string::npos && exec < folder
+           && (run_id.empty() || cmdline.find("/" + run_id + '\0', folder) != std::string::npos);
+  });
 }
 
 inline std::vector<pid_t> run_processes(const temp_home& home, const std::string& run_id = "") {

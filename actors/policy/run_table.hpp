@@ -163,7 +163,6 @@ public:
       out.push_back(id);
     return out;
   }
-  [[nodiscard]] std::size_t floating_count() const { return floating_.size(); }
   /// A floating run's place among them from 1; 0 when it does not float.
   [[nodiscard]] std::size_t floating_position(const run_id& id) const {
     const auto* r = find(id);
