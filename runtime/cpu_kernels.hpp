@@ -17,12 +17,17 @@ enum class cpu_kernels {
   avx512,       // AVX-512 without avx512_bf16: oneDNN computes bf16 through fp32
   avx512_bf16,  // AVX-512 with avx512_bf16 and no AMX: what the 16-bit rules were measured on
   amx,          // AMX tiles (amx_bf16): oneDNN's AMX kernels, with buffers of their own
+  avx512_bf16_newer_onednn,  // avx512_bf16 under a newer oneDNN (PyPI's torch 2.x), with other buffers
 };
 
 /// From the CPU's flags: whether it has avx512f, and its bf16 instructions.
 [[nodiscard]] cpu_kernels cpu_kernels_of(bool avx512, const devices::bf16_support& bf16);
 
-/// This machine's, read from /proc/cpuinfo once.
+/// What `kernels` become under libtorch `torch_major`: the 16-bit rules were measured on 1.13's
+/// oneDNN; torch 2.x ships a newer one, whose AVX-512 BF16 kernels keep other scratch buffers.
+[[nodiscard]] cpu_kernels under_libtorch(cpu_kernels kernels, int torch_major);
+
+/// This machine's under this build's libtorch, read from /proc/cpuinfo once.
 [[nodiscard]] cpu_kernels this_cpu_kernels();
 
 /// The channels oneDNN's blocked layout pads a convolution's tensors to: 16 with AVX-512 (and on

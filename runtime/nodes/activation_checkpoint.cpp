@@ -5,6 +5,8 @@
 #include <c10/core/GradMode.h>
 #include <torch/autograd.h>
 
+#include "torch_compat/autocast.hpp"
+
 namespace cdui::runtime::nodes {
 
 namespace {
@@ -18,14 +20,16 @@ struct autocast_state {
   at::ScalarType cpu_dtype = at::kBFloat16, gpu_dtype = at::kHalf;
 
   static autocast_state current() {
-    return {at::autocast::is_cpu_enabled(), at::autocast::is_enabled(), at::autocast::get_autocast_cpu_dtype(),
-            at::autocast::get_autocast_gpu_dtype()};
+    using c10::DeviceType;
+    return {torch_compat::autocast_enabled(DeviceType::CPU), torch_compat::autocast_enabled(DeviceType::CUDA),
+            torch_compat::autocast_dtype(DeviceType::CPU), torch_compat::autocast_dtype(DeviceType::CUDA)};
   }
   void apply() const {
-    at::autocast::set_cpu_enabled(cpu);
-    at::autocast::set_autocast_cpu_dtype(cpu_dtype);
-    at::autocast::set_enabled(gpu);
-    at::autocast::set_autocast_gpu_dtype(gpu_dtype);
+    using c10::DeviceType;
+    torch_compat::set_autocast_enabled(DeviceType::CPU, cpu);
+    torch_compat::set_autocast_dtype(DeviceType::CPU, cpu_dtype);
+    torch_compat::set_autocast_enabled(DeviceType::CUDA, gpu);
+    torch_compat::set_autocast_dtype(DeviceType::CUDA, gpu_dtype);
   }
 };
 
