@@ -14,6 +14,7 @@
 
 #include "actors/policy/run_options.hpp"
 #include "apps/agent_watch.hpp"
+#include "apps/ddp_settings.hpp"
 #include "apps/run_command.hpp"
 #include "devices/host_inventory.hpp"
 #include "messages/clock.hpp"
@@ -151,17 +152,12 @@ int exec_command(const std::filesystem::path& run_dir, bool pipe, int rank, int 
   ctx.emit = emit;
   auto graph = std::get<runtime::validated_graph>(checked);
   if (world_size > 1) {
-    ctx.ddp.rank = rank;
-    ctx.ddp.world_size = world_size;
-    ctx.ddp.rendezvous = run_dir / "ddp.store";
-    ctx.ddp.devices = run.value("visible_devices", std::vector<std::string>{ctx.device});
-    if (auto timeout = std::getenv("CODEFYUI_DDP_TIMEOUT_S"); timeout != nullptr && std::atoi(timeout) > 0)
-      ctx.ddp.timeout = std::chrono::seconds(std::atoi(timeout));
-    if (static_cast<int>(ctx.ddp.devices.size()) < world_size) {
-      std::fprintf(stderr, "cdui exec: the run has %zu cards (run.json's visible_devices), not %d\n",
-                   ctx.ddp.devices.size(), world_size);
+    if (auto error = ddp_settings(run, run_dir, rank, world_size,
+                                  {std::getenv("CDUI_DDP_SECRET"), std::getenv("CODEFYUI_DDP_TIMEOUT_S")}, ctx.ddp)) {
+      std::fprintf(stderr, "cdui exec: %s\n", error->c_str());
       return exit_usage;
     }
+    ::unsetenv("CDUI_DDP_SECRET");  // the rank holds it; what the run starts does not inherit it
     if (auto conflict = runtime::ddp_conflict(graph)) {
       run_outcome o{run_status::failed, *conflict, "{}"};
       emit("execution_error", {{"kind", "error"}, {"error", o.error}});
@@ -169,7 +165,7 @@ int exec_command(const std::filesystem::path& run_dir, bool pipe, int rank, int 
       return exit_ok;
     }
     if (rank > 0) {
-      ctx.device = ctx.ddp.devices[static_cast<std::size_t>(rank)];
+      ctx.device = ctx.ddp.device;
       ctx.slot = ctx.device;
       graph = runtime::ddp_rank_part(graph);
     }

@@ -29,9 +29,19 @@ struct ddp_rank {
   int rank = 0;
   /// 1: the run is one process, and a ddp loop trains single (saying so).
   int world_size = 1;
-  /// The c10d FileStore the ranks meet at, in the run's folder.
+  /// Within one worker: the c10d FileStore the ranks meet at, in the run's folder.
   std::filesystem::path rendezvous;
+  /// Across workers (store_host set): rank 0's c10d TCPStore. Rank 0 hosts it at store_host and
+  /// store_port (0: a free port, which it reports in a ddp_rendezvous event); the others connect.
+  std::string store_host;
+  int store_port = 0;
+  /// The run's secret: across workers the store's keys are under its hash, so only a rank that has
+  /// it finds the others.
+  std::string secret;
+  /// Every rank's card, as the run reports them ("w2/sim:0" across workers).
   std::vector<std::string> devices;
+  /// This rank's card, as this process names it (devices[rank] within one worker).
+  std::string device;
   /// How long a collective (the first one included) waits for every rank (CODEFYUI_DDP_TIMEOUT_S).
   std::chrono::milliseconds timeout{std::chrono::minutes(30)};
 };

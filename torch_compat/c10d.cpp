@@ -1,8 +1,17 @@
 #include "torch_compat/c10d.hpp"
 
+#include <cerrno>
+#include <cstring>
+#include <memory>
 #include <stdexcept>
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/csrc/distributed/c10d/reducer.hpp>
 #include <torch/version.h>
 
@@ -29,9 +38,58 @@ c10::intrusive_ptr<c10d::ProcessGroup> holding(const c10::intrusive_ptr<c10d::St
   group->setDefaultBackend(type);
   return group;
 }
+/// A socket listening at `address`:`port`, for a TCPStore to take over. Throws naming the address.
+int listening_socket(const std::string& address, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  auto where = address + ":" + std::to_string(port);
+  if (int rc = ::getaddrinfo(address.c_str(), std::to_string(port).c_str(), &hints, &found); rc != 0)
+    throw std::runtime_error("cannot resolve the rendezvous address " + where + ": " + ::gai_strerror(rc));
+  std::unique_ptr<addrinfo, void (*)(addrinfo*)> list{found, ::freeaddrinfo};
+  int fd = ::socket(found->ai_family, found->ai_socktype | SOCK_CLOEXEC, 0);
+  int on = 1;
+  if (fd < 0 || ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) != 0
+      || ::bind(fd, found->ai_addr, found->ai_addrlen) != 0 || ::listen(fd, SOMAXCONN) != 0) {
+    auto error = std::string{std::strerror(errno)};
+    if (fd >= 0)
+      ::close(fd);
+    throw std::runtime_error("cannot listen at the rendezvous address " + where + ": " + error);
+  }
+  return fd;
+}
+
+/// The port a socket is bound to.
+int bound_port(int fd) {
+  sockaddr_storage bound{};
+  socklen_t size = sizeof bound;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &size);
+  return ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                                           : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+}
 #endif
 
 } // namespace
+
+tcp_store make_tcp_store(const std::string& address, int port, bool host, int world,
+                         std::chrono::milliseconds timeout) {
+  c10d::TCPStoreOptions options;
+  options.port = static_cast<std::uint16_t>(port);
+  options.isServer = host;
+  options.numWorkers = static_cast<std::size_t>(world);
+  options.waitWorkers = false;  // the host reports its port before the others connect
+  options.timeout = timeout;
+#if TORCH_VERSION_MAJOR >= 2
+  if (host) {
+    options.masterListenFd = listening_socket(address, port);
+    options.port = static_cast<std::uint16_t>(bound_port(*options.masterListenFd));
+  }
+#endif
+  auto store = c10::make_intrusive<c10d::TCPStore>(address, options);
+  return {store, store->getPort()};
+}
 
 c10::intrusive_ptr<c10d::ProcessGroup> gloo_group(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                                                   std::chrono::milliseconds timeout, const std::string& interface) {

@@ -25,6 +25,18 @@ namespace cdui::torch_compat {
                                                                 std::chrono::milliseconds timeout,
                                                                 const std::string& interface);
 
+/// A c10d TCPStore, the rendezvous of ranks on several machines. `host`: this process hosts it,
+/// listening at `address`:`port` (0: a free port) for `world` ranks; else it is a client of the
+/// one there, waiting at most `timeout` for it. In torch 2.x the store listens on `address` alone
+/// (a socket bound here, handed over); c10d 1.13's binds every interface at that port.
+struct tcp_store {
+  c10::intrusive_ptr<c10d::Store> store;
+  /// The port it listens at (the one chosen when asked for 0).
+  int port = 0;
+};
+[[nodiscard]] tcp_store make_tcp_store(const std::string& address, int port, bool host, int world,
+                                       std::chrono::milliseconds timeout);
+
 /// Whether this build has c10d's NCCL (libtorch with CUDA, and CDUI_NCCL on).
 [[nodiscard]] bool has_nccl();
 

@@ -1,4 +1,4 @@
-// DDP over c10d (docs/ddp.md): the FileStore rendezvous, Gloo (NCCL for CUDA cards where libtorch
+// DDP over c10d (docs/ddp.md): the FileStore rendezvous (a TCPStore across workers), Gloo (NCCL for CUDA cards where libtorch
 // has it), and the Reducer behind PyTorch's DistributedDataParallel, driven from C++.
 #include "runtime/nodes/ddp.hpp"
 
@@ -6,10 +6,12 @@
 #include <cstdlib>
 
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/torch.h>
 
 #include "runtime/node_call.hpp"
 #include "runtime/nodes/values.hpp"
+#include "storage/credentials.hpp"
 #include "torch_compat/c10d.hpp"
 
 namespace cdui::runtime::nodes {
@@ -29,14 +31,32 @@ std::string interface_from(const char* variable) {
 }
 
 /// Whether the ranks reduce over NCCL: when the build has it and every rank has a CUDA card of its
-/// own (NCCL refuses two ranks on one GPU). Every rank decides alike, from the run's device set.
+/// own (NCCL refuses two ranks on one GPU). Every rank decides alike, from the run's device set
+/// (whose names carry their worker across workers: "w2/cuda:0").
 bool over_nccl(const std::vector<std::string>& devices) {
   if (!torch_compat::has_nccl())
     return false;
   for (const auto& device : devices)
-    if (!torch_device(device).is_cuda() || std::count(devices.begin(), devices.end(), device) > 1)
+    if (!torch_device(device.substr(device.rfind('/') + 1)).is_cuda()
+        || std::count(devices.begin(), devices.end(), device) > 1)
       return false;
   return true;
+}
+
+/// Where the ranks meet: the FileStore in the run's folder within one worker. Across workers, rank
+/// 0's TCPStore, hosted once per process (a second ddp loop meets at the same one), its keys under
+/// the hash of the run's secret: a process without it never finds them (the store has no listing).
+c10::intrusive_ptr<c10d::Store> meeting_point(const ddp_rank& settings, const store_hosted& hosted) {
+  if (settings.store_host.empty())
+    return c10::make_intrusive<c10d::FileStore>(settings.rendezvous.string(), settings.world_size);
+  static torch_compat::tcp_store tcp;
+  if (!tcp.store) {
+    tcp = torch_compat::make_tcp_store(settings.store_host, settings.store_port, settings.rank == 0,
+                                       settings.world_size, settings.timeout);
+    if (settings.rank == 0 && hosted)
+      hosted(settings.store_host, tcp.port);
+  }
+  return c10::make_intrusive<c10d::PrefixStore>("cdui-run-" + storage::credential_hash(settings.secret), tcp.store);
 }
 
 /// The rank's process group: NCCL (over_nccl), else Gloo (which reduces CUDA tensors too, through
@@ -51,11 +71,11 @@ c10::intrusive_ptr<c10d::ProcessGroup> make_group(const c10::intrusive_ptr<c10d:
 
 class ddp_distribution final : public distribution {
 public:
-  ddp_distribution(const ddp_rank& settings, torch::nn::Sequential& net)
+  ddp_distribution(const ddp_rank& settings, torch::nn::Sequential& net, const store_hosted& hosted)
       : settings_(settings), buffers_(net->buffers()) {
     try {
-      auto store = c10::make_intrusive<c10d::FileStore>(settings.rendezvous.string(), settings.world_size);
-      auto device = torch_device(settings.devices.at(static_cast<std::size_t>(settings.rank)));
+      auto store = meeting_point(settings, hosted);
+      auto device = torch_device(settings.device);
       group_ = make_group(store, settings, device);
       // NCCL reduces tensors on the card only: the loop's figures travel there and back.
       if (group_->getBackendName() == "nccl")
@@ -184,8 +204,8 @@ at::Tensor ddp_validation_part(std::int64_t samples, int rank, int world) {
   return torch::arange(rank, samples, world, torch::kInt64);
 }
 
-std::unique_ptr<distribution> join_ddp(const ddp_rank& rank, torch::nn::Sequential& net) {
-  return std::make_unique<ddp_distribution>(rank, net);
+std::unique_ptr<distribution> join_ddp(const ddp_rank& rank, torch::nn::Sequential& net, const store_hosted& hosted) {
+  return std::make_unique<ddp_distribution>(rank, net, hosted);
 }
 
 } // namespace cdui::runtime::nodes

@@ -84,7 +84,9 @@ std::unique_ptr<distribution> distribute(node_call& call, loop_inputs& in, const
   const auto& ranks = call.run().ddp;
   if (call.string_param("strategy") == "ddp") {
     if (ranked(call)) {
-      auto ddp = join_ddp(ranks, in.model->module);
+      auto ddp = join_ddp(ranks, in.model->module, [&call](const std::string& host, int port) {
+        call.emit("ddp_rendezvous", {{"host", host}, {"port", port}});
+      });
       // Every rank built the same data and model from the run's seed; from here rank k draws its
       // own randomness (dropout masks) from seed + k, and rank 0 draws on as a single run does.
       if (ranks.rank > 0)
@@ -347,8 +349,7 @@ std::int64_t sim_card_bytes(const std::string& device, const devices::host_devic
 
 port_values run_training_loop(node_call& call) {
   // Under DDP rank k trains on the run's card k, whatever card the loop's device param names.
-  auto device_name = ranked(call) ? call.run().ddp.devices.at(static_cast<std::size_t>(call.run().ddp.rank))
-                                  : call.resolve_device();
+  auto device_name = ranked(call) ? call.run().ddp.device : call.resolve_device();
   if (torch_device(device_name).type() != c10::DeviceType::CPU) {
     try {
       // A run held to a memory budget outgrows it alone: the card's allocator is capped

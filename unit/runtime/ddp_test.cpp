@@ -11,7 +11,7 @@
 #include "runtime/nodes/ddp.hpp"
 #include "testkit/graphs.hpp"
 #include "testkit/home.hpp"
-#include "testkit/server_process.hpp"
+#include "unit/runtime/ddp_ranks.hpp"
 #include "unit/runtime/run_helpers.hpp"
 #include "unit/runtime/saved_weights.hpp"
 
@@ -20,84 +20,7 @@ using nlohmann::json;
 
 namespace {
 
-/// The moons MLP with SGD and momentum, no dropout, 20 optimizer steps, validated after each
-/// epoch, train_loss_batch after every batch, its weights saved to the
-/// run's checkpoints/model.pt. `batch` per process; the loop's strategy as given.
-json ddp_graph(int batch, int accumulate, const std::string& strategy, bool shuffle) {
-  auto g = cdui::test::training_graph_json(
-    {{"name", "moons"}, {"n_samples", 512}, {"noise", 0.1}},
-    {{"batch_size", batch}, {"shuffle", shuffle}},
-    {{{"type", "Linear"}, {"out_features", 16}}, {{"type", "ReLU"}}, {{"type", "Linear"}, {"out_features", 2}}},
-    {{"name", "sgd"}, {"lr", 0.1}, {"momentum", 0.9}},
-    {{"epochs", 5}, {"max_steps", 20}, {"accumulate_steps", accumulate}, {"strategy", strategy},
-     {"train_loss_batch_every", 1}});
-  // Validation on the training set, in order: each process scores its part.
-  g["edges"].push_back({{"from", "loader.dataloader"}, {"to", "loop.val_dataloader"}});
-  g["nodes"].push_back({{"id", "save"}, {"type", "ModelSaver"}, {"params", {{"path", "model.pt"}}}});
-  g["edges"].push_back({{"from", "loop.model"}, {"to", "save.model"}});
-  return g;
-}
-
-/// A run folder as an agent prepares it (graph.json, run.json) for a run on `cards`.
-std::filesystem::path prepare(const temp_home& home, const std::string& id, const json& graph,
-                              const std::vector<std::string>& cards) {
-  auto dir = home.path() / "runs" / id;
-  std::filesystem::create_directories(dir);
-  std::ofstream{dir / "graph.json"} << graph.dump();
-  std::ofstream{dir / "run.json"} << json{{"run_id", id},
-                                          {"device", cards.front()},
-                                          {"visible_devices", cards},
-                                          {"seed", 7},
-                                          {"num_threads", 1},
-                                          {"options", json::object()}}
-                                       .dump();
-  return dir;
-}
-
-json outcome(const std::filesystem::path& file) {
-  std::ifstream in{file};
-  return json::parse(in, nullptr, false);
-}
-
-/// The metric `name` the run in `dir` reported (its events.jsonl), as step -> value.
-std::map<std::int64_t, double> series(const std::filesystem::path& dir, const std::string& name) {
-  std::map<std::int64_t, double> values;
-  std::ifstream in{dir / "events.jsonl"};
-  for (std::string line; std::getline(in, line);) {
-    auto e = json::parse(line, nullptr, false);
-    if (e.is_object() && e["type"] == "metric" && e["data"]["name"] == name)
-      values[e["data"]["step"].get<std::int64_t>()] = e["data"]["value"].get<double>();
-  }
-  return values;
-}
-
-/// The same series within `atol`, step by step.
-void check_same_series(const std::filesystem::path& a, const std::filesystem::path& b, const std::string& name,
-                       std::size_t points) {
-  auto x = series(a, name);
-  auto y = series(b, name);
-  BOOST_TEST_REQUIRE(x.size() == points, name << ": " << x.size() << " points");
-  BOOST_TEST_REQUIRE(y.size() == points, name << ": " << y.size() << " points");
-  for (const auto& [step, value] : y)
-    BOOST_TEST(std::abs(x.at(step) - value) < 1e-5, name << " at step " << step << ": " << x.at(step) << " vs " << value);
-}
-
-/// Runs ranks 0..`started`-1 of `world` of the run in `dir` (`cdui exec --rank k --world-size
-/// world`) to their end.
-void run_ranks(const std::filesystem::path& dir, int world, int started = -1,
-               const std::string& timeout_s = "60") {
-  std::map<std::string, std::string> env{{"CODEFYUI_SIM_DEVICES", "2x1GiB"}, {"OMP_NUM_THREADS", "1"},
-                                         {"CODEFYUI_DDP_TIMEOUT_S", timeout_s}};
-  std::vector<std::unique_ptr<cdui::test::process>> ranks;
-  for (int k = 0; k < (started < 0 ? world : started); ++k)
-    ranks.push_back(cdui::test::start_cdui({"exec", dir.string(), "--rank", std::to_string(k),
-                                            "--world-size", std::to_string(world)}, env));
-  for (auto& r : ranks) {
-    auto code = r->wait_for(std::chrono::minutes(3));
-    BOOST_TEST_REQUIRE(code.has_value(), "a rank did not end");
-    BOOST_TEST(*code == 0, r->err());
-  }
-}
+using namespace cdui::test::ddp;
 
 /// Two ranks at `batch` each, on `cards`, against one process at 2 x `batch`: the same weights.
 void check_same_weights_as_one_process(int batch, int accumulate, bool shuffle,
@@ -131,12 +54,7 @@ void check_same_weights_as_one_process(int batch, int accumulate, bool shuffle,
   check_same_series(ddp, one, "train_loss_batch", 20);
   check_same_series(ddp, one, "val_loss_step", static_cast<std::size_t>((batches + per_epoch - 1) / per_epoch * per_epoch));
   check_same_series(ddp, one, "val_loss", static_cast<std::size_t>((batches + per_epoch - 1) / per_epoch));
-  auto trained = cdui::test::load_weights(ddp / "checkpoints" / "model.pt");
-  auto reference = cdui::test::load_weights(one / "checkpoints" / "model.pt");
-  BOOST_REQUIRE(trained.size() == reference.size());
-  for (const auto& [name, t] : reference)
-    BOOST_TEST(torch::allclose(trained.at(name), t, /*rtol=*/0, /*atol=*/1e-5),
-               name << ": max difference " << (trained.at(name) - t).abs().max().item<double>());
+  check_same_saved_weights(ddp, one);
 }
 
 } // namespace
