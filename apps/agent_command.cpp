@@ -112,6 +112,7 @@ int agent_start_command(const agent_options& options) {
     cdui::agent::config cfg{home, options.name, options.devices, "", options.one_shot, options.server,
                             options.credential_file, options.server_key, mark_joined};
     cfg.ephemeral = options.ephemeral;
+    cfg.rendezvous_host = options.rendezvous_host;
     a = std::make_unique<cdui::agent>(std::move(cfg));
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "cdui: %s\n", e.what());
@@ -138,7 +139,8 @@ int agent_start_command(const agent_options& options) {
                                     std::pair{"--credential", options.credential_file.empty()
                                                                 ? std::string{}
                                                                 : std::filesystem::absolute(options.credential_file).string()},
-                                    std::pair{"--server-key", options.server_key}})
+                                    std::pair{"--server-key", options.server_key},
+                                    std::pair{"--rendezvous-host", options.rendezvous_host}})
     if (!value.empty()) {
       args.push_back(flag);
       args.push_back(value);

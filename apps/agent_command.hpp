@@ -14,6 +14,7 @@ struct agent_options {
   std::string server;
   std::string credential_file;
   std::string server_key;
+  std::string rendezvous_host;
 };
 
 /// `cdui agent start`: a worker agent that joins the server of this home, in the background (or

@@ -32,6 +32,10 @@ void worker_commands::add_to(CLI::App& app, std::string& sim_devices) {
   agent_start->add_option("--server-key", agent_opts.server_key,
                           "the server's CURVE public key, from the enrollment command (default: "
                           "server.json's)");
+  agent_start->add_option("--rendezvous-host", agent_opts.rendezvous_host,
+                          "where a DDP run's rank 0 on this worker hosts the ranks' store, an address "
+                          "the other workers reach (default: 127.0.0.1 with a server on this machine, "
+                          "else the hostname)");
   agent_stop = agent->add_subcommand(
     "stop", "stop an agent of this home (without a name: the only one running)");
   auto* stop_positional =

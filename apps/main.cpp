@@ -86,7 +86,8 @@ int run_cli(int argc, char** argv) {
                   "(the first worker with a free slot, this server last) or pool:one-shot (a "
                   "one-shot worker)");
   run->add_option("--devices", run_opts.devices,
-                  "a device set, e.g. sim:0,sim:1 (a worker's own names with --target)")
+                  "a device set, e.g. sim:0,sim:1 (a worker's own names with --target; across workers "
+                  "WORKER/DEVICE, e.g. w1/cuda:0,w2/cuda:0)")
     ->delimiter(',');
   auto* memory_gib_opt =
     run->add_option("--memory-gib", run_opts.memory_gib,

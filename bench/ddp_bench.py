@@ -8,7 +8,9 @@
   /usr/bin/python3 bench/ddp_bench.py python GRAPH.json WORLD STEPS
       trains the same model (built from the graph's layers) with PyTorch's own
       DistributedDataParallel over gloo, WORLD processes of one thread each, batch 64 per process,
-      and prints the samples/s of all the processes together over STEPS steps after a warm-up.
+      and prints the samples/s of all the processes together over STEPS steps after a warm-up;
+  /usr/bin/python3 bench/ddp_bench.py rate EVENTS.jsonl WORLD
+      prints a cdui run's samples/s from its events: rank 0's last progress event, times WORLD.
 """
 import json
 import os
@@ -93,8 +95,23 @@ def rank_main(rank, world, layers, steps, store, out):
     dist.destroy_process_group()
 
 
+def cdui_rate(events, world):
+    """Rank 0's last samples/s in a run's events.jsonl, times the ranks."""
+    last = None
+    for line in open(events):
+        e = json.loads(line)
+        if e["type"] == "progress":
+            last = e["data"]["samples_per_s"]
+        if e["type"] == "execution_error":
+            sys.exit("the run failed: " + e["data"]["error"])
+    return last * world
+
+
 def main():
     mode, path = sys.argv[1], sys.argv[2]
+    if mode == "rate":
+        print(f"{cdui_rate(path, int(sys.argv[3])):.1f}")
+        return
     with open(path) as f:
         example = json.load(f)
     if mode == "graph":

@@ -25,17 +25,7 @@ export CODEFYUI_HOME="$home" OMP_NUM_THREADS=1 GLOO_SOCKET_IFNAME=lo
 
 # Rank 0's last samples/s times the ranks, from a run folder's events.jsonl.
 rate() {
-  "$python" - "$1" "$2" <<'PY'
-import json, sys
-last = None
-for line in open(sys.argv[1] + "/events.jsonl"):
-    e = json.loads(line)
-    if e["type"] == "progress":
-        last = e["data"]["samples_per_s"]
-    if e["type"] == "execution_error":
-        sys.exit("the run failed: " + e["data"]["error"])
-print(f"{last * int(sys.argv[2]):.1f}")
-PY
+  "$python" "$here/ddp_bench.py" rate "$1/events.jsonl" "$2"
 }
 
 # cdui on `example` with `world` ranks: prints its samples/s.

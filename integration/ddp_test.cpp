@@ -33,14 +33,6 @@ pid_t rank_pid(const temp_home& home, const std::string& id, int k) {
   return -1;
 }
 
-/// Whether the run has reported a training batch (its loop is past the ranks' first collective).
-bool training(const server_process& srv, const std::string& id) {
-  for (const auto& e : srv.all_events(id))
-    if (e["type"] == "progress")
-      return true;
-  return false;
-}
-
 /// A server and the agent w1 with two sim cards; no run process of the home outlives a test.
 struct worker_w1 {
   temp_home home;

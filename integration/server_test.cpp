@@ -5,6 +5,7 @@
 #include <fstream>
 #include <future>
 
+#include "messages/wire.hpp"
 #include "testkit/env.hpp"
 #include "testkit/graphs.hpp"
 #include "testkit/server_process.hpp"
@@ -399,7 +400,7 @@ BOOST_AUTO_TEST_CASE(version_metrics_and_the_status_summary_say_what_runs_what_w
   server_process srv{home};
   auto version = srv.get_json("/api/version");
   BOOST_TEST(version["version"] == srv.get_json("/api/workers")["server_version"]);
-  BOOST_TEST(version["protocol"] == 1);
+  BOOST_TEST(version["protocol"] == cdui::wire::protocol_version);
   BOOST_TEST(version["uptime_s"].get<double>() >= 0.0);
   auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                   std::chrono::system_clock::now().time_since_epoch())
@@ -431,7 +432,8 @@ BOOST_AUTO_TEST_CASE(version_metrics_and_the_status_summary_say_what_runs_what_w
 
   auto metrics = srv.client().Get("/metrics")->body;
   for (const auto& line :
-       {"cdui_build_info{version=\"" + version["version"].get<std::string>() + "\",protocol=\"1\"} 1",
+       {"cdui_build_info{version=\"" + version["version"].get<std::string>() + "\",protocol=\""
+          + std::to_string(cdui::wire::protocol_version) + "\"} 1",
         std::string{"cdui_uptime_seconds "}, std::string{"cdui_start_time_seconds "},
         std::string{"cdui_runs_by_reason{status=\"queued\",reason=\"card_busy\"} 1"},
         std::string{"# TYPE cdui_queue_wait_seconds histogram"},

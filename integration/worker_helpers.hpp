@@ -43,4 +43,12 @@ inline json moons_on(const std::string& worker, std::vector<std::string> devices
   return body;
 }
 
+/// Whether the run has reported a training batch (a ddp loop is past the ranks' first collective).
+inline bool training(const server_process& srv, const std::string& id) {
+  for (const auto& e : srv.all_events(id))
+    if (e["type"] == "progress")
+      return true;
+  return false;
+}
+
 } // namespace cdui::test

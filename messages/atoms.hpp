@@ -17,6 +17,8 @@ using info = caf::atom_constant<caf::atom("cd_info")>;
 using list = caf::atom_constant<caf::atom("cd_list")>;
 using timeout = caf::atom_constant<caf::atom("cd_timeout")>;
 using ended = caf::atom_constant<caf::atom("cd_ended")>;
+/// ddp part -> its run (part_ended, worker, outcome): a worker's part of a DDP run across workers ended.
+using part_ended = caf::atom_constant<caf::atom("cd_partend")>;
 using interrupt = caf::atom_constant<caf::atom("cd_intr")>;
 using status = caf::atom_constant<caf::atom("cd_status")>;
 using quit = caf::atom_constant<caf::atom("cd_quit")>;

@@ -17,7 +17,7 @@ namespace cdui::wire {
 /// Bumped whenever a payload's fields change; an agent of another version is refused. A new
 /// message type is no such change: a peer that does not know it refuses it as unknown_type, and
 /// counts it, and nothing else changes.
-inline constexpr std::uint16_t protocol_version = 1;
+inline constexpr std::uint16_t protocol_version = 2;
 
 /// The largest payload frame the bridge accepts (a graph of a few MB fits easily).
 inline constexpr std::size_t max_frame_bytes = 16 * 1024 * 1024;

@@ -85,6 +85,24 @@ struct heartbeat {
   CDUI_FIELDS(devices, running_runs)
 };
 
+/// A worker's part of a DDP run across workers (docs/ddp.md, "Across workers"): ranks
+/// first_rank.. of world_size, one on each of the assignment's devices.
+struct ddp_part {
+  /// 0: the run is not spread over workers (all its ranks are the assignment's).
+  std::int32_t world_size = 0;
+  std::int32_t first_rank = 0;
+  /// Every rank's card, "worker/device", in rank order.
+  std::vector<std::string> devices;
+  /// Rank 0's store: empty on rank 0's part, whose agent hosts it at its rendezvous host and
+  /// reports where in a ddp_rendezvous event; the other parts get that host and port.
+  std::string store_host;
+  std::int32_t store_port = 0;
+  /// The run's secret: a rank meets the others only with it (sent over the CURVE channel only).
+  std::string secret;
+  [[nodiscard]] bool spread() const { return world_size > 0; }
+  CDUI_FIELDS(world_size, first_rank, devices, store_host, store_port, secret)
+};
+
 /// Server -> agent: execute a run on these of the worker's devices (its own names).
 struct assign_run {
   std::string run_id;
@@ -94,7 +112,9 @@ struct assign_run {
   std::string options_json;
   std::vector<std::string> devices;
   std::uint64_t seed = 0;
-  CDUI_FIELDS(run_id, name, graph_json, options_json, devices, seed)
+  /// A DDP run across workers: this worker's part (run_id is then the part's: "<run>-rank<k>").
+  ddp_part ddp;
+  CDUI_FIELDS(run_id, name, graph_json, options_json, devices, seed, ddp)
 };
 
 /// Agent -> server: events a run appended, in order. `type` and `data` as in run_event; the

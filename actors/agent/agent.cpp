@@ -35,6 +35,14 @@ bool is_tcp_endpoint(const std::string& endpoint) {
          && std::stoi(port) >= 1 && std::stoi(port) <= 65535;
 }
 
+/// Whether the server is on this machine: the home's own (no endpoint), or a loopback endpoint.
+bool on_loopback(const std::string& endpoint) {
+  for (const char* host : {"tcp://127.", "tcp://localhost:", "tcp://[::1]:"})
+    if (endpoint.rfind(host, 0) == 0)
+      return true;
+  return endpoint.empty();
+}
+
 } // namespace
 
 std::string agent::default_name() {
@@ -46,6 +54,8 @@ agent::agent(config cfg) : cfg_(std::move(cfg)) {
     cfg_.home = storage::default_home();
   if (cfg_.name.empty())
     cfg_.name = actors::this_host_name();
+  if (cfg_.rendezvous_host.empty())
+    cfg_.rendezvous_host = on_loopback(cfg_.server) ? "127.0.0.1" : actors::this_host_name();
   if (!policy::is_valid_worker_name(cfg_.name))
     throw std::invalid_argument("--name: '" + cfg_.name + "' is not a worker name ("
                                 + policy::worker_name_rule + ")");
@@ -106,6 +116,7 @@ std::optional<std::string> agent::run() {
     setup.environment = environment_;
     setup.one_shot = cfg_.one_shot;
     setup.ephemeral = cfg_.ephemeral;
+    setup.rendezvous_host = cfg_.rendezvous_host;
     setup.server = cfg_.server;
     setup.server_key = cfg_.server_key;
     setup.credential_file = cfg_.credential_file;

@@ -45,6 +45,10 @@ public:
     /// stops, its goodbye tells the server, which ends its runs interrupted at once, and it kills
     /// their processes. Otherwise they go on, and a restarted agent finds them.
     bool ephemeral = false;
+    /// Where rank 0 of a DDP run across workers that this worker holds hosts the ranks' store: an
+    /// address the other workers reach (--rendezvous-host). Empty: 127.0.0.1 when the server is
+    /// on this machine (its home's, or a loopback endpoint), else this machine's hostname.
+    std::string rendezvous_host;
   };
 
   /// Probes the devices; throws std::invalid_argument naming a bad --devices entry, sim spec,

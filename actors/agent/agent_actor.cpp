@@ -65,7 +65,8 @@ void supervise(self_ptr self, const std::string& id, std::optional<run_launch> l
                      st.setup.exec_binary,
                      current_link(st),
                      caf::actor_cast<agent_actor>(self),
-                     after_failure};
+                     after_failure,
+                     st.setup.rendezvous_host};
   auto& r = st.runs[id];
   r.dir = s.dir;
   r.executing = true;

@@ -32,6 +32,8 @@ struct agent_setup {
   bool one_shot = false;
   /// Its machine leaves with it (agent::config::ephemeral).
   bool ephemeral = false;
+  /// Where a DDP run's rank 0 on this worker hosts the ranks' store (agent::config).
+  std::string rendezvous_host = "127.0.0.1";
   /// A remote server, tcp://HOST:PORT; empty: the server of `home` (server.json).
   std::string server;
   /// The server's CURVE public key; empty: server.json's, if any.

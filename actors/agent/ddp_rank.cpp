@@ -69,7 +69,7 @@ int ddp_world_size(const std::string& graph_json, std::size_t cards) {
 }
 
 std::optional<std::string> ddp_rank_failure(int k, int world, const std::optional<run_outcome>& outcome,
-                                            const std::string& exit_reason) {
+                                            const std::string& exit_reason, const std::string& worker) {
   std::string why;
   if (!outcome)
     why = exit_reason;
@@ -77,7 +77,8 @@ std::optional<std::string> ddp_rank_failure(int k, int world, const std::optiona
     why = outcome->error;
   if (why.empty())
     return std::nullopt;
-  return "DDP rank " + std::to_string(k) + " of " + std::to_string(world) + " failed: " + why;
+  return "DDP rank " + std::to_string(k) + " of " + std::to_string(world)
+         + (worker.empty() ? "" : " (on worker '" + worker + "')") + " failed: " + why;
 }
 
 ddp_rank_actor::behavior_type ddp_rank(self_ptr self, ddp_rank_setup setup) {
@@ -111,7 +112,8 @@ ddp_rank_actor::behavior_type ddp_rank(self_ptr self, ddp_rank_setup setup) {
       auto& st = self->state;
       if (auto reason = exited(st)) {
         auto file = "outcome-rank" + std::to_string(st.setup.k) + ".json";
-        report(self, ddp_rank_failure(st.setup.k, st.setup.world, read_outcome(st.setup.dir, file), *reason));
+        report(self, ddp_rank_failure(st.setup.k, st.setup.world, read_outcome(st.setup.dir, file), *reason,
+                                      st.setup.worker));
         return;
       }
       self->delayed_send(self, rank_tick, atoms::tick::value);

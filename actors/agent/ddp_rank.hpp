@@ -22,9 +22,11 @@ namespace cdui::actors {
 [[nodiscard]] int ddp_world_size(const std::string& graph_json, std::size_t cards);
 
 /// Why rank `k` of `world` failed the run, from how its process ended: its outcome (none when it
-/// wrote none) and, for none, `exit_reason`; nullopt when it succeeded or was stopped.
+/// wrote none) and, for none, `exit_reason`; nullopt when it succeeded or was stopped. `worker`
+/// (a run across workers): the worker it ran on, which the sentence names.
 [[nodiscard]] std::optional<std::string> ddp_rank_failure(int k, int world, const std::optional<run_outcome>& outcome,
-                                                          const std::string& exit_reason);
+                                                          const std::string& exit_reason,
+                                                          const std::string& worker = "");
 
 /// The file in the run's folder that holds rank k's pid: exec-rank<k>.pid.
 [[nodiscard]] std::string ddp_rank_pid_file(int k);
@@ -40,6 +42,8 @@ struct ddp_rank_setup {
   std::optional<std::filesystem::path> binary;
   std::map<std::string, std::string> env;
   run_supervisor_actor supervisor;
+  /// A run across workers: this worker's name, for the rank's failure; empty otherwise.
+  std::string worker;
 };
 
 struct ddp_rank_state {

@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/agent/ddp_rank.hpp"
+#include "actors/agent/supervisor_ddp.hpp"
 #include "actors/common/guarded.hpp"
 #include "actors/common/run_process.hpp"
 #include "messages/atoms.hpp"
@@ -31,22 +32,13 @@ using self_ptr = run_supervisor_actor::stateful_pointer<supervisor_state>;
 constexpr auto executing_tick = std::chrono::milliseconds(20);
 constexpr auto ended_tick = std::chrono::milliseconds(100);
 
-/// Spawns the ddp_rank of one of the run's other ranks.
-void watch_rank(self_ptr self, ddp_rank_setup setup) {
-  self->state.ranks.push_back(self->spawn<caf::linked>(ddp_rank, std::move(setup)));
-  ++self->state.ranks_running;
-}
-
-/// Sends `sig` to every other rank still running.
-void signal_ranks(self_ptr self, int sig) {
-  for (const auto& r : self->state.ranks)
-    self->send(r, agent_atoms::signal::value, sig);
-}
+using supervisor_ddp::signal_ranks;
 
 /// Prepares the run's folder and starts its process; the reason when it cannot.
 std::optional<std::string> launch(self_ptr self, const run_launch& l) {
   auto& st = self->state;
   const auto& plan = l.plan;
+  auto ranks = supervisor_ddp::plan_ranks(l.run, plan.visible_devices.size(), st.setup.rendezvous_host);
   try {
     // <home>/agents/<worker>/runs/<id>: run_directory makes runs/<id> under the agent's folder.
     storage::run_directory folder{st.setup.dir.parent_path().parent_path(), l.run.run_id,
@@ -59,6 +51,8 @@ std::optional<std::string> launch(self_ptr self, const run_launch& l) {
                        {"visible_devices", plan.visible_devices},
                        {"device_aliases", plan.device_aliases},
                        {"options", nlohmann::json::parse(l.run.options_json, nullptr, false)}};
+    if (!ranks.run_json.is_null())
+      run["ddp"] = ranks.run_json;
     storage::write_file_atomic(folder.path() / "run.json", json_text(run, 2) + "\n");
   } catch (const std::exception& e) {
     return std::string{"cannot prepare the run's folder on the worker: "} + e.what();
@@ -67,22 +61,31 @@ std::optional<std::string> launch(self_ptr self, const run_launch& l) {
   // `cdui exec` installs its handlers. Its own session: the run outlives a signal to the agent's
   // process group.
   auto env = plan.environment();
-  auto world = ddp_world_size(l.run.graph_json, plan.visible_devices.size());
   std::vector<std::string> rank_args;
-  if (world > 1) {
+  st.first_rank = ranks.first;
+  st.world = ranks.world;
+  if (ranks.world > 1) {
     // Each rank one thread, and the ranks on loopback unless this agent's environment says otherwise.
     env["OMP_NUM_THREADS"] = "1";
     for (const char* variable : {"GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"})
       if (std::getenv(variable) == nullptr)
         env[variable] = "lo";
-    rank_args = {"--rank", "0", "--world-size", std::to_string(world)};
+    if (l.run.ddp.spread())
+      env["CDUI_DDP_SECRET"] = l.run.ddp.secret;
+    rank_args = {"--rank", std::to_string(ranks.first), "--world-size", std::to_string(ranks.world)};
   }
   pid_t pid = start_exec(st.setup.exec_binary, st.setup.dir, false, -1, env, rank_args);
   if (pid < 0)
     return "cannot start the run's process (fork failed)";
   auto me = caf::actor_cast<run_supervisor_actor>(self);
-  for (int k = 1; k < world; ++k)
-    watch_rank(self, {k, world, st.setup.dir, st.setup.exec_binary, env, me});
+  auto worker = l.run.ddp.spread() ? st.setup.worker : "";
+  for (int k : ranks.others) {
+    ddp_rank_setup rank{k, ranks.world, st.setup.dir, st.setup.exec_binary, env, me, worker};
+    if (ranks.wait_for_store)
+      st.waiting_ranks.push_back(std::move(rank));
+    else
+      supervisor_ddp::watch_rank(self, std::move(rank));
+  }
   // An agent that restarts finds the process again by it (the run outlives the agent).
   storage::write_file_atomic(st.setup.dir / "exec.pid", std::to_string(pid) + "\n");
   st.pid = pid;
@@ -97,16 +100,12 @@ void recover(self_ptr self) {
   st.child = false;
   st.pid = run_process_pid(st.setup.dir);
   // The other ranks an earlier agent started, by their pid files.
-  int world = 1;
-  while (std::filesystem::exists(st.setup.dir / ddp_rank_pid_file(world)))
-    ++world;
-  for (int k = 1; k < world; ++k)
-    watch_rank(self, {k, world, st.setup.dir, std::nullopt, {}, caf::actor_cast<run_supervisor_actor>(self)});
+  supervisor_ddp::find_ranks(self);
   if (!run_process_alive(st.pid, st.setup.dir)) {
     st.pid = -1;
-    st.ended = read_outcome(st.setup.dir).value_or(run_outcome{
+    st.ended = supervisor_ddp::part_outcome(st, read_outcome(st.setup.dir, supervisor_ddp::outcome_file(st)).value_or(run_outcome{
       run_status::failed, "the run's process ended while its agent was not running, without an outcome",
-      "{}"});
+      "{}"}));
   }
   if (st.ended)
     signal_ranks(self, SIGKILL);  // its end is known: no rank outlives it
@@ -180,25 +179,11 @@ bool run_exited(self_ptr self) {
   return true;
 }
 
-/// Rank k has exited: the first that failed ends rank 0 and the others, and the run fails with
-/// its error.
-void rank_ended(self_ptr self, int k, const std::string& failure) {
-  auto& st = self->state;
-  --st.ranks_running;
-  spdlog::info("agent '{}': run {}: DDP rank {} exited", st.setup.worker, st.setup.run_id, k);
-  if (failure.empty() || st.rank_failure || st.ended)  // the first failure; none once the end is known
-    return;
-  spdlog::warn("agent '{}': run {}: {}", st.setup.worker, st.setup.run_id, failure);
-  st.rank_failure = failure;
-  if (!st.process_ended && st.pid > 0)
-    ::kill(st.pid, SIGKILL);
-  signal_ranks(self, SIGKILL);
-}
-
 /// One look at the run: new events out, its end once its process has exited. False when the
 /// supervisor is done (a forgotten run whose process has exited).
 bool pump(self_ptr self) {
   auto& st = self->state;
+  supervisor_ddp::start_waiting_ranks(self);
   bool exited = run_exited(self);
   bool linked = !st.link.socket.expired();
   // Read after the exit check: once it has exited, everything it wrote is in the file. What could
@@ -228,11 +213,11 @@ bool pump(self_ptr self) {
     return false;
   }
   if (exited) {
-    st.ended = read_outcome(st.setup.dir).value_or(run_outcome{
+    st.ended = supervisor_ddp::part_outcome(st, read_outcome(st.setup.dir, supervisor_ddp::outcome_file(st)).value_or(run_outcome{
       run_status::failed,
       st.child ? process_exit_reason(st.process_status)
                : "the run's process ended without an outcome while its agent was restarting",
-      "{}"});
+      "{}"}));
     if (st.rank_failure)
       st.ended = run_outcome{run_status::failed, *st.rank_failure, st.ended->final_metrics};
     spdlog::info("agent '{}': run {} ended {}{}{}", st.setup.worker, st.setup.run_id,
@@ -361,7 +346,7 @@ run_supervisor_actor::behavior_type run_supervisor(self_ptr self, supervisor_set
       // batch (a rank signalled before it joined the others would leave them waiting); the other
       // ranks that do not end with it are ended 10 s after it.
     },
-    [=](agent_atoms::rank_ended, int k, const std::string& failure) { rank_ended(self, k, failure); },
+    [=](agent_atoms::rank_ended, int k, const std::string& failure) { supervisor_ddp::rank_ended(self, k, failure); },
     [=](atoms::quit) { self->quit(); },
   };
 }

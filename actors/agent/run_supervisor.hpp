@@ -12,6 +12,7 @@
 #include <caf/fwd.hpp>
 #include <caf/stateful_actor.hpp>
 
+#include "actors/agent/ddp_rank.hpp"
 #include "actors/agent/protocol.hpp"
 #include "actors/policy/launch_plan.hpp"
 #include "messages/run_outcome.hpp"
@@ -41,6 +42,8 @@ struct supervisor_setup {
   agent_actor agent;
   /// Takes over from a supervisor of this run that died (for the log).
   bool after_failure = false;
+  /// Where rank 0 of a DDP run across workers hosts the ranks' store (agent::config).
+  std::string rendezvous_host = "127.0.0.1";
 };
 
 struct supervisor_state {
@@ -68,6 +71,12 @@ struct supervisor_state {
   int process_status = 0;
   /// After rank 0 has exited, how long the other ranks have to exit on their own.
   std::optional<std::chrono::steady_clock::time_point> ranks_deadline;
+  /// The rank of the run's process and the run's ranks: 0 and 1 for a run of one process; across
+  /// workers, this worker's first rank (docs/ddp.md, "Across workers").
+  int first_rank = 0;
+  int world = 1;
+  /// On rank 0's worker of a run across workers: the other ranks here, until rank 0's store is up.
+  std::vector<ddp_rank_setup> waiting_ranks;
   static inline const char* name = "run_supervisor";
 };
 

@@ -164,6 +164,41 @@ std::variant<placement, std::string> worker_run(const run_request& req, const de
   return p;
 }
 
+/// A device set across workers (docs/ddp.md, "Across workers"): each card written WORKER/DEVICE,
+/// of a worker that has connected since the server started (unless `resuming`) and offers it.
+/// The keys go worker by worker, in the order the workers first appear: a worker's ranks are
+/// consecutive.
+std::variant<placement, std::string> spread_set(const run_request& req, const known_workers& workers, bool resuming) {
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<slot_key>> by_worker;
+  for (const auto& text : req.devices) {
+    auto key = slot_key::parse(text);
+    if (key.local() || key.device.empty())
+      return "option 'target.devices': " + text + " names no worker; a device set across workers names each "
+             "card with its worker, as WORKER/DEVICE (w1/cuda:0)";
+    auto w = workers.find(key.offerer);
+    if (w == workers.end() && !resuming)
+      return "option 'target.devices': no worker named '" + key.offerer
+             + "' has connected to this server since it started";
+    if (w != workers.end()) {
+      const auto& offered = w->second.devices;
+      if (std::find(offered.begin(), offered.end(), key.device) == offered.end())
+        return "option 'target.devices': worker '" + key.offerer + "' does not offer " + key.device
+               + " (it offers " + joined(offered) + ")";
+      if (req.record_outputs && w->second.one_shot)
+        return "option 'record_outputs': worker '" + key.offerer + "' is a one-shot worker, which exits "
+               "when its run ends, taking the outputs with it";
+    }
+    if (!by_worker.count(key.offerer))
+      order.push_back(key.offerer);
+    by_worker[key.offerer].push_back(key);
+  }
+  placement p;
+  for (const auto& worker : order)
+    p.keys.insert(p.keys.end(), by_worker[worker].begin(), by_worker[worker].end());
+  return p;
+}
+
 /// Whether this server may take a floating device set: only its one first card of the kind
 /// (only a worker renumbers a set from :0 for the run).
 bool local_takes_set(const std::vector<std::string>& set, const local_devices& local) {
@@ -258,6 +293,10 @@ std::variant<placement, std::string> place(const run_request& req, const device_
     return floating(req, hint, local, workers, resuming);
   if (!req.worker.empty())
     return worker_run(req, hint, workers, resuming, slots);
+  bool spread = std::any_of(req.devices.begin(), req.devices.end(),
+                            [](const std::string& d) { return d.find('/') != std::string::npos; });
+  if (spread)
+    return spread_set(req, workers, resuming);
   if (!req.devices.empty())
     return device_set(req.devices, local);
   return local_run(req, hint, local, workers);

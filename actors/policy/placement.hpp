@@ -77,6 +77,9 @@ struct placement {
 ///   option's accelerator kind fell back to the CPU and an open worker offers that kind, the
 ///   warning names it and `--target NAME`);
 /// - target.devices alone: a device set of this server; each must be one it offers, exactly;
+/// - target.devices of WORKER/DEVICE cards: a set across workers (docs/ddp.md), each a card its
+///   worker offers (one that has connected since the server started, unless `resuming`), the keys
+///   worker by worker in the order the workers first appear;
 /// - target.worker NAME: that worker's devices (target.devices or the device option, else the
 ///   first of the hint's kind, else its first accelerator, else its CPU; with `slots`, the first
 ///   such card that is idle now, so that a run does not queue behind a busy card while another

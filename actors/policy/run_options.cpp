@@ -1,7 +1,9 @@
 #include "actors/policy/run_options.hpp"
 
+#include <algorithm>
 #include <limits>
 
+#include "actors/policy/worker_table.hpp"
 #include "devices/device.hpp"
 #include "messages/json_text.hpp"
 #include "messages/text.hpp"
@@ -26,6 +28,17 @@ std::string check_device(const std::string& field, const nlohmann::json& value) 
            + " has no valid index (expected cpu, auto, cuda, cuda:N, mps, mps:N, sim or sim:N, N "
              "a number from 0)";
   return "";
+}
+
+/// A device of target.devices: a device, or WORKER/DEVICE in a set across workers (docs/ddp.md).
+std::string check_set_device(const std::string& field, const nlohmann::json& value) {
+  auto slash = value.is_string() ? value.get<std::string>().find('/') : std::string::npos;
+  if (slash == std::string::npos)
+    return check_device(field, value);
+  auto text = value.get<std::string>();
+  if (!is_valid_worker_name(text.substr(0, slash)))
+    return field + ": " + text::quoted(text) + " does not start with a worker's name (" + worker_name_rule + ")";
+  return check_device(field, text.substr(slash + 1));
 }
 
 std::string read_bool(const nlohmann::json& options, const char* key, bool& out) {
@@ -56,7 +69,7 @@ std::string read_target(const nlohmann::json& target, run_request& request) {
         return "option 'target.devices': must be a non-empty list of device strings";
       request.devices.clear();
       for (std::size_t i = 0; i < value.size(); ++i) {
-        auto err = check_device("option 'target.devices[" + std::to_string(i) + "]'", value[i]);
+        auto err = check_set_device("option 'target.devices[" + std::to_string(i) + "]'", value[i]);
         if (!err.empty())
           return err;
         request.devices.push_back(value[i].get<std::string>());
@@ -142,6 +155,15 @@ std::string apply_options(const nlohmann::json& options, run_request& request) {
   if (!request.device.empty() && !request.devices.empty())
     return "option 'device' and option 'target.devices' both name the run's devices; give one: "
            "device for one card, target.devices for a set";
+  bool spread = std::any_of(request.devices.begin(), request.devices.end(),
+                            [](const std::string& d) { return d.find('/') != std::string::npos; });
+  if (spread && !request.worker.empty())
+    return "option 'target.devices': a device set across workers names each card's worker (w1/cuda:0); "
+           "leave out option 'target.worker'";
+  if (spread && request.weights_persistent)
+    return "option 'weights_persistent': a run on workers starts fresh (no node state store there)";
+  if (spread && request.lane == run_lane::interactive)
+    return "option 'target.devices': an interactive run executes on this server, not across workers";
   if (request.worker == one_shot_pool && !request.devices.empty())
     return "option 'target.devices': a run for the one-shot pool takes one device; give its kind "
            "with option 'device' (e.g. \"sim\" or \"cuda\")";

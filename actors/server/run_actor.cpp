@@ -90,6 +90,7 @@ void finish_with(self_ptr self, run_outcome outcome, stop_reason stopped) {
   // Its slot is freed all the same. The queue hears of the end before anyone waiting does, so a
   // question asked after the answer finds the run ended in the queue too (its mailbox is in order).
   self->send(st.queue, atoms::ended::value, st.setup.info.id);
+  stop_parts(self);
   wake_waiters(self);
 }
 
@@ -111,6 +112,7 @@ void start_remote(self_ptr self) {
   }
   assign_run a{st.setup.info.id,       st.setup.info.name,  st.setup.graph_json,
                st.setup.info.options, st.setup.worker_devices, st.setup.context.seed};
+  add_rank_zero_part(self, a);
   self->send(st.setup.registry, atoms::assign::value, std::move(a), st.setup.worker,
              caf::actor_cast<caf::actor>(self));
   wake_waiters(self);
@@ -296,6 +298,7 @@ caf::behavior run_actor(run_parts::self_ptr self, run_setup setup, run_queue_act
     [=](atoms::append, std::vector<run_event>& events) {
       // A worker run's events, in the order its engine emitted them, with the worker's times;
       // the cursors are this server's.
+      start_parts(self, events);
       append_events(self, std::move(events));
       wake_waiters(self);
     },
@@ -305,8 +308,12 @@ caf::behavior run_actor(run_parts::self_ptr self, run_setup setup, run_queue_act
     },
     [=](atoms::finished, const run_outcome& outcome) {
       if (!is_final(self->state.setup.info.status))
-        finish(self, outcome);
+        finish(self, with_part_failure(self->state, outcome));
     },
+    [=](atoms::part_ended, const std::string& worker, const run_outcome& outcome) {
+      part_ended(self, worker, outcome);
+    },
+    [=](atoms::adopt) { adopt_parts(self); },
     [=](atoms::finished, const run_outcome& outcome, stop_reason stopped) {
       // A worker run the server ended itself, with the word of its stop.
       if (!is_final(self->state.setup.info.status))

@@ -28,6 +28,13 @@ namespace cdui::actors {
 /// A process that exits with any must not run static destructors under them (std::_Exit).
 [[nodiscard]] int abandoned_executors();
 
+/// A worker's part of a DDP run across workers: ranks first_rank.. on its `devices`.
+struct ddp_part_place {
+  std::string worker;
+  std::vector<std::string> devices;
+  int first_rank = 0;
+};
+
 /// Everything a run actor starts with.
 struct run_setup {
   run_info info;
@@ -47,6 +54,11 @@ struct run_setup {
   std::string worker;
   std::vector<std::string> worker_devices;
   worker_registry_actor registry;
+  /// A DDP run across workers (docs/ddp.md, "Across workers"): every rank's card, "worker/device"
+  /// (set for any worker run; it spans workers when `parts` is not empty), and the part of each
+  /// worker after rank 0's, which gets its ranks once rank 0's store is up.
+  std::vector<std::string> ranks;
+  std::vector<ddp_part_place> parts;
   /// A local run that has not reached a stop check this long after a cancel or an interrupt ends
   /// interrupted without it, its slot freed; its thread is left to finish alone (abandoned), or
   /// its process is killed.
@@ -103,6 +115,11 @@ struct run_state {
   bool end_unrecorded = false;
   /// The queue asked it to quit (it does once its end is recorded).
   bool quit_asked = false;
+  /// A DDP run across workers: the run's secret, the parts' actors once rank 0's store is up,
+  /// and the first failure of a part (the run's error).
+  std::string ddp_secret;
+  std::vector<caf::actor> part_actors;
+  std::string part_failure;
   ~run_state();
   static inline const char* name = "run";
 };

@@ -71,6 +71,23 @@ void ask_to_stop(self_ptr self, bool interrupt);
 /// The run did not reach a stop check in time: it ends interrupted now (miss_stop_deadline).
 void miss_stop_deadline(self_ptr self);
 
+// run_parts.cpp (a DDP run across workers, docs/ddp.md "Across workers")
+
+/// Rank 0's part of a run across workers: its assignment says so, with the run's secret (made
+/// here, sent over the agents' channel only). Nothing for a run on one worker.
+void add_rank_zero_part(self_ptr self, assign_run& a);
+/// Rank 0 said where its store listens (a ddp_rendezvous among `events`): each other worker's
+/// part is assigned, with that host and port.
+void start_parts(self_ptr self, const std::vector<run_event>& events);
+/// A server's restart found the run executing: the other workers' parts are followed again.
+void adopt_parts(self_ptr self);
+/// The run has ended: a part still running is stopped (its ranks would end with rank 0's anyway).
+void stop_parts(self_ptr self);
+/// A part ended: the first that failed fails the run with its error, and rank 0's part is stopped.
+void part_ended(self_ptr self, const std::string& worker, const run_outcome& outcome);
+/// The run's outcome from rank 0's: a part's failure, when one failed, is the run's.
+[[nodiscard]] run_outcome with_part_failure(const run_state& st, run_outcome outcome);
+
 // run_actor.cpp
 
 /// Ends the run with `outcome`; a stop's word is its status's.

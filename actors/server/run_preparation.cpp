@@ -91,8 +91,16 @@ std::variant<prepared_run, submit_result> prepare_run(run_queue_state& st, const
     p.keys.push_back(key.str());
     if (key.local())
       continue;
-    p.setup.worker = key.offerer;
-    p.setup.worker_devices.push_back(key.device);
+    // A set across workers: rank 0's worker executes the run, the others a part of its ranks each.
+    p.setup.ranks.push_back(key.str());
+    if (p.setup.worker.empty() || p.setup.worker == key.offerer) {
+      p.setup.worker = key.offerer;
+      p.setup.worker_devices.push_back(key.device);
+    } else {
+      if (p.setup.parts.empty() || p.setup.parts.back().worker != key.offerer)
+        p.setup.parts.push_back({key.offerer, {}, static_cast<int>(p.setup.ranks.size()) - 1});
+      p.setup.parts.back().devices.push_back(key.device);
+    }
     // A worker's slots admit only while it is connected: an unknown or away one's stay closed.
     auto w = st.workers.find(key.offerer);
     st.slots.set_open(p.keys.back(), w != st.workers.end() && w->second.open);

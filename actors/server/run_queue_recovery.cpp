@@ -92,6 +92,7 @@ void queue_parts::resume(self_ptr self) {
     record.remote = true;
     st.slots.hold(id, p.keys);
     caf::anon_send(st.registry, atoms::adopt::value, id, worker, run, cursor);
+    caf::anon_send(run, atoms::adopt::value);  // a DDP run across workers: its other workers' parts too
   }
   pump(self);
 }

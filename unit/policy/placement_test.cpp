@@ -348,4 +348,25 @@ BOOST_AUTO_TEST_CASE(a_floating_run_with_a_budget_asks_for_the_idle_shared_cards
   BOOST_TEST(budgeted.busy_others);
 }
 
+BOOST_AUTO_TEST_CASE(a_device_set_across_workers_takes_each_workers_cards_together) {
+  // docs/ddp.md, "Across workers": a worker's ranks are consecutive, in the order the workers come.
+  auto w = workers();
+  w["w2"] = {{"cpu", "sim:0", "sim:1"}, {"", "card-A", "card-B"}, false, false};  // away: no refusal
+  auto p = placed(request("", "", {"gpu-box/sim:0", "w2/sim:1", "gpu-box/sim:1", "w2/sim:0"}), {}, w);
+  BOOST_TEST(keys(p) == (names{"gpu-box/sim:0", "gpu-box/sim:1", "w2/sim:1", "w2/sim:0"}));
+  BOOST_TEST(p.queue_key() == "gpu-box/sim:0");
+  BOOST_TEST(refusal(request("", "", {"gpu-box/sim:0", "nobody/sim:0"}), {}, w)
+             == "option 'target.devices': no worker named 'nobody' has connected to this server since it started");
+  BOOST_TEST(refusal(request("", "", {"gpu-box/sim:0", "w2/sim:7"}), {}, w)
+             == "option 'target.devices': worker 'w2' does not offer sim:7 (it offers cpu, sim:0, sim:1)");
+  BOOST_TEST(refusal(request("", "", {"gpu-box/sim:0", "sim:0"}), {}, w)
+             == "option 'target.devices': sim:0 names no worker; a device set across workers names each card "
+                "with its worker, as WORKER/DEVICE (w1/cuda:0)");
+  auto outputs = request("", "", {"gpu-box/sim:0", "shot/sim:0"});
+  outputs.record_outputs = true;
+  BOOST_TEST(refusal(outputs, {}, w).rfind("option 'record_outputs': worker 'shot' is a one-shot worker", 0) == 0u);
+  // A restart re-places it before its workers are back.
+  BOOST_TEST(keys(placed(request("", "", {"a/sim:0", "b/sim:0"}), {}, {}, true)) == (names{"a/sim:0", "b/sim:0"}));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

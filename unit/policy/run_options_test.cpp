@@ -75,4 +75,20 @@ BOOST_AUTO_TEST_CASE(a_memory_budget_is_read_checked_and_written_back_the_same) 
   BOOST_TEST(why({{"wait", "yes"}}) == "option 'target.wait': must be true or false, not \"yes\"");
 }
 
+BOOST_AUTO_TEST_CASE(a_device_set_across_workers_names_each_cards_worker_and_nothing_else_of_where) {
+  auto with_set = [](json devices, json more = json::object()) {
+    json target{{"devices", std::move(devices)}};
+    target.update(more);
+    return json{{"graph", {{"nodes", {{{"id", "a"}, {"type", "Dataset"}}}}}}, {"options", {{"target", target}}}};
+  };
+  BOOST_TEST(refusal(with_set({"w1/cuda:0", "w2/cuda:0"})).empty());
+  BOOST_TEST(refusal(with_set({"w1/cuda:x"})).rfind("option 'target.devices[0]': ", 0) == 0u);
+  BOOST_TEST(refusal(with_set({"w1/cuda:0", "bad name/cuda:0"})).rfind(
+               "option 'target.devices[1]': 'bad name/cuda:0' does not start with a worker's name (", 0) == 0u);
+  BOOST_TEST(refusal(with_set({"/cuda:0"})).rfind("option 'target.devices[0]': '/cuda:0' does not start", 0) == 0u);
+  BOOST_TEST(refusal(with_set({"w1/cuda:0"}, {{"worker", "w1"}}))
+             == "option 'target.devices': a device set across workers names each card's worker (w1/cuda:0); "
+                "leave out option 'target.worker'");
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,135 @@
+// A run supervisor's DDP ranks (actors/agent/supervisor_ddp.hpp).
+#include "actors/agent/supervisor_ddp.hpp"
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+
+#include <caf/all.hpp>
+#include <spdlog/spdlog.h>
+
+#include "messages/json_text.hpp"
+#include "storage/home.hpp"
+
+namespace cdui::actors::supervisor_ddp {
+
+namespace {
+
+/// The run's run.json, or null when it cannot be read.
+nlohmann::json run_json(const std::filesystem::path& dir) {
+  std::ifstream in{dir / "run.json"};
+  return nlohmann::json::parse(in, nullptr, false);
+}
+
+/// Rank 0's ddp_rendezvous event in the run's events.jsonl: its data, or null before it came.
+nlohmann::json rendezvous_event(const std::filesystem::path& dir) {
+  std::ifstream in{dir / "events.jsonl"};
+  for (std::string line; std::getline(in, line) && !in.eof();) {
+    auto e = nlohmann::json::parse(line, nullptr, false);
+    if (e.is_object() && e.value("type", "") == "ddp_rendezvous" && e["data"].is_object()
+        && e["data"]["port"].is_number_integer())
+      return e["data"];
+  }
+  return nullptr;
+}
+
+} // namespace
+
+rank_plan plan_ranks(const assign_run& run, std::size_t cards, const std::string& rendezvous_host) {
+  rank_plan p;
+  if (!run.ddp.spread()) {
+    p.world = ddp_world_size(run.graph_json, cards);
+    for (int k = 1; k < p.world; ++k)
+      p.others.push_back(k);
+    return p;
+  }
+  p.world = run.ddp.world_size;
+  p.first = run.ddp.first_rank;
+  for (int k = p.first + 1; k < p.first + static_cast<int>(cards); ++k)
+    p.others.push_back(k);
+  // Rank 0's worker hosts the store at its rendezvous host, on a port rank 0 picks and reports;
+  // the other workers get both from the server.
+  bool hosts = p.first == 0;
+  p.wait_for_store = hosts;
+  p.run_json = {{"store", {{"host", hosts ? rendezvous_host : run.ddp.store_host}, {"port", hosts ? 0 : run.ddp.store_port}}},
+                {"first_rank", p.first},
+                {"devices", run.ddp.devices}};
+  return p;
+}
+
+void watch_rank(self_ptr self, ddp_rank_setup setup) {
+  self->state.ranks.push_back(self->spawn<caf::linked>(ddp_rank, std::move(setup)));
+  ++self->state.ranks_running;
+}
+
+void signal_ranks(self_ptr self, int sig) {
+  for (const auto& r : self->state.ranks)
+    self->send(r, agent_atoms::signal::value, sig);
+}
+
+void rank_ended(self_ptr self, int k, const std::string& failure) {
+  auto& st = self->state;
+  --st.ranks_running;
+  spdlog::info("agent '{}': run {}: DDP rank {} exited", st.setup.worker, st.setup.run_id, k);
+  if (failure.empty() || st.rank_failure || st.ended)  // the first failure; none once the end is known
+    return;
+  spdlog::warn("agent '{}': run {}: {}", st.setup.worker, st.setup.run_id, failure);
+  st.rank_failure = failure;
+  if (!st.process_ended && st.pid > 0)
+    ::kill(st.pid, SIGKILL);
+  signal_ranks(self, SIGKILL);
+}
+
+void start_waiting_ranks(self_ptr self) {
+  auto& st = self->state;
+  if (st.waiting_ranks.empty())
+    return;
+  auto store = rendezvous_event(st.setup.dir);
+  if (store.is_null())
+    return;
+  // The ranks here read the port from run.json, as an agent that restarts does.
+  auto run = run_json(st.setup.dir);
+  if (run.is_object() && run["ddp"].is_object()) {
+    run["ddp"]["store"]["port"] = store["port"];
+    storage::write_file_atomic(st.setup.dir / "run.json", json_text(run, 2) + "\n");
+  }
+  spdlog::info("agent '{}': run {}: rank 0's store listens at port {}; starting ranks {} to {}", st.setup.worker,
+               st.setup.run_id, store["port"].get<int>(), st.waiting_ranks.front().k, st.waiting_ranks.back().k);
+  for (auto& rank : st.waiting_ranks)
+    watch_rank(self, std::move(rank));
+  st.waiting_ranks.clear();
+}
+
+void find_ranks(self_ptr self) {
+  auto& st = self->state;
+  auto run = run_json(st.setup.dir);
+  if (run.is_object() && run["ddp"].is_object() && run["ddp"]["first_rank"].is_number_integer()
+      && run["ddp"]["devices"].is_array()) {
+    st.first_rank = run["ddp"]["first_rank"].get<int>();
+    st.world = static_cast<int>(run["ddp"]["devices"].size());
+  }
+  int last = st.first_rank;
+  while (std::filesystem::exists(st.setup.dir / ddp_rank_pid_file(last + 1)))
+    ++last;
+  if (st.first_rank == 0 && !(run.is_object() && run["ddp"].is_object()))
+    st.world = last + 1;
+  auto worker = run.is_object() && run["ddp"].is_object() ? st.setup.worker : "";
+  auto me = caf::actor_cast<run_supervisor_actor>(self);
+  for (int k = st.first_rank + 1; k <= last; ++k)
+    watch_rank(self, {k, st.world, st.setup.dir, std::nullopt, {}, me, worker});
+}
+
+std::string outcome_file(const supervisor_state& st) {
+  return st.first_rank == 0 ? "outcome.json" : "outcome-rank" + std::to_string(st.first_rank) + ".json";
+}
+
+run_outcome part_outcome(const supervisor_state& st, run_outcome outcome) {
+  if (st.first_rank == 0 || outcome.status != run_status::failed)
+    return outcome;
+  // The process's error, or why it ended without an outcome: in a failed rank's words.
+  outcome.error = ddp_rank_failure(st.first_rank, st.world, outcome, outcome.error, st.setup.worker)
+                    .value_or(outcome.error);
+  return outcome;
+}
+
+} // namespace cdui::actors::supervisor_ddp

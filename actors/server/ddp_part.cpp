@@ -1,0 +1,79 @@
+#include "actors/server/ddp_part.hpp"
+
+#include <caf/all.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actors/server/worker_registry.hpp"
+#include "messages/atoms.hpp"
+#include "messages/stop_reason.hpp"
+
+namespace cdui::actors {
+
+namespace {
+
+using self_ptr = caf::stateful_actor<worker_part_state>*;
+
+/// Tells the run the part has ended, and quits.
+void report(self_ptr self, const run_outcome& outcome) {
+  auto& s = self->state.setup;
+  if (auto run = caf::actor_cast<caf::actor>(s.run))
+    self->send(run, atoms::part_ended::value, s.worker, outcome);
+  self->quit();
+}
+
+/// `why` in a failed rank's words: `DDP rank 2 of 4 (on worker 'w2') failed: why`.
+std::string rank_failure(const worker_part_setup& s, const std::string& why) {
+  return "DDP rank " + std::to_string(s.assignment.ddp.first_rank) + " of " + std::to_string(s.assignment.ddp.world_size)
+         + " (on worker '" + s.worker + "') failed: " + why;
+}
+
+void assign(self_ptr self) {
+  auto& s = self->state.setup;
+  if (s.adopted) {
+    // Its worker does not have it, and the secret its ranks need went with the server that made it.
+    report(self, {run_status::failed,
+                  rank_failure(s, "the worker does not have its part of the run, which the server could not "
+                                  "send again after its restart"),
+                  "{}"});
+    return;
+  }
+  auto a = s.assignment;
+  self->send(s.registry, atoms::assign::value, std::move(a), s.worker, caf::actor_cast<caf::actor>(self));
+}
+
+} // namespace
+
+caf::behavior worker_part(self_ptr self, worker_part_setup setup) {
+  self->state.setup = std::move(setup);
+  self->monitor(self->state.setup.run);
+  self->set_down_handler([=](const caf::down_msg& down) {
+    if (down.source == self->state.setup.run)
+      self->quit();
+  });
+  auto& s = self->state.setup;
+  if (s.adopted)
+    self->send(s.registry, atoms::adopt::value, s.assignment.run_id, s.worker, caf::actor_cast<caf::actor>(self),
+               std::uint64_t{0});
+  else
+    assign(self);
+  return {
+    // A part's ranks write no events of the run (rank 0's worker does).
+    [=](atoms::append, std::vector<run_event>&) {},
+    [=](atoms::finished, const run_outcome& outcome) { report(self, outcome); },
+    [=](atoms::finished, const run_outcome& outcome, stop_reason) {
+      // Ended by the server, not by its agent: its worker was lost or removed.
+      auto said = outcome;
+      if (said.status != run_status::succeeded)
+        said = {run_status::failed, rank_failure(self->state.setup, outcome.error), outcome.final_metrics};
+      report(self, said);
+    },
+    // Its worker came back without it: it goes again.
+    [=](atoms::assign) { assign(self); },
+    [=](atoms::stop, bool interrupt) {
+      const auto& s = self->state.setup;
+      self->send(s.registry, atoms::stop::value, s.assignment.run_id, interrupt);
+    },
+  };
+}
+
+} // namespace cdui::actors

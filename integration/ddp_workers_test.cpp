@@ -1,0 +1,155 @@
+// DDP across workers (docs/ddp.md, "Across workers"; issue 34): a run whose device set names the
+// cards of two agents (w1/sim:0 ... w2/sim:1) trains as 4 ranks, 2 on each worker, that meet at
+// rank 0's store on 127.0.0.1; a worker whose agent is killed fails the run naming it, and no
+// process of the run is left on any worker.
+#include <boost/test/unit_test.hpp>
+
+#include <csignal>
+
+#include "integration/worker_helpers.hpp"
+#include "testkit/wait.hpp"
+
+using namespace std::chrono_literals;
+using namespace cdui::test;
+using nlohmann::json;
+
+namespace {
+
+const std::vector<std::string> four_cards{"w1/sim:0", "w1/sim:1", "w2/sim:0", "w2/sim:1"};
+
+/// A seeded moons run of `epochs` (batches of 32 per rank) with its loop's strategy ddp, on
+/// `devices`: a set across workers, or with `worker` one worker's cards.
+json moons_ddp(int epochs, const std::vector<std::string>& devices, const std::string& worker = "") {
+  auto body = moons_on(worker, devices, epochs);
+  body["graph"]["nodes"][5]["params"]["strategy"] = "ddp";
+  if (worker.empty())
+    body["options"]["target"].erase("worker");
+  return body;
+}
+
+/// The run's train_loss_batch series, step -> value.
+std::map<std::int64_t, double> batch_losses(const server_process& srv, const std::string& id) {
+  std::map<std::int64_t, double> values;
+  for (const auto& e : srv.all_events(id))
+    if (e["type"] == "metric" && e["data"]["name"] == "train_loss_batch")
+      values[e["data"]["step"].get<std::int64_t>()] = e["data"]["value"].get<double>();
+  return values;
+}
+
+/// A server and two agents, w1 and w2, with two sim cards each; the server gives a lost worker's
+/// runs up after 1 s.
+struct two_workers {
+  temp_home home;
+  run_process_guard guard{home};
+  server_process srv{home, {{"CODEFYUI_WORKER_HEARTBEAT_S", "0.5"}, {"CODEFYUI_WORKER_RESUME_GRACE_S", "1"}}};
+  std::unique_ptr<process> w1 = start_agent(home, "w1");
+  std::unique_ptr<process> w2 = start_agent(home, "w2");
+  two_workers() {
+    await_worker(srv, "w1", "online");
+    await_worker(srv, "w2", "online");
+  }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(ddp_workers_test)
+
+BOOST_FIXTURE_TEST_CASE(four_ranks_on_two_workers_train_as_one_process_on_the_combined_batches, two_workers) {
+  auto id = srv.submit_ok(moons_ddp(2, four_cards));
+  auto run = srv.wait_final(id);
+  BOOST_TEST_REQUIRE(run["status"] == "succeeded", run.dump());
+  const auto& loop = run["final_metrics"]["loop"];
+  BOOST_TEST(loop["world_size"] == 4);
+  BOOST_TEST(loop["effective_batch_size"] == 128);
+  for (const auto& card : four_cards)
+    BOOST_TEST(loop["peak_memory_bytes"][card].get<std::int64_t>() > 0, card << " in " << loop.dump());
+  // Rank 0's worker ran ranks 0 and 1, w2 ranks 2 and 3 in a part of its own.
+  auto w2_part = home.path() / "agents" / "w2" / "runs" / (id + "-rank2");
+  BOOST_TEST(json::parse(file_text(w2_part / "outcome-rank2.json"))["status"] == "succeeded");
+  BOOST_TEST(json::parse(file_text(w2_part / "outcome-rank3.json"))["status"] == "succeeded");
+  bool met = false;
+  for (const auto& e : srv.all_events(id))
+    met = met || (e["type"] == "ddp_rendezvous" && e["data"]["host"] == "127.0.0.1");
+  BOOST_TEST(met);
+
+  // One process on one card with the 4 ranks' batches together: the same losses, step by step.
+  auto one_body = moons_on("w1", {"sim:0"}, 2);
+  one_body["graph"]["nodes"][1]["params"]["batch_size"] = 128;
+  auto one = srv.submit_ok(one_body);
+  BOOST_TEST_REQUIRE(srv.wait_final(one)["status"] == "succeeded");
+  auto ranks = batch_losses(srv, id);
+  auto reference = batch_losses(srv, one);
+  BOOST_TEST_REQUIRE(ranks.size() == 8u);  // 512 samples in 4 steps an epoch, 2 epochs
+  BOOST_TEST_REQUIRE(reference.size() == ranks.size());
+  for (const auto& [step, value] : reference)
+    BOOST_TEST(std::abs(ranks.at(step) - value) < 1e-5, "step " << step << ": " << ranks.at(step) << " vs " << value);
+  BOOST_TEST(eventually([&] { return run_processes(home).empty(); }));
+}
+
+BOOST_FIXTURE_TEST_CASE(a_worker_whose_agent_is_killed_fails_the_run_naming_it_and_leaves_no_process, two_workers) {
+  auto id = srv.submit_ok(moons_ddp(1'000'000, four_cards));
+  srv.await_status(id, "running");
+  BOOST_TEST_REQUIRE(eventually([&] { return training(srv, id); }, 60s));
+  w2->signal(SIGKILL);
+  w2->wait_for(10s);
+  auto failed = srv.wait_final(id, 120s);
+  BOOST_TEST_MESSAGE("the run's end: " << failed["error"]);
+  BOOST_TEST(failed["status"] == "failed");
+  BOOST_TEST(failed["error"].get<std::string>().rfind("DDP rank 2 of 4 (on worker 'w2') failed: ", 0) == 0u,
+             failed.dump());
+  BOOST_TEST(eventually([&] { return run_processes(home).empty(); }, 60s));
+}
+
+BOOST_AUTO_TEST_CASE(a_restarted_server_adopts_the_run_and_the_other_workers_part) {
+  temp_home home;
+  run_process_guard guard{home};
+  std::map<std::string, std::string> env{{"CODEFYUI_WORKER_HEARTBEAT_S", "0.5"}};
+  auto w1 = start_agent(home, "w1");
+  auto w2 = start_agent(home, "w2");
+  std::string id;
+  std::size_t before = 0;
+  {
+    server_process srv{home, env};
+    await_worker(srv, "w1", "online");
+    await_worker(srv, "w2", "online");
+    id = srv.submit_ok(moons_ddp(1'000'000, four_cards));
+    BOOST_TEST_REQUIRE(eventually([&] { return training(srv, id); }, 60s));
+    srv.stop();  // SIGTERM, as cdui stop sends it: the run goes on on its workers
+  }
+  server_process srv{home, env};
+  BOOST_TEST(srv.get_json("/api/runs/" + id)["status"] == "running");
+  await_worker(srv, "w1", "online");
+  await_worker(srv, "w2", "online");
+  // It trains on, its events reaching the new server; its part on w2 is followed again.
+  before = srv.all_events(id).size();
+  BOOST_TEST(eventually([&] { return srv.all_events(id).size() > before + 10; }, 60s));
+  srv.cancel(id);
+  auto ended = srv.wait_final(id, 120s);
+  BOOST_TEST(ended["status"] == "cancelled", ended.dump());
+  auto part = home.path() / "agents" / "w2" / "runs" / (id + "-rank2");
+  BOOST_TEST(eventually([&] { return std::filesystem::exists(part / "acked"); }, 30s),
+             "the new server recorded the part's end, and its agent forgot it");
+  BOOST_TEST(eventually([&] { return run_processes(home).empty(); }, 60s));
+}
+
+BOOST_AUTO_TEST_CASE(a_device_set_across_workers_is_refused_naming_what_is_wrong) {
+  temp_home home;
+  server_process srv{home};
+  auto refusal = [&](json devices) {
+    auto body = moons_ddp(1, {});
+    body["options"]["target"] = {{"devices", devices}};
+    auto r = srv.submit(body);
+    BOOST_REQUIRE(r);
+    BOOST_TEST(r->status == 400, r->body);
+    return json::parse(r->body, nullptr, false).value("detail", r->body);
+  };
+  BOOST_TEST(refusal({"w1/sim:0", "w2/sim:0"})
+             == "option 'target.devices': no worker named 'w1' has connected to this server since it started");
+  BOOST_TEST(refusal({"sim:0", "w1/sim:0"})
+             == "option 'target.devices': sim:0 names no worker; a device set across workers names each card "
+                "with its worker, as WORKER/DEVICE (w1/cuda:0)");
+  BOOST_TEST(refusal({"bad name/sim:0"}).find("option 'target.devices[0]': 'bad name/sim:0' does not start with "
+                                              "a worker's name") == 0u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
