@@ -41,6 +41,10 @@ int main(int argc, char** argv) {
   seed("heartbeat", 4, wire::encode(heartbeat{{cpu, sim}, {"run-1", "run-2"}}));
   seed("assign_run", 5, wire::encode(assign_run{"run-3", "moons", R"({"nodes":[],"edges":[]})",
                                                 R"({"device":"sim:0"})", {"sim:0"}, 7}));
+  seed("assign_run-ddp_part", 5,
+       wire::encode(assign_run{"run-4-rank2", "moons", R"({"nodes":[],"edges":[]})", "{}", {"sim:0", "sim:1"}, 7,
+                               ddp_part{4, 2, {"w1/sim:0", "w1/sim:1", "w2/sim:0", "w2/sim:1"}, "10.0.0.5",
+                                        41234, "0123456789abcdef"}}));
   seed("run_update", 6, wire::encode(run_update{"run-3", {{1, 1700000000000, "metric",
                                                            R"({"node":"loop","name":"loss","value":0.5})"},
                                                           {2, 1700000000001, "progress", "{}"}}}));

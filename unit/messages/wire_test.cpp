@@ -82,6 +82,17 @@ BOOST_AUTO_TEST_CASE(every_payload_round_trips) {
 
   assign_run a{"a1b2c3d4", "n", R"({"nodes":[]})", "{}", {"sim:1"}, 42};
   BOOST_TEST(wire::decode<assign_run>(wire::encode(a))->seed == 42u);
+  BOOST_TEST(!wire::decode<assign_run>(wire::encode(a))->ddp.spread());
+  // A part of a DDP run across workers carries its ranks, every rank's card and the store.
+  a.ddp = {4, 2, {"w1/sim:0", "w1/sim:1", "w2/sim:0", "w2/sim:1"}, "10.0.0.5", 41234, "secret"};
+  auto part = wire::decode<assign_run>(wire::encode(a));
+  BOOST_REQUIRE(part.has_value());
+  BOOST_TEST(part->ddp.spread());
+  BOOST_TEST(part->ddp.first_rank == 2);
+  BOOST_TEST(part->ddp.devices.size() == 4u);
+  BOOST_TEST(part->ddp.store_host == "10.0.0.5");
+  BOOST_TEST(part->ddp.store_port == 41234);
+  BOOST_TEST(part->ddp.secret == "secret");
   BOOST_TEST(wire::decode<stop_run>(wire::encode(stop_run{"x", true}))->interrupt);
 }
 
