@@ -100,6 +100,38 @@ BOOST_FIXTURE_TEST_CASE(a_worker_whose_agent_is_killed_fails_the_run_naming_it_a
   BOOST_TEST(eventually([&] { return run_processes(home).empty(); }, 60s));
 }
 
+BOOST_FIXTURE_TEST_CASE(a_rank_killed_on_the_other_worker_fails_the_run_naming_it_and_its_worker, two_workers) {
+  auto id = srv.submit_ok(moons_ddp(1'000'000, four_cards));
+  BOOST_TEST_REQUIRE(eventually([&] { return training(srv, id); }, 60s));
+  auto part = id + "-rank2";
+  pid_t rank3 = -1;
+  BOOST_TEST_REQUIRE(eventually([&] {
+    for (auto pid : run_processes(home, part))
+      if (file_text("/proc/" + std::to_string(pid) + "/cmdline").find(std::string{"--rank"} + '\0' + "3" + '\0')
+          != std::string::npos)
+        rank3 = pid;
+    return rank3 > 0;
+  }));
+  ::kill(rank3, SIGKILL);
+  auto failed = srv.wait_final(id, 120s);
+  BOOST_TEST(failed["status"] == "failed");
+  BOOST_TEST(failed["error"].get<std::string>().rfind("DDP rank 3 of 4 (on worker 'w2') failed: the run's process "
+                                                      "was killed by signal 9", 0) == 0u, failed.dump());
+  BOOST_TEST(eventually([&] { return run_processes(home).empty(); }, 60s));
+}
+
+BOOST_FIXTURE_TEST_CASE(when_rank_0s_worker_is_lost_the_run_ends_and_the_other_workers_ranks_stop, two_workers) {
+  auto id = srv.submit_ok(moons_ddp(1'000'000, four_cards));
+  BOOST_TEST_REQUIRE(eventually([&] { return training(srv, id); }, 60s));
+  w1->signal(SIGKILL);
+  w1->wait_for(10s);
+  // Given up after the grace (1 s), as any run of a lost worker; its part on w2 is stopped, and
+  // the ranks agree to stop, rank 0 on w1 (orphaned with its agent) included.
+  auto ended = srv.wait_final(id, 120s);
+  BOOST_TEST(ended["status"] == "interrupted", ended.dump());
+  BOOST_TEST(eventually([&] { return run_processes(home).empty(); }, 60s));
+}
+
 BOOST_AUTO_TEST_CASE(a_restarted_server_adopts_the_run_and_the_other_workers_part) {
   temp_home home;
   run_process_guard guard{home};
