@@ -1,13 +1,15 @@
 // DDP across workers (docs/ddp.md, "Across workers"; issue 34): a run whose device set names the
 // cards of two agents (w1/sim:0 ... w2/sim:1) trains as 4 ranks, 2 on each worker, that meet at
-// rank 0's store on 127.0.0.1; a worker whose agent is killed fails the run naming it, and no
-// process of the run is left on any worker.
+// rank 0's store on 127.0.0.1, to one process's weights; a worker whose agent is killed fails the
+// run naming it, and no process of the run is left on any worker. Reads the saved weights with
+// torch (unit/runtime/saved_weights.hpp), as the runtime's tests do.
 #include <boost/test/unit_test.hpp>
 
 #include <csignal>
 
 #include "integration/worker_helpers.hpp"
 #include "testkit/wait.hpp"
+#include "unit/runtime/saved_weights.hpp"
 
 using namespace std::chrono_literals;
 using namespace cdui::test;
@@ -18,10 +20,13 @@ namespace {
 const std::vector<std::string> four_cards{"w1/sim:0", "w1/sim:1", "w2/sim:0", "w2/sim:1"};
 
 /// A seeded moons run of `epochs` (batches of 32 per rank) with its loop's strategy ddp, on
-/// `devices`: a set across workers, or with `worker` one worker's cards.
+/// `devices`: a set across workers, or with `worker` one worker's cards. Its model is saved to
+/// checkpoints/model.pt in its folder (rank 0's).
 json moons_ddp(int epochs, const std::vector<std::string>& devices, const std::string& worker = "") {
   auto body = moons_on(worker, devices, epochs);
   body["graph"]["nodes"][5]["params"]["strategy"] = "ddp";
+  body["graph"]["nodes"].push_back({{"id", "save"}, {"type", "ModelSaver"}, {"params", {{"path", "model.pt"}}}});
+  body["graph"]["edges"].push_back({{"from", "loop.model"}, {"to", "save.model"}});
   if (worker.empty())
     body["options"]["target"].erase("worker");
   return body;
@@ -72,8 +77,9 @@ BOOST_FIXTURE_TEST_CASE(four_ranks_on_two_workers_train_as_one_process_on_the_co
     met = met || (e["type"] == "ddp_rendezvous" && e["data"]["host"] == "127.0.0.1");
   BOOST_TEST(met);
 
-  // One process on one card with the 4 ranks' batches together: the same losses, step by step.
-  auto one_body = moons_on("w1", {"sim:0"}, 2);
+  // One process on one card with the 4 ranks' batches together: the same losses, step by step,
+  // and the same weights.
+  auto one_body = moons_ddp(2, {"sim:0"}, "w1");
   one_body["graph"]["nodes"][1]["params"]["batch_size"] = 128;
   auto one = srv.submit_ok(one_body);
   BOOST_TEST_REQUIRE(srv.wait_final(one)["status"] == "succeeded");
@@ -83,6 +89,8 @@ BOOST_FIXTURE_TEST_CASE(four_ranks_on_two_workers_train_as_one_process_on_the_co
   BOOST_TEST_REQUIRE(reference.size() == ranks.size());
   for (const auto& [step, value] : reference)
     BOOST_TEST(std::abs(ranks.at(step) - value) < 1e-5, "step " << step << ": " << ranks.at(step) << " vs " << value);
+  auto runs = home.path() / "agents" / "w1" / "runs";
+  check_close_weights(runs / id / "checkpoints" / "model.pt", runs / one / "checkpoints" / "model.pt");
   BOOST_TEST(eventually([&] { return run_processes(home).empty(); }));
 }
 

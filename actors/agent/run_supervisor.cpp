@@ -39,6 +39,8 @@ std::optional<std::string> launch(self_ptr self, const run_launch& l) {
   auto& st = self->state;
   const auto& plan = l.plan;
   auto ranks = supervisor_ddp::plan_ranks(l.run, plan.visible_devices.size(), st.setup.rendezvous_host);
+  if (!ranks.refused.empty())
+    return ranks.refused;
   try {
     // <home>/agents/<worker>/runs/<id>: run_directory makes runs/<id> under the agent's folder.
     storage::run_directory folder{st.setup.dir.parent_path().parent_path(), l.run.run_id,

@@ -2,6 +2,7 @@
 #include "actors/agent/supervisor_ddp.hpp"
 
 #include <csignal>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 
@@ -41,6 +42,18 @@ rank_plan plan_ranks(const assign_run& run, std::size_t cards, const std::string
     p.world = ddp_world_size(run.graph_json, cards);
     for (int k = 1; k < p.world; ++k)
       p.others.push_back(k);
+    return p;
+  }
+  // What a server never sends: ranks outside the run, a card list of another size, a part of rank
+  // 0's without its store, another's without one.
+  auto last = static_cast<std::int64_t>(run.ddp.first_rank) + static_cast<std::int64_t>(cards);
+  if (run.ddp.first_rank < 0 || cards == 0 || last > run.ddp.world_size
+      || run.ddp.devices.size() != static_cast<std::size_t>(run.ddp.world_size)
+      || (run.ddp.first_rank > 0 && (run.ddp.store_host.empty() || run.ddp.store_port <= 0 || run.ddp.store_port > 65535))) {
+    p.refused = "the assignment's DDP part is not one of the run's ranks (ranks " + std::to_string(run.ddp.first_rank)
+                + " and on, on " + std::to_string(cards) + " cards, of " + std::to_string(run.ddp.world_size)
+                + " ranks with " + std::to_string(run.ddp.devices.size()) + " cards, store at port "
+                + std::to_string(run.ddp.store_port) + ")";
     return p;
   }
   p.world = run.ddp.world_size;

@@ -28,6 +28,8 @@ struct rank_plan {
   /// On rank 0's worker of a run across workers: `others` start once rank 0 has said where its
   /// store listens.
   bool wait_for_store = false;
+  /// Set when the assignment's part makes no ranks here: why (the run fails with it).
+  std::string refused;
 };
 
 /// For `run` on `cards` of this worker's cards; rank 0's store goes to `rendezvous_host`.

@@ -114,12 +114,7 @@ inline void run_ranks(const std::filesystem::path& dir, int world, int started =
 
 /// The model.pt each run saved holds the same weights, within 1e-5.
 inline void check_same_saved_weights(const std::filesystem::path& a, const std::filesystem::path& b) {
-  auto trained = load_weights(a / "checkpoints" / "model.pt");
-  auto reference = load_weights(b / "checkpoints" / "model.pt");
-  BOOST_REQUIRE(trained.size() == reference.size());
-  for (const auto& [name, t] : reference)
-    BOOST_TEST(torch::allclose(trained.at(name), t, /*rtol=*/0, /*atol=*/1e-5),
-               name << ": max difference " << (trained.at(name) - t).abs().max().item<double>());
+  check_close_weights(a / "checkpoints" / "model.pt", b / "checkpoints" / "model.pt");
 }
 
 } // namespace cdui::test::ddp

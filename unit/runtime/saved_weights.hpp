@@ -51,6 +51,16 @@ inline named_tensors load_checkpoint_model(const std::filesystem::path& path) {
   return out;
 }
 
+/// The model files `a` and `b` (ModelSaver's) hold the same tensors within `atol`, each checked.
+inline void check_close_weights(const std::filesystem::path& a, const std::filesystem::path& b, double atol = 1e-5) {
+  auto trained = load_weights(a);
+  auto reference = load_weights(b);
+  BOOST_REQUIRE(trained.size() == reference.size());
+  for (const auto& [name, t] : reference)
+    BOOST_TEST(torch::allclose(trained.at(name), t, /*rtol=*/0, atol),
+               name << ": max difference " << (trained.at(name) - t).abs().max().item<double>());
+}
+
 /// True when both hold the same names and bitwise equal tensors.
 inline bool same_weights(const named_tensors& a, const named_tensors& b) {
   if (a.size() != b.size())
