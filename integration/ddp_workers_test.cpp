@@ -140,7 +140,7 @@ BOOST_FIXTURE_TEST_CASE(when_rank_0s_worker_is_lost_the_run_ends_and_the_other_w
   BOOST_TEST(eventually([&] { return run_processes(home).empty(); }, 60s));
 }
 
-BOOST_AUTO_TEST_CASE(a_restarted_server_adopts_the_run_and_the_other_workers_part) {
+BOOST_AUTO_TEST_CASE(a_server_stopped_or_killed_and_started_again_adopts_the_run_and_the_other_workers_part) {
   temp_home home;
   run_process_guard guard{home};
   std::map<std::string, std::string> env{{"CODEFYUI_WORKER_HEARTBEAT_S", "0.5"}};
@@ -156,11 +156,21 @@ BOOST_AUTO_TEST_CASE(a_restarted_server_adopts_the_run_and_the_other_workers_par
     BOOST_TEST_REQUIRE(eventually([&] { return training(srv, id); }, 60s));
     srv.stop();  // SIGTERM, as cdui stop sends it: the run goes on on its workers
   }
+  {
+    server_process srv{home, env};
+    BOOST_TEST(srv.get_json("/api/runs/" + id)["status"] == "running");
+    await_worker(srv, "w1", "online");
+    await_worker(srv, "w2", "online");
+    // It trains on, its events reaching the new server; its part on w2 is followed again.
+    before = srv.all_events(id).size();
+    BOOST_TEST(eventually([&] { return srv.all_events(id).size() > before + 10; }, 60s));
+    srv.proc().signal(SIGKILL);  // now killed: the next server adopts it all the same
+    srv.proc().wait_for(10s);
+  }
   server_process srv{home, env};
   BOOST_TEST(srv.get_json("/api/runs/" + id)["status"] == "running");
   await_worker(srv, "w1", "online");
   await_worker(srv, "w2", "online");
-  // It trains on, its events reaching the new server; its part on w2 is followed again.
   before = srv.all_events(id).size();
   BOOST_TEST(eventually([&] { return srv.all_events(id).size() > before + 10; }, 60s));
   srv.cancel(id);
