@@ -3,7 +3,9 @@
 #include "runtime/nodes/ddp.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
@@ -46,17 +48,37 @@ bool over_nccl(const std::vector<std::string>& devices) {
 /// Where the ranks meet: the FileStore in the run's folder within one worker. Across workers, rank
 /// 0's TCPStore, hosted once per process (a second ddp loop meets at the same one), its keys under
 /// the hash of the run's secret: a process without it never finds them (the store has no listing).
-c10::intrusive_ptr<c10d::Store> meeting_point(const ddp_rank& settings, const store_hosted& hosted) {
+/// Rank 0 says where it listens in a ddp_rendezvous event, for the agents to hand the others.
+c10::intrusive_ptr<c10d::Store> meeting_point(const ddp_rank& settings, node_call& call) {
   if (settings.store_host.empty())
     return c10::make_intrusive<c10d::FileStore>(settings.rendezvous.string(), settings.world_size);
   static torch_compat::tcp_store tcp;
   if (!tcp.store) {
     tcp = torch_compat::make_tcp_store(settings.store_host, settings.store_port, settings.rank == 0,
                                        settings.world_size, settings.timeout);
-    if (settings.rank == 0 && hosted)
-      hosted(settings.store_host, tcp.port);
+    if (settings.rank == 0)
+      call.emit("ddp_rendezvous", {{"host", settings.store_host}, {"port", tcp.port}});
   }
   return c10::make_intrusive<c10d::PrefixStore>("cdui-run-" + storage::credential_hash(settings.secret), tcp.store);
+}
+
+/// Waits until every rank has reached the store, looking every 100 ms whether this one was asked to
+/// stop: a rank stopped before the others came (a cancel, a part the server could not assign) ends
+/// then, instead of waiting in c10d until the timeout. Each join counts under a key of its own:
+/// every rank joins the same ddp loops in the same order.
+void await_ranks(const c10::intrusive_ptr<c10d::Store>& store, const ddp_rank& settings, node_call& call) {
+  static int joins = 0;
+  auto key = "cdui-ranks-" + std::to_string(joins++);
+  store->add(key, 1);
+  auto deadline = std::chrono::steady_clock::now() + settings.timeout;
+  while (store->add(key, 0) < settings.world_size) {
+    if (call.stop_requested())
+      throw std::runtime_error("it was asked to stop before the other ranks came");
+    if (std::chrono::steady_clock::now() > deadline)
+      throw std::runtime_error("the other ranks did not all come within "
+                               + std::to_string(settings.timeout.count() / 1000) + " s");
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
 }
 
 /// The rank's process group: NCCL (over_nccl), else Gloo (which reduces CUDA tensors too, through
@@ -71,10 +93,11 @@ c10::intrusive_ptr<c10d::ProcessGroup> make_group(const c10::intrusive_ptr<c10d:
 
 class ddp_distribution final : public distribution {
 public:
-  ddp_distribution(const ddp_rank& settings, torch::nn::Sequential& net, const store_hosted& hosted)
+  ddp_distribution(const ddp_rank& settings, torch::nn::Sequential& net, node_call& call)
       : settings_(settings), buffers_(net->buffers()) {
     try {
-      auto store = meeting_point(settings, hosted);
+      auto store = meeting_point(settings, call);
+      await_ranks(store, settings, call);
       auto device = torch_device(settings.device);
       group_ = make_group(store, settings, device);
       // NCCL reduces tensors on the card only: the loop's figures travel there and back.
@@ -204,8 +227,8 @@ at::Tensor ddp_validation_part(std::int64_t samples, int rank, int world) {
   return torch::arange(rank, samples, world, torch::kInt64);
 }
 
-std::unique_ptr<distribution> join_ddp(const ddp_rank& rank, torch::nn::Sequential& net, const store_hosted& hosted) {
-  return std::make_unique<ddp_distribution>(rank, net, hosted);
+std::unique_ptr<distribution> join_ddp(const ddp_rank& rank, torch::nn::Sequential& net, node_call& call) {
+  return std::make_unique<ddp_distribution>(rank, net, call);
 }
 
 } // namespace cdui::runtime::nodes

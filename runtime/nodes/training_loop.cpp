@@ -84,9 +84,7 @@ std::unique_ptr<distribution> distribute(node_call& call, loop_inputs& in, const
   const auto& ranks = call.run().ddp;
   if (call.string_param("strategy") == "ddp") {
     if (ranked(call)) {
-      auto ddp = join_ddp(ranks, in.model->module, [&call](const std::string& host, int port) {
-        call.emit("ddp_rendezvous", {{"host", host}, {"port", port}});
-      });
+      auto ddp = join_ddp(ranks, in.model->module, call);
       // Every rank built the same data and model from the run's seed; from here rank k draws its
       // own randomness (dropout masks) from seed + k, and rank 0 draws on as a single run does.
       if (ranks.rank > 0)

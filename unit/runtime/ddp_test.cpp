@@ -3,6 +3,7 @@
 // from the combined batch.
 #include <boost/test/unit_test.hpp>
 
+#include <csignal>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -11,6 +12,7 @@
 #include "runtime/nodes/ddp.hpp"
 #include "testkit/graphs.hpp"
 #include "testkit/home.hpp"
+#include "testkit/wait.hpp"
 #include "unit/runtime/ddp_ranks.hpp"
 #include "unit/runtime/run_helpers.hpp"
 #include "unit/runtime/saved_weights.hpp"
@@ -160,6 +162,22 @@ BOOST_AUTO_TEST_CASE(a_rank_the_others_never_meet_fails_once_the_collective_time
   BOOST_TEST(ended["status"] == "failed");
   BOOST_TEST(ended["error"].get<std::string>().find("DDP rank 0 of 2 could not join the other ranks: ")
              != std::string::npos, ended.dump());
+}
+
+BOOST_AUTO_TEST_CASE(a_rank_cancelled_while_it_waits_for_the_others_ends_cancelled_without_waiting_them_out) {
+  // Rank 1 never comes (a part the server could not assign, say); the collectives would wait 10
+  // minutes. A cancel ends rank 0 while it waits.
+  temp_home home;
+  auto dir = prepare(home, "wait0001", ddp_graph(16, 1, "ddp", false), {"sim:0", "sim:1"});
+  auto rank0 = start_rank(dir, 0, 2, "600");
+  BOOST_TEST_REQUIRE(cdui::test::eventually([&] {
+    return cdui::test::file_text(dir / "events.jsonl").find(R"("status":"running","type":"TrainingLoop")")
+           != std::string::npos;
+  }, std::chrono::seconds(60)));
+  rank0->signal(SIGTERM);
+  auto code = rank0->wait_for(std::chrono::seconds(60));
+  BOOST_TEST_REQUIRE(code.has_value(), "rank 0 went on waiting for rank 1");
+  BOOST_TEST(outcome(dir / "outcome.json")["status"] == "cancelled");
 }
 
 BOOST_AUTO_TEST_CASE(two_ddp_loops_on_separate_branches_are_refused_and_one_after_the_other_is_not) {
