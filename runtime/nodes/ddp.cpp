@@ -49,9 +49,14 @@ bool over_nccl(const std::vector<std::string>& devices) {
 /// 0's TCPStore, hosted once per process (a second ddp loop meets at the same one), its keys under
 /// the hash of the run's secret: a process without it never finds them (the store has no listing).
 /// Rank 0 says where it listens in a ddp_rendezvous event, for the agents to hand the others.
+/// Each join (each ddp loop, every rank joining the same loops in the same order) meets under a
+/// name of its own: a second loop's group must not read the first's addresses.
 c10::intrusive_ptr<c10d::Store> meeting_point(const ddp_rank& settings, node_call& call) {
+  static int joins = 0;
+  auto join = joins++;
   if (settings.store_host.empty())
-    return c10::make_intrusive<c10d::FileStore>(settings.rendezvous.string(), settings.world_size);
+    return c10::make_intrusive<c10d::FileStore>(
+      settings.rendezvous.string() + (join == 0 ? "" : "-" + std::to_string(join)), settings.world_size);
   static torch_compat::tcp_store tcp;
   if (!tcp.store) {
     tcp = torch_compat::make_tcp_store(settings.store_host, settings.store_port, settings.rank == 0,
@@ -59,16 +64,15 @@ c10::intrusive_ptr<c10d::Store> meeting_point(const ddp_rank& settings, node_cal
     if (settings.rank == 0)
       call.emit("ddp_rendezvous", {{"host", settings.store_host}, {"port", tcp.port}});
   }
-  return c10::make_intrusive<c10d::PrefixStore>("cdui-run-" + storage::credential_hash(settings.secret), tcp.store);
+  return c10::make_intrusive<c10d::PrefixStore>(
+    "cdui-run-" + storage::credential_hash(settings.secret) + "/" + std::to_string(join), tcp.store);
 }
 
 /// Waits until every rank has reached the store, looking every 100 ms whether this one was asked to
 /// stop: a rank stopped before the others came (a cancel, a part the server could not assign) ends
-/// then, instead of waiting in c10d until the timeout. Each join counts under a key of its own:
-/// every rank joins the same ddp loops in the same order.
+/// then, instead of waiting in c10d until the timeout.
 void await_ranks(const c10::intrusive_ptr<c10d::Store>& store, const ddp_rank& settings, node_call& call) {
-  static int joins = 0;
-  auto key = "cdui-ranks-" + std::to_string(joins++);
+  const std::string key = "cdui-ranks";
   store->add(key, 1);
   auto deadline = std::chrono::steady_clock::now() + settings.timeout;
   while (store->add(key, 0) < settings.world_size) {
