@@ -47,7 +47,8 @@ bool over_nccl(const std::vector<std::string>& devices) {
 
 /// Where the ranks meet: the FileStore in the run's folder within one worker. Across workers, rank
 /// 0's TCPStore, hosted once per process (a second ddp loop meets at the same one), its keys under
-/// the hash of the run's secret: a process without it never finds them (the store has no listing).
+/// the hash of the run's secret: a rank with another secret never finds them. (torch 2.x's TCPStore
+/// lists its keys, so this is no authentication yet: docs/ddp.md.)
 /// Rank 0 says where it listens in a ddp_rendezvous event, for the agents to hand the others.
 /// Each join (each ddp loop, every rank joining the same loops in the same order) meets under a
 /// name of its own: a second loop's group must not read the first's addresses.
