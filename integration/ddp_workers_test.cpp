@@ -147,7 +147,6 @@ BOOST_AUTO_TEST_CASE(a_server_stopped_or_killed_and_started_again_adopts_the_run
   auto w1 = start_agent(home, "w1");
   auto w2 = start_agent(home, "w2");
   std::string id;
-  std::size_t before = 0;
   {
     server_process srv{home, env};
     await_worker(srv, "w1", "online");
@@ -156,23 +155,23 @@ BOOST_AUTO_TEST_CASE(a_server_stopped_or_killed_and_started_again_adopts_the_run
     BOOST_TEST_REQUIRE(eventually([&] { return training(srv, id); }, 60s));
     srv.stop();  // SIGTERM, as cdui stop sends it: the run goes on on its workers
   }
-  {
-    server_process srv{home, env};
+  // A new server finds the run running and trains on with it, its events reaching the new server;
+  // its part on w2 is followed again.
+  auto trains_on = [&](const server_process& srv) {
     BOOST_TEST(srv.get_json("/api/runs/" + id)["status"] == "running");
     await_worker(srv, "w1", "online");
     await_worker(srv, "w2", "online");
-    // It trains on, its events reaching the new server; its part on w2 is followed again.
-    before = srv.all_events(id).size();
+    auto before = srv.all_events(id).size();
     BOOST_TEST(eventually([&] { return srv.all_events(id).size() > before + 10; }, 60s));
+  };
+  {
+    server_process srv{home, env};
+    trains_on(srv);
     srv.proc().signal(SIGKILL);  // now killed: the next server adopts it all the same
     srv.proc().wait_for(10s);
   }
   server_process srv{home, env};
-  BOOST_TEST(srv.get_json("/api/runs/" + id)["status"] == "running");
-  await_worker(srv, "w1", "online");
-  await_worker(srv, "w2", "online");
-  before = srv.all_events(id).size();
-  BOOST_TEST(eventually([&] { return srv.all_events(id).size() > before + 10; }, 60s));
+  trains_on(srv);
   srv.cancel(id);
   auto ended = srv.wait_final(id, 120s);
   BOOST_TEST(ended["status"] == "cancelled", ended.dump());
