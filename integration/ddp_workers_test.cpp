@@ -55,6 +55,15 @@ struct two_workers {
   }
 };
 
+/// Two agents, w1 and w2, for servers that a test starts and stops.
+struct two_agents {
+  temp_home home;
+  run_process_guard guard{home};
+  std::map<std::string, std::string> env{{"CODEFYUI_WORKER_HEARTBEAT_S", "0.5"}};
+  std::unique_ptr<process> w1 = start_agent(home, "w1");
+  std::unique_ptr<process> w2 = start_agent(home, "w2");
+};
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(ddp_workers_test)
@@ -140,12 +149,7 @@ BOOST_FIXTURE_TEST_CASE(when_rank_0s_worker_is_lost_the_run_ends_and_the_other_w
   BOOST_TEST(eventually([&] { return run_processes(home).empty(); }, 60s));
 }
 
-BOOST_AUTO_TEST_CASE(a_server_stopped_or_killed_and_started_again_adopts_the_run_and_the_other_workers_part) {
-  temp_home home;
-  run_process_guard guard{home};
-  std::map<std::string, std::string> env{{"CODEFYUI_WORKER_HEARTBEAT_S", "0.5"}};
-  auto w1 = start_agent(home, "w1");
-  auto w2 = start_agent(home, "w2");
+BOOST_FIXTURE_TEST_CASE(a_server_stopped_or_killed_and_started_again_adopts_the_run_and_the_other_workers_part, two_agents) {
   std::string id;
   {
     server_process srv{home, env};
@@ -178,6 +182,57 @@ BOOST_AUTO_TEST_CASE(a_server_stopped_or_killed_and_started_again_adopts_the_run
   auto part = home.path() / "agents" / "w2" / "runs" / (id + "-rank2");
   BOOST_TEST(eventually([&] { return std::filesystem::exists(part / "acked"); }, 30s),
              "the new server recorded the part's end, and its agent forgot it");
+  BOOST_TEST(eventually([&] { return run_processes(home).empty(); }, 60s));
+}
+
+BOOST_FIXTURE_TEST_CASE(the_other_workers_cards_go_to_the_next_run_only_once_its_part_has_ended, two_workers) {
+  auto id = srv.submit_ok(moons_ddp(1'000'000, four_cards));
+  BOOST_TEST_REQUIRE(eventually([&] { return training(srv, id); }, 60s));
+  auto part = id + "-rank2";
+  auto ranks = run_processes(home, part);
+  BOOST_TEST_REQUIRE(ranks.size() == 2u);
+  // w2's ranks are paused: they cannot stop when asked, and every rank waits for them in its
+  // collectives. Each agent kills what it was asked to stop and has not stopped 10 s later.
+  for (auto pid : ranks)
+    ::kill(pid, SIGSTOP);
+  auto next = srv.submit_ok(moons_on("w2", {"sim:0"}, 1));
+  srv.cancel(id);
+  auto ended = srv.wait_final(id, 120s);
+  BOOST_TEST(ended["status"] == "cancelled", ended.dump());
+  BOOST_TEST(ended["error"].get<std::string>().find("did not stop within 10 s") != std::string::npos, ended.dump());
+  // The run has ended, but w2/sim:0 is still a paused rank's: the next run waits for it.
+  srv.await_status(next, "running", 120s);
+  BOOST_TEST(run_processes(home, part).empty(), "a run started on a card that a rank of the last still held");
+  BOOST_TEST(srv.wait_final(next, 120s)["status"] == "succeeded");
+  BOOST_TEST(eventually([&] { return run_processes(home).empty(); }, 60s));
+}
+
+BOOST_FIXTURE_TEST_CASE(a_server_restarted_before_rank_0s_store_is_up_sends_the_other_worker_its_part_then, two_agents) {
+  std::string id;
+  auto kept = [&] { return home.path() / "runs" / id / "ddp.json"; };
+  {
+    server_process srv{home, env};
+    await_worker(srv, "w1", "online");
+    await_worker(srv, "w2", "online");
+    // Rank 0's agent is paused: whenever its run starts, the server has stopped by then, and no
+    // part of the run was sent.
+    w1->signal(SIGSTOP);
+    id = srv.submit_ok(moons_ddp(2, four_cards));
+    srv.await_status(id, "running");
+    using std::filesystem::perms;
+    BOOST_TEST_REQUIRE(std::filesystem::exists(kept()));
+    BOOST_TEST(((std::filesystem::status(kept()).permissions() & perms::all) == (perms::owner_read | perms::owner_write)),
+               "the run's secret is the server's user's alone");
+    srv.stop();
+  }
+  w1->signal(SIGCONT);
+  server_process srv{home, env};
+  auto run = srv.wait_final(id, 120s);
+  BOOST_TEST_REQUIRE(run["status"] == "succeeded", run.dump());
+  BOOST_TEST(run["final_metrics"]["loop"]["world_size"] == 4);
+  auto w2_part = home.path() / "agents" / "w2" / "runs" / (id + "-rank2");
+  BOOST_TEST(json::parse(file_text(w2_part / "outcome-rank3.json"))["status"] == "succeeded");
+  BOOST_TEST(eventually([&] { return !std::filesystem::exists(kept()); }), "the run's secret is gone with the run");
   BOOST_TEST(eventually([&] { return run_processes(home).empty(); }, 60s));
 }
 

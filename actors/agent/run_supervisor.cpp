@@ -14,6 +14,7 @@
 
 #include "actors/agent/ddp_rank.hpp"
 #include "actors/agent/supervisor_ddp.hpp"
+#include "actors/common/deadlines.hpp"
 #include "actors/common/guarded.hpp"
 #include "actors/common/run_process.hpp"
 #include "messages/atoms.hpp"
@@ -31,8 +32,6 @@ using self_ptr = run_supervisor_actor::stateful_pointer<supervisor_state>;
 /// ended run only waits for its acknowledgement.
 constexpr auto executing_tick = std::chrono::milliseconds(20);
 constexpr auto ended_tick = std::chrono::milliseconds(100);
-
-using supervisor_ddp::signal_ranks;
 
 /// Prepares the run's folder and starts its process; the reason when it cannot.
 std::optional<std::string> launch(self_ptr self, const run_launch& l) {
@@ -110,7 +109,7 @@ void recover(self_ptr self) {
       "{}"}));
   }
   if (st.ended)
-    signal_ranks(self, SIGKILL);  // its end is known: no rank outlives it
+    supervisor_ddp::kill_ranks(self);  // its end is known: no rank outlives it
   const char* state = st.ended ? "ended" : "still executing";
   if (st.setup.after_failure)
     spdlog::info("agent '{}': a new supervisor follows run {} ({})", st.setup.worker,
@@ -168,14 +167,26 @@ bool run_exited(self_ptr self) {
     st.process_ended = true;
     st.process_status = status;
   }
+  auto now = std::chrono::steady_clock::now();
+  if (st.stop_deadline && now > *st.stop_deadline && !st.killed_at_stop && !st.ended) {
+    // Asked to stop and still running (stuck in a collective, or stopped): killed, with its ranks.
+    spdlog::warn("agent '{}': run {} did not stop within {} s; killing it", st.setup.worker, st.setup.run_id,
+                 default_stop_deadline_ms / 1000);
+    st.killed_at_stop = run_outcome{st.stop_interrupts ? run_status::interrupted : run_status::cancelled,
+                                    "it did not stop within " + std::to_string(default_stop_deadline_ms / 1000)
+                                      + " s of being asked to, so its processes were killed",
+                                    "{}"};
+    if (!st.process_ended && st.pid > 0)
+      ::kill(st.pid, SIGKILL);
+    supervisor_ddp::kill_ranks(self);
+  }
   if (st.ended || !st.process_ended)
     return false;
   if (st.ranks_running > 0) {
-    auto now = std::chrono::steady_clock::now();
     if (!st.ranks_deadline)
       st.ranks_deadline = now + std::chrono::seconds(10);
     else if (now > *st.ranks_deadline)
-      signal_ranks(self, SIGKILL);
+      supervisor_ddp::kill_ranks(self);
     return false;
   }
   return true;
@@ -220,8 +231,7 @@ bool pump(self_ptr self) {
       st.child ? process_exit_reason(st.process_status)
                : "the run's process ended without an outcome while its agent was restarting",
       "{}"}));
-    if (st.rank_failure)
-      st.ended = run_outcome{run_status::failed, *st.rank_failure, st.ended->final_metrics};
+    st.ended = supervisor_ddp::run_end(st, *st.ended);
     spdlog::info("agent '{}': run {} ended {}{}{}", st.setup.worker, st.setup.run_id,
                  to_string(st.ended->status), st.ended->error.empty() ? "" : ": ", st.ended->error);
     self->send(st.setup.agent, atoms::ended::value, st.setup.run_id);
@@ -344,6 +354,10 @@ run_supervisor_actor::behavior_type run_supervisor(self_ptr self, supervisor_set
       spdlog::info("agent '{}': {} run {}", st.setup.worker, interrupt ? "interrupting" : "cancelling",
                    st.setup.run_id);
       ::kill(st.pid, interrupt ? SIGUSR1 : SIGTERM);
+      if (!st.stop_deadline) {
+        st.stop_deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(default_stop_deadline_ms);
+        st.stop_interrupts = interrupt;
+      }
       // Rank 0 alone: the ranks agree after every batch whether to stop, so they stop at the same
       // batch (a rank signalled before it joined the others would leave them waiting); the other
       // ranks that do not end with it are ended 10 s after it.

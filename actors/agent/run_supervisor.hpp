@@ -69,8 +69,17 @@ struct supervisor_state {
   std::optional<std::string> rank_failure;
   bool process_ended = false;
   int process_status = 0;
+  /// Whether rank_failure came after the run's process had exited (a rank that lost it), and
+  /// whether this supervisor killed the ranks itself (what they say after that is no failure).
+  bool rank_failure_after_exit = false;
+  bool ranks_killed = false;
   /// After rank 0 has exited, how long the other ranks have to exit on their own.
   std::optional<std::chrono::steady_clock::time_point> ranks_deadline;
+  /// Asked to stop (interrupted or cancelled): the process and its ranks are killed if they have
+  /// not ended by then, and the run ends `killed_at_stop` (set then).
+  std::optional<std::chrono::steady_clock::time_point> stop_deadline;
+  bool stop_interrupts = false;
+  std::optional<run_outcome> killed_at_stop;
   /// The rank of the run's process and the run's ranks: 0 and 1 for a run of one process; across
   /// workers, this worker's first rank (docs/ddp.md, "Across workers").
   int first_rank = 0;

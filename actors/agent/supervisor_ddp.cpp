@@ -75,22 +75,25 @@ void watch_rank(self_ptr self, ddp_rank_setup setup) {
   ++self->state.ranks_running;
 }
 
-void signal_ranks(self_ptr self, int sig) {
+void kill_ranks(self_ptr self) {
+  self->state.ranks_killed = true;
   for (const auto& r : self->state.ranks)
-    self->send(r, agent_atoms::signal::value, sig);
+    self->send(r, agent_atoms::signal::value, SIGKILL);
 }
 
 void rank_ended(self_ptr self, int k, const std::string& failure) {
   auto& st = self->state;
   --st.ranks_running;
   spdlog::info("agent '{}': run {}: DDP rank {} exited", st.setup.worker, st.setup.run_id, k);
-  if (failure.empty() || st.rank_failure || st.ended)  // the first failure; none once the end is known
+  // The first failure; none once the end is known, nor from a rank this supervisor killed.
+  if (failure.empty() || st.rank_failure || st.ended || st.ranks_killed)
     return;
   spdlog::warn("agent '{}': run {}: {}", st.setup.worker, st.setup.run_id, failure);
   st.rank_failure = failure;
+  st.rank_failure_after_exit = st.process_ended;
   if (!st.process_ended && st.pid > 0)
     ::kill(st.pid, SIGKILL);
-  signal_ranks(self, SIGKILL);
+  kill_ranks(self);
 }
 
 void start_waiting_ranks(self_ptr self) {
@@ -143,6 +146,14 @@ run_outcome part_outcome(const supervisor_state& st, run_outcome outcome) {
   outcome.error = ddp_rank_failure(st.first_rank, st.world, outcome, outcome.error, st.setup.worker)
                     .value_or(outcome.error);
   return outcome;
+}
+
+run_outcome run_end(const supervisor_state& st, run_outcome process) {
+  if (st.killed_at_stop)
+    return *st.killed_at_stop;
+  if (!st.rank_failure || (st.rank_failure_after_exit && process.status == run_status::failed))
+    return process;
+  return {run_status::failed, *st.rank_failure, process.final_metrics};
 }
 
 } // namespace cdui::actors::supervisor_ddp

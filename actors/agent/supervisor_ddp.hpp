@@ -38,8 +38,8 @@ struct rank_plan {
 /// Spawns the ddp_rank of one of the run's other ranks.
 void watch_rank(self_ptr self, ddp_rank_setup setup);
 
-/// Sends `sig` to every other rank still running.
-void signal_ranks(self_ptr self, int sig);
+/// Kills (SIGKILL) every other rank still running: their ends are no failure of theirs.
+void kill_ranks(self_ptr self);
 
 /// Rank k has exited: the first that failed ends the run's process and the others, and the run
 /// fails with its error.
@@ -59,5 +59,10 @@ void find_ranks(self_ptr self);
 /// The outcome of this worker's part from its process's: a part whose rank k > 0 failed says so,
 /// naming the rank and the worker, as a failed rank of any worker does.
 [[nodiscard]] run_outcome part_outcome(const supervisor_state& st, run_outcome outcome);
+
+/// The run's end from its process's outcome (part_outcome'd): killed at its stop deadline, it
+/// says so; else a rank's failure is the run's, unless it came after the process had failed
+/// (the process's error is the cause, the rank only lost it).
+[[nodiscard]] run_outcome run_end(const supervisor_state& st, run_outcome process);
 
 } // namespace cdui::actors::supervisor_ddp

@@ -29,11 +29,11 @@ std::string rank_failure(const worker_part_setup& s, const std::string& why) {
 
 void assign(self_ptr self) {
   auto& s = self->state.setup;
-  if (s.adopted) {
-    // Its worker does not have it, and the secret its ranks need went with the server that made it.
+  if (s.adopted && s.assignment.ddp.secret.empty()) {
+    // Its worker does not have it, and the secret its ranks need is lost (the run's ddp.json).
     report(self, {run_status::failed,
-                  rank_failure(s, "the worker does not have its part of the run, which the server could not "
-                                  "send again after its restart"),
+                  rank_failure(s, "the worker does not have its part of the run, and the run's secret, which "
+                                  "its ranks need to meet, is lost (ddp.json in the run's folder)"),
                   "{}"});
     return;
   }
@@ -59,7 +59,14 @@ caf::behavior worker_part(self_ptr self, worker_part_setup setup) {
   return {
     // A part's ranks write no events of the run (rank 0's worker does).
     [=](atoms::append, std::vector<run_event>&) {},
-    [=](atoms::finished, const run_outcome& outcome) { report(self, outcome); },
+    [=](atoms::finished, const run_outcome& outcome) {
+      // From its agent: a rank's failure is in its words already; a refusal of the part (a
+      // worker that cannot prepare its folder, say) is put in them here.
+      auto said = outcome;
+      if (said.status == run_status::failed && said.error.rfind("DDP rank ", 0) != 0)
+        said.error = rank_failure(self->state.setup, said.error);
+      report(self, said);
+    },
     [=](atoms::finished, const run_outcome& outcome, stop_reason) {
       // Ended by the server, not by its agent: its worker was lost or removed.
       auto said = outcome;

@@ -21,8 +21,8 @@ struct worker_part_setup {
   /// The run it is a part of (its run actor), held weakly: the run holds its parts, and a cycle
   /// would keep both alive when the server stops.
   caf::actor_addr run;
-  /// A part a server before a restart assigned: it is followed (the registry adopts it), never
-  /// assigned again (the run's secret went with that server).
+  /// A part a server before a restart assigned: it is followed (the registry adopts it), and
+  /// assigned again when its worker lacks it (never when the run's secret was lost).
   bool adopted = false;
 };
 

@@ -27,81 +27,6 @@ namespace run_parts {
 
 namespace {
 
-/// How often an end the store refused is tried again.
-constexpr auto end_retry_interval = std::chrono::seconds(1);
-
-/// Records the run's end (its artifacts and final row); false when the store refuses it.
-bool record_end(self_ptr self) {
-  auto& st = self->state;
-  return stored(self, [&] {
-    record_artifacts(st);
-    st.setup.store->update(st.setup.info);
-  });
-}
-
-/// Ends the run with `outcome`; `stopped` is the word of the execution_stopped it adds for a run in
-/// a process of its own that ended cancelled or interrupted without its end event.
-void finish_with(self_ptr self, run_outcome outcome, stop_reason stopped) {
-  auto& st = self->state;
-  if (!st.prune_reason.empty() && outcome.status == run_status::cancelled) {
-    outcome.status = run_status::pruned;
-    outcome.error = st.prune_reason;
-    stopped = stop_reason::pruned;
-  }
-  if (st.executor.joinable())
-    st.executor.join();
-  flush(self);
-  // A run in a process of its own that ended without its end event (the process crashed, or a
-  // worker run the server ended itself: its worker did not come back): every run's log ends with
-  // exactly one.
-  bool own_process = !st.setup.worker.empty() || !st.setup.exec_binary.empty();
-  if (own_process && st.setup.info.status == run_status::running && !st.ended_event) {
-    if (outcome.status == run_status::failed)
-      append(self, "execution_error",
-             json_text(nlohmann::json{{"kind", "error"}, {"error", outcome.error}}));
-    else
-      append(self, "execution_stopped", json_text(stopped_data(stopped, outcome.error)));
-  }
-  if (!st.store_failure.empty() && outcome.status != run_status::failed) {
-    // It stopped because the store refused it (or its end would be refused): that is its end.
-    append(self, "execution_error",
-           json_text(nlohmann::json{{"kind", "error"}, {"error", st.store_failure}}));
-    outcome.status = run_status::failed;
-    outcome.error = st.store_failure;
-  }
-  st.setup.info.status = outcome.status;
-  st.setup.info.error = outcome.error;
-  st.setup.info.final_metrics = outcome.final_metrics;
-  st.setup.info.finished_ms = now_ms();
-  st.setup.info.queue_position = 0;
-  if (!record_end(self)) {
-    // Its end waits in this actor, tried again each second until the store takes it (room made
-    // on the disk) or the queue is gone (the server stops: the next start ends the run).
-    spdlog::error("run {} ended {}, which the store cannot record yet ({})", st.setup.info.id,
-                  to_string(st.setup.info.status), st.store_failure);
-    st.end_unrecorded = true;
-    self->monitor(st.queue);
-    self->set_down_handler([self](caf::down_msg& down) {
-      if (down.source == self->state.queue.address())
-        self->quit();
-    });
-    self->delayed_send(self, end_retry_interval, atoms::tick::value);
-  }
-  // Its slot is freed all the same. The queue hears of the end before anyone waiting does, so a
-  // question asked after the answer finds the run ended in the queue too (its mailbox is in order).
-  self->send(st.queue, atoms::ended::value, st.setup.info.id);
-  stop_parts(self);
-  wake_waiters(self);
-}
-
-} // namespace
-
-void finish(self_ptr self, const run_outcome& outcome) {
-  finish_with(self, outcome, stop_reason_of(outcome.status));
-}
-
-namespace {
-
 /// A worker run: the registry sends it to the worker, whose agent executes it in a subprocess;
 /// its events and its end come back as messages from the registry.
 void start_remote(self_ptr self) {
@@ -112,7 +37,10 @@ void start_remote(self_ptr self) {
   }
   assign_run a{st.setup.info.id,       st.setup.info.name,  st.setup.graph_json,
                st.setup.info.options, st.setup.worker_devices, st.setup.context.seed};
-  add_rank_zero_part(self, a);
+  if (auto why = add_rank_zero_part(self, a); !why.empty()) {
+    finish(self, run_outcome{run_status::failed, why, "{}"});
+    return;
+  }
   self->send(st.setup.registry, atoms::assign::value, std::move(a), st.setup.worker,
              caf::actor_cast<caf::actor>(self));
   wake_waiters(self);
@@ -317,7 +245,7 @@ caf::behavior run_actor(run_parts::self_ptr self, run_setup setup, run_queue_act
     [=](atoms::finished, const run_outcome& outcome, stop_reason stopped) {
       // A worker run the server ended itself, with the word of its stop.
       if (!is_final(self->state.setup.info.status))
-        finish_with(self, outcome, stopped);
+        finish_with(self, with_part_failure(self->state, outcome), stopped);
     },
     [=](atoms::deadline) { miss_stop_deadline(self); },
     [=](atoms::cancel, bool dequeued) { return cancel(self, dequeued, ""); },
@@ -367,19 +295,7 @@ caf::behavior run_actor(run_parts::self_ptr self, run_setup setup, run_queue_act
       return run_actor_status{st.setup.info.id, self->mailbox().size(), st.setup.info.status,
                               st.setup.info.queue_key, st.last_cursor, st.waiters.size()};
     },
-    [=](atoms::tick) {
-      auto& st = self->state;
-      if (!st.end_unrecorded)
-        return;
-      if (!record_end(self)) {
-        self->delayed_send(self, end_retry_interval, atoms::tick::value);
-        return;
-      }
-      spdlog::info("run {}: its end is recorded now", st.setup.info.id);
-      st.end_unrecorded = false;
-      if (st.quit_asked)
-        self->quit();
-    },
+    [=](atoms::tick) { retry_recording_end(self); },
     [=](atoms::quit) {
       // An end the store has not taken yet keeps the actor (tick) until it has.
       auto& st = self->state;

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -115,11 +116,13 @@ struct run_state {
   bool end_unrecorded = false;
   /// The queue asked it to quit (it does once its end is recorded).
   bool quit_asked = false;
-  /// A DDP run across workers: the run's secret, the parts' actors once rank 0's store is up,
-  /// and the first failure of a part (the run's error).
+  /// A DDP run across workers: the run's secret, the parts' actors by worker once rank 0's store
+  /// is up, the first failure of a part (the run's error), and whether the run has ended and waits
+  /// for its parts to end to give its cards back.
   std::string ddp_secret;
-  std::vector<caf::actor> part_actors;
+  std::map<std::string, caf::actor> part_actors;
   std::string part_failure;
+  bool release_after_parts = false;
   ~run_state();
   static inline const char* name = "run";
 };

@@ -1,9 +1,10 @@
 #pragma once
 
 // The run actor's parts, one job per file, internal to it: run_actor.cpp (its messages, and the
-// run's way from queued to its end), run_log.cpp (the run's log and record: events into the store
-// and its folder, and those waiting for them) and run_stops.cpp (stop deadlines, and executors left
-// to end alone).
+// run's way from queued to its start), run_end.cpp (its end recorded, its cards given back),
+// run_log.cpp (the run's log and record: events into the store and its folder, and those waiting
+// for them), run_stops.cpp (stop deadlines, and executors left to end alone) and run_parts.cpp (a
+// DDP run's parts on other workers).
 
 #include <cstdint>
 #include <exception>
@@ -16,6 +17,7 @@
 
 #include "actors/server/run_actor.hpp"
 #include "messages/run_outcome.hpp"
+#include "messages/stop_reason.hpp"
 
 namespace cdui::actors::run_parts {
 
@@ -74,23 +76,36 @@ void miss_stop_deadline(self_ptr self);
 // run_parts.cpp (a DDP run across workers, docs/ddp.md "Across workers")
 
 /// Rank 0's part of a run across workers: its assignment says so, with the run's secret (made
-/// here, sent over the agents' channel only). Nothing for a run on one worker.
-void add_rank_zero_part(self_ptr self, assign_run& a);
+/// here and kept in the run's folder, 0600; sent over the agents' channel only). Nothing for a run
+/// on one worker. The reason when the secret cannot be kept; empty otherwise.
+[[nodiscard]] std::string add_rank_zero_part(self_ptr self, assign_run& a);
 /// Rank 0 said where its store listens (a ddp_rendezvous among `events`): each other worker's
-/// part is assigned, with that host and port.
+/// part is assigned, with that host and port (kept beside the secret).
 void start_parts(self_ptr self, const std::vector<run_event>& events);
-/// A server's restart found the run executing: the other workers' parts are followed again.
+/// A server's restart found the run executing: the other workers' parts are followed again when
+/// rank 0 had said where its store listens (a worker that lacks its part gets it), else sent when
+/// it says so.
 void adopt_parts(self_ptr self);
 /// The run has ended: a part still running is stopped (its ranks would end with rank 0's anyway).
 void stop_parts(self_ptr self);
+/// The run has ended: the queue gets its cards back (ended, id) now, or once every part still
+/// running on another worker has ended: no other run gets a card a rank still holds.
+void release_when_parts_end(self_ptr self);
 /// A part ended: the first that failed fails the run with its error, and rank 0's part is stopped.
 void part_ended(self_ptr self, const std::string& worker, const run_outcome& outcome);
 /// The run's outcome from rank 0's: a part's failure, when one failed, is the run's.
 [[nodiscard]] run_outcome with_part_failure(const run_state& st, run_outcome outcome);
 
-// run_actor.cpp
+// run_end.cpp
 
-/// Ends the run with `outcome`; a stop's word is its status's.
+/// Ends the run with `outcome`: recorded (or tried again each second while the store refuses it:
+/// retry_recording_end), those waiting told, and its cards given back (release_when_parts_end).
+/// `stopped` is the word of the execution_stopped it adds for a run in a process of its own that
+/// ended cancelled or interrupted without its end event; finish takes its status's.
+void finish_with(self_ptr self, run_outcome outcome, stop_reason stopped);
 void finish(self_ptr self, const run_outcome& outcome);
+/// (tick) after an end the store refused: tried again; the actor quits once it is recorded if
+/// the queue asked it to.
+void retry_recording_end(self_ptr self);
 
 } // namespace cdui::actors::run_parts

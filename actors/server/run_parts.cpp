@@ -1,6 +1,10 @@
 // A run actor's DDP run across workers (docs/ddp.md, "Across workers"): rank 0's worker executes
 // the run; each other worker gets its part of the ranks (a ddp_part actor) once rank 0 has said
-// where its store listens, and the first part that fails fails the run.
+// where its store listens, and the first part that fails fails the run. The run's secret and its
+// store's address are kept in ddp.json in its folder (0600), so that a server that restarts can
+// send a part its worker lacks.
+#include <fstream>
+
 #include <caf/all.hpp>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -8,11 +12,28 @@
 #include "actors/server/ddp_part.hpp"
 #include "actors/server/run_actor_parts.hpp"
 #include "messages/atoms.hpp"
+#include "messages/json_text.hpp"
 #include "storage/credentials.hpp"
+#include "storage/home.hpp"
 
 namespace cdui::actors::run_parts {
 
 namespace {
+
+/// The run's ddp.json: its secret, and rank 0's store once it has said where it listens.
+std::filesystem::path ddp_file(const run_state& st) {
+  return st.setup.context.run_dir / "ddp.json";
+}
+
+/// The run's ddp.json as a server before a restart wrote it; an empty object when there is none
+/// (or not one a server writes).
+nlohmann::json read_ddp_file(const run_state& st) {
+  std::ifstream in{ddp_file(st)};
+  auto kept = nlohmann::json::parse(in, nullptr, false);
+  if (!kept.is_object() || !kept["secret"].is_string() || kept["secret"].get<std::string>().empty())
+    return nlohmann::json::object();
+  return kept;
+}
 
 /// Worker `worker`'s part of the ranks `first`.. on `devices`.
 cdui::ddp_part part_of(const run_state& st, int first) {
@@ -28,24 +49,56 @@ void spawn_part(self_ptr self, const ddp_part_place& part, const std::string& ho
   ddp.store_port = port;
   assign_run a{st.setup.info.id + "-rank" + std::to_string(part.first_rank), st.setup.info.name, st.setup.graph_json,
                st.setup.info.options, part.devices, st.setup.context.seed, std::move(ddp)};
-  st.part_actors.push_back(self->spawn(
-    worker_part, worker_part_setup{std::move(a), part.worker, st.setup.registry, self->address(), adopted}));
+  st.part_actors[part.worker] = self->spawn(
+    worker_part, worker_part_setup{std::move(a), part.worker, st.setup.registry, self->address(), adopted});
+}
+
+/// Every part, its ranks meeting at `host`:`port`.
+void spawn_parts(self_ptr self, const std::string& host, std::int32_t port, bool adopted) {
+  for (const auto& part : self->state.setup.parts) {
+    spdlog::info("run {}: ranks from {} go to worker '{}'{}", self->state.setup.info.id, part.first_rank, part.worker,
+                 adopted ? " (followed again)" : "");
+    spawn_part(self, part, host, port, adopted);
+  }
+}
+
+/// The run has ended and nothing of it runs on any worker: its cards go back to the queue, and its
+/// secret, no longer of use, goes.
+void give_cards_back(self_ptr self) {
+  auto& st = self->state;
+  if (!st.setup.parts.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove(ddp_file(st), ignored);
+  }
+  self->send(st.queue, atoms::ended::value, st.setup.info.id);
 }
 
 } // namespace
 
-void add_rank_zero_part(self_ptr self, assign_run& a) {
+std::string add_rank_zero_part(self_ptr self, assign_run& a) {
   auto& st = self->state;
   if (st.setup.parts.empty())
-    return;
-  if (st.ddp_secret.empty())
-    st.ddp_secret = storage::random_secret();
+    return "";
+  if (st.ddp_secret.empty()) {
+    auto kept = read_ddp_file(st);
+    if (kept.empty()) {
+      st.ddp_secret = storage::random_secret();
+      try {
+        storage::write_file_atomic(ddp_file(st), json_text(nlohmann::json{{"secret", st.ddp_secret}}) + "\n", true);
+      } catch (const std::exception& e) {
+        return std::string{"the server cannot keep the run's DDP secret: "} + e.what();
+      }
+    } else {
+      st.ddp_secret = kept["secret"].get<std::string>();
+    }
+  }
   a.ddp = part_of(st, 0);
+  return "";
 }
 
 void start_parts(self_ptr self, const std::vector<run_event>& events) {
   auto& st = self->state;
-  if (st.setup.parts.empty() || !st.part_actors.empty())
+  if (st.setup.parts.empty() || !st.part_actors.empty() || st.ddp_secret.empty())
     return;
   for (const auto& e : events) {
     if (e.type != "ddp_rendezvous")
@@ -53,27 +106,68 @@ void start_parts(self_ptr self, const std::vector<run_event>& events) {
     auto data = nlohmann::json::parse(e.data, nullptr, false);
     if (!data.is_object() || !data["host"].is_string() || !data["port"].is_number_integer())
       return;
-    for (const auto& part : st.setup.parts) {
-      spdlog::info("run {}: ranks from {} go to worker '{}'", st.setup.info.id, part.first_rank, part.worker);
-      spawn_part(self, part, data["host"].get<std::string>(), data["port"].get<std::int32_t>(), false);
+    auto host = data["host"].get<std::string>();
+    auto port = data["port"].get<std::int32_t>();
+    try {
+      storage::write_file_atomic(
+        ddp_file(st), json_text(nlohmann::json{{"secret", st.ddp_secret}, {"store", {{"host", host}, {"port", port}}}}) + "\n",
+        true);
+    } catch (const std::exception& e) {
+      // The parts go all the same: only a restart of this server would not find where they meet.
+      spdlog::error("run {}: cannot note where its ranks meet: {}", st.setup.info.id, e.what());
     }
+    spawn_parts(self, host, port, false);
     return;
   }
 }
 
 void adopt_parts(self_ptr self) {
-  for (const auto& part : self->state.setup.parts)
-    spawn_part(self, part, "", 0, true);
+  auto& st = self->state;
+  if (st.setup.parts.empty())
+    return;
+  auto kept = read_ddp_file(st);
+  if (kept.empty()) {
+    // No secret kept (a folder that lost it): parts that their workers have are followed, one
+    // that a worker lacks fails the run (ddp_part.cpp).
+    spawn_parts(self, "", 0, true);
+    return;
+  }
+  st.ddp_secret = kept["secret"].get<std::string>();
+  const auto& store = kept["store"];
+  // Before rank 0 said where its store listens, no part was sent: they go when it says so (its
+  // agent sends the event to this server too).
+  if (!store.is_object() || !store["host"].is_string() || !store["port"].is_number_integer())
+    return;
+  spawn_parts(self, store["host"].get<std::string>(), store["port"].get<std::int32_t>(), true);
 }
 
 void stop_parts(self_ptr self) {
-  for (const auto& part : self->state.part_actors)
+  for (const auto& [worker, part] : self->state.part_actors)
     self->send(part, atoms::stop::value, true);
+}
+
+void release_when_parts_end(self_ptr self) {
+  auto& st = self->state;
+  if (!st.part_actors.empty()) {
+    spdlog::info("run {}: its cards are given back once its {} part(s) on other workers have ended",
+                 st.setup.info.id, st.part_actors.size());
+    st.release_after_parts = true;
+    return;
+  }
+  give_cards_back(self);
 }
 
 void part_ended(self_ptr self, const std::string& worker, const run_outcome& outcome) {
   auto& st = self->state;
   spdlog::info("run {}: the part on worker '{}' ended {}", st.setup.info.id, worker, to_string(outcome.status));
+  st.part_actors.erase(worker);
+  if (st.release_after_parts) {
+    if (st.part_actors.empty()) {
+      st.release_after_parts = false;
+      give_cards_back(self);
+    }
+    return;
+  }
   if (outcome.status != run_status::failed || !st.part_failure.empty() || is_final(st.setup.info.status))
     return;
   st.part_failure = outcome.error;

@@ -68,4 +68,25 @@ BOOST_AUTO_TEST_CASE(a_part_that_is_not_ranks_of_the_run_is_refused) {
   BOOST_TEST(!plan_ranks(short_list, 2, "h").refused.empty());
 }
 
+BOOST_AUTO_TEST_CASE(the_run_fails_in_the_words_of_the_rank_that_failed_first) {
+  using actors::supervisor_ddp::run_end;
+  const run_outcome rank0_failed{run_status::failed, "node 'loop' failed: out of memory", "{}"};
+  const run_outcome rank0_succeeded{run_status::succeeded, "", R"({"loop": {}})"};
+  actors::supervisor_state st;
+  BOOST_TEST(run_end(st, rank0_failed).error == rank0_failed.error);
+  // Rank 2 failed while rank 0 ran: the run fails with rank 2's error (rank 0 was killed for it).
+  st.rank_failure = "DDP rank 2 of 4 failed: node 'loop' failed: NaN";
+  BOOST_TEST(run_end(st, rank0_failed).error == *st.rank_failure);
+  BOOST_TEST(run_end(st, rank0_succeeded).status == run_status::failed);
+  BOOST_TEST(run_end(st, rank0_succeeded).final_metrics == rank0_succeeded.final_metrics);
+  // Rank 2 failed after rank 0 had failed (it lost rank 0): rank 0's error is the cause.
+  st.rank_failure_after_exit = true;
+  BOOST_TEST(run_end(st, rank0_failed).error == rank0_failed.error);
+  BOOST_TEST(run_end(st, rank0_succeeded).error == *st.rank_failure);
+  // Killed at its stop deadline: it says so, whatever the killed processes said.
+  st.killed_at_stop = run_outcome{run_status::cancelled, "it did not stop within 10 s", "{}"};
+  BOOST_TEST(run_end(st, rank0_failed).status == run_status::cancelled);
+  BOOST_TEST(run_end(st, rank0_failed).error == "it did not stop within 10 s");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
