@@ -20,8 +20,24 @@ int admission::limit_of(const slot& s) const {
 }
 
 void admission::set_open(const std::string& key, bool open) {
-  slot_of(key).open = open;
+  auto& s = slot_of(key);
+  if (s.open == open)
+    return;
+  s.open = open;
   dirty_.insert(key);
+  // The device sets waiting here park or come back at the fronts of their other devices.
+  for (const auto& id : s.waiting.ids())
+    for (const auto& k : runs_.at(id).keys)
+      dirty_.insert(k);
+}
+
+bool admission::parked(const run& r) const {
+  return r.keys.size() > 1
+         && std::any_of(r.keys.begin(), r.keys.end(), [&](const std::string& k) { return !slots_.at(k).open; });
+}
+
+const std::string* admission::front_of(const slot& s) const {
+  return s.waiting.first_where([&](const std::string& id) { return !parked(runs_.at(id)); });
 }
 
 void admission::set_groups(const std::string& key, const std::vector<std::string>& names) {
@@ -167,13 +183,12 @@ bool admission::idle(const std::string& key) const {
   if (i == slots_.end())
     return false;  // a device nothing has set up (no limit, never seen) is not offered
   const auto& s = i->second;
-  if (!s.open || !s.waiting.empty() || s.running.size() >= static_cast<std::size_t>(limit_of(s))
-      || !groups_have_room(s))
+  if (!s.open || front_of(s) || s.running.size() >= static_cast<std::size_t>(limit_of(s)) || !groups_have_room(s))
     return false;
   // A run waiting for another offerer of a shared card was there first.
   for (const auto& g : s.groups)
     for (const auto& k : groups_.at(g).keys)
-      if (const auto& other = slots_.at(k); other.open && !other.waiting.empty())
+      if (const auto& other = slots_.at(k); other.open && front_of(other))
         return false;
   return true;
 }
@@ -206,8 +221,8 @@ bool admission::remove(const std::string& run_id) {
 
 bool admission::free_for(const std::string& run_id, const slot& s) const {
   // The run itself may hold another key of a group already (it does not while waiting).
-  return s.open && !s.waiting.empty() && s.waiting.front() == run_id
-         && s.running.size() < static_cast<std::size_t>(limit_of(s)) && groups_have_room(s);
+  const auto* front = front_of(s);
+  return s.open && front && *front == run_id && s.running.size() < static_cast<std::size_t>(limit_of(s)) && groups_have_room(s);
 }
 
 bool admission::can_start(const std::string& run_id) const {
@@ -225,12 +240,12 @@ std::vector<std::string> admission::admit() {
     auto pick = dirty_.end();
     std::uint64_t oldest = UINT64_MAX;
     for (auto it = dirty_.begin(); it != dirty_.end();) {
-      const auto& waiting = slots_[*it].waiting;
-      if (waiting.empty()) {
+      const auto* front = front_of(slots_[*it]);
+      if (!front) {
         it = dirty_.erase(it);
         continue;
       }
-      if (auto seq = runs_[waiting.front()].seq; seq < oldest) {
+      if (auto seq = runs_[*front].seq; seq < oldest) {
         oldest = seq;
         pick = it;
       }
@@ -240,10 +255,9 @@ std::vector<std::string> admission::admit() {
       break;
     auto key = *pick;
     dirty_.erase(pick);
-    auto& s = slots_[key];
-    if (!can_start(s.waiting.front()))
+    auto id = *front_of(slots_[key]);
+    if (!can_start(id))
       continue;
-    auto id = s.waiting.front();
     auto& r = runs_[id];
     if (r.memory != gate::granted && on_gated_key(r)) {
       // Its memory is the ledger's to judge; it holds its place meanwhile.
@@ -256,7 +270,7 @@ std::vector<std::string> admission::admit() {
     r.running = true;
     for (const auto& k : r.keys) {
       auto& other = slots_[k];
-      other.waiting.pop_front();
+      other.waiting.erase(r.seq);
       other.running.insert(id);
       dirty_.insert(k);  // its next run may start too
     }
@@ -289,8 +303,8 @@ wait_cause admission::held_on(const std::string& run_id, const std::string& key)
   wait_cause out;
   out.key = key;
   out.position = s.waiting.place(runs_.at(run_id).seq);
-  if (s.waiting.front() != run_id) {
-    out.front = s.waiting.front();
+  if (const auto* front = front_of(s); *front != run_id) {
+    out.front = *front;
     // A device set that could take this key now, but not one of its others, reserves it.
     const auto& front_keys = runs_.at(out.front).keys;
     auto other = std::find_if(front_keys.begin(), front_keys.end(), [&](const std::string& k) {
@@ -349,7 +363,7 @@ wait_cause admission::why_waiting(const std::string& run_id) const {
     out.position = slots_.at(*gated).waiting.place(r.seq);
   }
   for (const auto& key : r.keys)
-    if (key != out.key && slots_.at(key).waiting.front() == run_id)
+    if (const auto* front = front_of(slots_.at(key)); key != out.key && front && *front == run_id)
       out.reserving.push_back(key);
   return out;
 }

@@ -56,7 +56,9 @@ public:
   [[nodiscard]] int limit(const std::string& key) const;
 
   /// Opens or closes a device: a closed one admits nothing (a worker that is away or draining),
-  /// and its queue waits, in order, until it opens again. Devices are open unless closed.
+  /// and its queue waits, in order, until it opens again. Devices are open unless closed. A device
+  /// set with a closed device holds none of its other devices meanwhile: the runs behind it there
+  /// go first, and it takes its place at their fronts again once every device of it is open.
   void set_open(const std::string& key, bool open);
 
   /// Puts `key` under shared budgets, `groups` (replacing the ones it had): a run starts on the key
@@ -160,6 +162,10 @@ private:
   slot& slot_of(const std::string& key);
   [[nodiscard]] int limit_of(const slot& s) const;
   [[nodiscard]] bool can_start(const std::string& run_id) const;
+  /// A device set one of whose devices is closed: it keeps its places but holds no front.
+  [[nodiscard]] bool parked(const run& r) const;
+  /// The run at the front of `s` that holds it (not parked); null when none.
+  [[nodiscard]] const std::string* front_of(const slot& s) const;
   /// Whether the run may take its place on `s` now: open, at its front, room there and in its groups.
   [[nodiscard]] bool free_for(const std::string& run_id, const slot& s) const;
   /// Whether each of the key's groups has room for one more run.

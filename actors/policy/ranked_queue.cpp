@@ -60,4 +60,11 @@ std::vector<std::string> ranked_queue::ids() const {
   return out;
 }
 
+const std::string* ranked_queue::first_where(const std::function<bool(const std::string&)>& wanted) const {
+  for (const auto& [seq, id] : tree_->runs)
+    if (wanted(id))
+      return &id;
+  return nullptr;
+}
+
 } // namespace cdui::policy

@@ -92,6 +92,31 @@ BOOST_AUTO_TEST_CASE(a_run_behind_a_device_set_that_waits_for_the_same_key_is_on
   BOOST_TEST((a.why_waiting("set").reserving == ids{"sim:0"}));
 }
 
+BOOST_AUTO_TEST_CASE(a_device_set_across_workers_holds_no_card_while_one_of_its_workers_is_away) {
+  admission a;
+  a.enqueue("long", {"w1/sim:1"});
+  BOOST_TEST((a.admit() == ids{"long"}));
+  a.enqueue("set", {"w1/sim:0", "w1/sim:1", "w2/sim:0"});
+  a.enqueue("single", {"w1/sim:0"});
+  BOOST_TEST(a.admit().empty());  // the set reserves w1/sim:0 while long holds w1/sim:1
+  BOOST_TEST((a.why_waiting("single").what == kind::reserved));
+  // w2 goes away: the set waits for it and holds nothing of w1's meanwhile.
+  a.set_open("w2/sim:0", false);
+  BOOST_TEST((a.admit() == ids{"single"}));
+  auto set = a.why_waiting("set");
+  BOOST_TEST((set.what == kind::closed));
+  BOOST_TEST(set.key == "w2/sim:0");
+  BOOST_TEST(set.reserving.empty());
+  BOOST_TEST(a.position("set") == 1u);  // it keeps its place
+  // w2 is back: the set is at the fronts again, and the runs after it wait behind it.
+  a.set_open("w2/sim:0", true);
+  a.enqueue("later", {"w1/sim:0"});
+  a.release("single");
+  a.release("long");
+  BOOST_TEST((a.admit() == ids{"set"}));
+  BOOST_TEST((a.why_waiting("later").what == kind::full));
+}
+
 // A run next on a card another offerer holds: admission_test.cpp,
 // a_card_offered_twice_runs_one_at_a_time_through_either_offerer.
 
