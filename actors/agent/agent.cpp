@@ -9,6 +9,7 @@
 
 #include "actors/agent/agent_actor.hpp"
 #include "actors/common/curve_keys.hpp"
+#include "actors/common/join_address.hpp"
 #include "actors/policy/worker_table.hpp"
 #include "devices/device.hpp"
 #include "devices/host_inventory.hpp"
@@ -54,8 +55,12 @@ agent::agent(config cfg) : cfg_(std::move(cfg)) {
     cfg_.home = storage::default_home();
   if (cfg_.name.empty())
     cfg_.name = actors::this_host_name();
+  // Where its ranks' store listens when it hosts rank 0 of a run across workers: loopback with the
+  // server on this machine, else its join address (the address it reaches the server from).
   if (cfg_.rendezvous_host.empty())
-    cfg_.rendezvous_host = on_loopback(cfg_.server) ? "127.0.0.1" : actors::this_host_name();
+    cfg_.rendezvous_host = on_loopback(cfg_.server) ? "127.0.0.1" : actors::address_toward(cfg_.server);
+  if (cfg_.rendezvous_host.empty())
+    cfg_.rendezvous_host = actors::this_host_name();
   if (!policy::is_valid_worker_name(cfg_.name))
     throw std::invalid_argument("--name: '" + cfg_.name + "' is not a worker name ("
                                 + policy::worker_name_rule + ")");

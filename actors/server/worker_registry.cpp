@@ -10,6 +10,7 @@
 #include "actors/common/gather.hpp"
 #include "actors/common/guarded.hpp"
 #include "actors/common/log_limit.hpp"
+#include "actors/policy/part_assignment.hpp"
 #include "messages/clock.hpp"
 #include "messages/atoms.hpp"
 #include "messages/run_outcome.hpp"
@@ -352,12 +353,8 @@ worker_registry_actor::behavior_type worker_registry(self_ptr self, worker_table
       auto& st = self->state;
       // Late or drained since the run was admitted, it is still connected: the run goes to it (a
       // drain lets admitted runs finish; a worker that is really gone ends it after the grace).
-      if (!st.table->connected(worker)) {
-        // Admitted while the worker was there, and it went between: the run never reached it.
-        caf::anon_send(run, atoms::finished::value,
-                       run_outcome{run_status::failed,
-                                   "worker '" + worker + "' went away before the run could be sent to it",
-                                   "{}"});
+      if (auto why = policy::assignment_refusal(*st.table, a, worker)) {
+        caf::anon_send(run, atoms::finished::value, run_outcome{run_status::failed, *why, "{}"});
         return;
       }
       st.placed[a.run_id] = placed_run{worker, run};
