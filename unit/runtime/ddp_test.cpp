@@ -59,6 +59,27 @@ void check_same_weights_as_one_process(int batch, int accumulate, bool shuffle,
   check_same_saved_weights(ddp, one);
 }
 
+/// `g` (ddp_graph) with a second loop, `loop2`, of `strategy` on the same data, loss and optimizer:
+/// `chained`, it trains loop's model further (and the saver saves its model), else a model of
+/// its own (a separate branch).
+json with_second_loop(json g, const std::string& strategy, bool chained) {
+  g["nodes"].push_back({{"id", "loop2"},
+                        {"type", "TrainingLoop"},
+                        {"params", {{"strategy", strategy}, {"epochs", 1}, {"max_steps", 8}, {"train_loss_batch_every", 1}}}});
+  g["edges"].push_back({{"from", "loader.dataloader"}, {"to", "loop2.dataloader"}});
+  g["edges"].push_back({{"from", "loss.loss_fn"}, {"to", "loop2.loss_fn"}});
+  g["edges"].push_back({{"from", "opt.optimizer"}, {"to", "loop2.optimizer"}});
+  if (!chained) {
+    g["edges"].push_back({{"from", "model.model"}, {"to", "loop2.model"}});
+    return g;
+  }
+  g["edges"].push_back({{"from", "loop.model"}, {"to", "loop2.model"}});
+  for (auto& edge : g["edges"])
+    if (edge["to"] == "save.model")
+      edge["from"] = "loop2.model";
+  return g;
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(ddp_test)
@@ -181,24 +202,34 @@ BOOST_AUTO_TEST_CASE(a_rank_cancelled_while_it_waits_for_the_others_ends_cancell
 }
 
 BOOST_AUTO_TEST_CASE(two_ddp_loops_on_separate_branches_are_refused_and_one_after_the_other_is_not) {
-  auto doc = ddp_graph(16, 1, "ddp", false);
-  doc["nodes"].push_back({{"id", "loop2"}, {"type", "TrainingLoop"}, {"params", {{"strategy", "ddp"}}}});
-  doc["edges"].push_back({{"from", "loader.dataloader"}, {"to", "loop2.dataloader"}});
-  doc["edges"].push_back({{"from", "loss.loss_fn"}, {"to", "loop2.loss_fn"}});
-  doc["edges"].push_back({{"from", "opt.optimizer"}, {"to", "loop2.optimizer"}});
-  auto sequential = doc;
-  doc["edges"].push_back({{"from", "model.model"}, {"to", "loop2.model"}});
+  auto doc = with_second_loop(ddp_graph(16, 1, "ddp", false), "ddp", false);
   auto why = cdui::runtime::ddp_conflict(cdui::test::require_valid(doc));
   BOOST_REQUIRE(why);
   BOOST_TEST(*why == "TrainingLoops 'loop' and 'loop2' both train with strategy ddp on separate branches "
                      "of the graph; the ranks train one ddp loop at a time: feed one loop's model into "
                      "the other, or set one to strategy single");
-  sequential["edges"].push_back({{"from", "loop.model"}, {"to", "loop2.model"}});
-  auto valid = cdui::test::require_valid(sequential);
+  auto valid = cdui::test::require_valid(with_second_loop(ddp_graph(16, 1, "ddp", false), "ddp", true));
   BOOST_TEST(!cdui::runtime::ddp_conflict(valid));
   // A rank > 0 executes both loops and what feeds them, not the saver after them.
   auto part = cdui::runtime::ddp_rank_part(valid);
   BOOST_TEST(part.order.size() == valid.order.size() - 1);
+}
+
+BOOST_AUTO_TEST_CASE(two_ddp_loops_one_after_the_other_each_train_as_one_process_on_the_combined_batches) {
+  // Each loop's ranks meet under a name of their own: the second loop's group must not read the
+  // first's addresses (it hung or failed when they shared one).
+  temp_home home;
+  auto ddp = prepare(home, "ddp00002", with_second_loop(ddp_graph(16, 1, "ddp", false), "ddp", true), {"sim:0", "sim:1"});
+  auto one = prepare(home, "one00002", with_second_loop(ddp_graph(32, 1, "single", false), "single", true), {"sim:0"});
+  run_ranks(ddp, 2, -1, "20");  // a group that never forms fails in 20 s
+  run_ranks(one, 1);
+  auto ended = outcome(ddp / "outcome.json");
+  BOOST_TEST_REQUIRE(ended["status"] == "succeeded", ended.dump());
+  BOOST_TEST(outcome(ddp / "outcome-rank1.json")["status"] == "succeeded");
+  BOOST_TEST_REQUIRE(outcome(one / "outcome.json")["status"] == "succeeded");
+  BOOST_TEST(ended["final_metrics"]["loop2"]["world_size"] == 2);
+  BOOST_TEST(ended["final_metrics"]["loop2"]["total_steps"] == 8);
+  check_same_saved_weights(ddp, one);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
