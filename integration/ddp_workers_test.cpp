@@ -236,6 +236,29 @@ BOOST_FIXTURE_TEST_CASE(a_server_restarted_before_rank_0s_store_is_up_sends_the_
   BOOST_TEST(eventually([&] { return run_processes(home).empty(); }, 60s));
 }
 
+BOOST_FIXTURE_TEST_CASE(rank_0s_agent_restarted_before_its_store_is_up_starts_the_ranks_that_waited_for_it, two_agents) {
+  server_process srv{home, env};
+  await_worker(srv, "w1", "online");
+  await_worker(srv, "w2", "online");
+  auto id = srv.submit_ok(moons_ddp(2, four_cards));
+  auto folder = home.path() / "agents" / "w1" / "runs" / id;
+  BOOST_TEST_REQUIRE(eventually([&] { return std::filesystem::exists(folder / "exec.pid"); }));
+  // Rank 0 is paused before its store is up (its process has just started): rank 1 waits for it.
+  auto rank0 = static_cast<pid_t>(std::stoi(file_text(folder / "exec.pid")));
+  ::kill(rank0, SIGSTOP);
+  BOOST_TEST_REQUIRE(file_text(folder / "events.jsonl").find("ddp_rendezvous") == std::string::npos);
+  w1->signal(SIGKILL);
+  w1->wait_for(10s);
+  w1 = start_agent(home, "w1");
+  await_worker(srv, "w1", "online");
+  ::kill(rank0, SIGCONT);
+  auto run = srv.wait_final(id, 120s);
+  BOOST_TEST(run["status"] == "succeeded", run.dump());
+  BOOST_TEST(json::parse(file_text(folder / "outcome-rank1.json"))["status"] == "succeeded");
+  BOOST_TEST(!std::filesystem::exists(folder / "ranks-waiting.json"));
+  BOOST_TEST(eventually([&] { return run_processes(home).empty(); }, 60s));
+}
+
 BOOST_AUTO_TEST_CASE(a_device_set_across_workers_is_refused_naming_what_is_wrong) {
   temp_home home;
   server_process srv{home};

@@ -80,6 +80,8 @@ std::optional<std::string> launch(self_ptr self, const run_launch& l) {
     return "cannot start the run's process (fork failed)";
   auto me = caf::actor_cast<run_supervisor_actor>(self);
   auto worker = l.run.ddp.spread() ? st.setup.worker : "";
+  if (ranks.wait_for_store)
+    supervisor_ddp::keep_waiting_ranks(self, ranks.others, env);
   for (int k : ranks.others) {
     ddp_rank_setup rank{k, ranks.world, st.setup.dir, st.setup.exec_binary, env, me, worker};
     if (ranks.wait_for_store)

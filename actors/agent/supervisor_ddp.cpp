@@ -22,6 +22,9 @@ nlohmann::json run_json(const std::filesystem::path& dir) {
   return nlohmann::json::parse(in, nullptr, false);
 }
 
+/// The file of the ranks that wait for rank 0's store.
+constexpr const char* waiting_file = "ranks-waiting.json";
+
 /// Rank 0's ddp_rendezvous event in the run's events.jsonl: its data, or null before it came.
 nlohmann::json rendezvous_event(const std::filesystem::path& dir) {
   std::ifstream in{dir / "events.jsonl"};
@@ -96,10 +99,21 @@ void rank_ended(self_ptr self, int k, const std::string& failure) {
   kill_ranks(self);
 }
 
+void keep_waiting_ranks(self_ptr self, const std::vector<int>& others, const std::map<std::string, std::string>& env) {
+  storage::write_file_atomic(self->state.setup.dir / waiting_file,
+                             json_text(nlohmann::json{{"ranks", others}, {"env", env}}) + "\n", true);
+}
+
 void start_waiting_ranks(self_ptr self) {
   auto& st = self->state;
   if (st.waiting_ranks.empty())
     return;
+  std::error_code ignored;
+  if (st.ended || st.process_ended) {  // rank 0 is gone: they would wait for nobody
+    st.waiting_ranks.clear();
+    std::filesystem::remove(st.setup.dir / waiting_file, ignored);
+    return;
+  }
   auto store = rendezvous_event(st.setup.dir);
   if (store.is_null())
     return;
@@ -114,6 +128,7 @@ void start_waiting_ranks(self_ptr self) {
   for (auto& rank : st.waiting_ranks)
     watch_rank(self, std::move(rank));
   st.waiting_ranks.clear();
+  std::filesystem::remove(st.setup.dir / waiting_file, ignored);
 }
 
 void find_ranks(self_ptr self) {
@@ -133,6 +148,18 @@ void find_ranks(self_ptr self) {
   auto me = caf::actor_cast<run_supervisor_actor>(self);
   for (int k = st.first_rank + 1; k <= last; ++k)
     watch_rank(self, {k, st.world, st.setup.dir, std::nullopt, {}, me, worker});
+  // Ranks the earlier agent kept for rank 0's store: they start here once it is up.
+  std::ifstream in{st.setup.dir / waiting_file};
+  auto waiting = nlohmann::json::parse(in, nullptr, false);
+  if (!waiting.is_object() || !waiting["ranks"].is_array() || !waiting["env"].is_object())
+    return;
+  std::map<std::string, std::string> env;
+  for (const auto& [name, value] : waiting["env"].items())
+    if (value.is_string())
+      env[name] = value.get<std::string>();
+  for (const auto& k : waiting["ranks"])
+    if (k.is_number_integer() && k.get<int>() > last && k.get<int>() < st.world)
+      st.waiting_ranks.push_back({k.get<int>(), st.world, st.setup.dir, st.setup.exec_binary, env, me, worker});
 }
 
 std::string outcome_file(const supervisor_state& st) {

@@ -5,6 +5,7 @@
 // supervisor.
 
 #include <cstddef>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -45,11 +46,17 @@ void kill_ranks(self_ptr self);
 /// fails with its error.
 void rank_ended(self_ptr self, int k, const std::string& failure);
 
+/// Keeps, in ranks-waiting.json in the run's folder (0600: their environment holds the run's
+/// secret), the ranks `others` that wait for rank 0's store and their environment, for an agent
+/// that restarts before they start.
+void keep_waiting_ranks(self_ptr self, const std::vector<int>& others, const std::map<std::string, std::string>& env);
+
 /// Starts the ranks waiting for rank 0's store once its ddp_rendezvous event is in events.jsonl,
-/// with its port written into run.json.
+/// with its port written into run.json (and ranks-waiting.json removed).
 void start_waiting_ranks(self_ptr self);
 
-/// A run an earlier agent process left: its other ranks, by run.json and their pid files.
+/// A run an earlier agent process left: its other ranks, by run.json and their pid files, and the
+/// ranks that still wait for rank 0's store (ranks-waiting.json).
 void find_ranks(self_ptr self);
 
 /// The file its process writes its outcome to: outcome.json, or outcome-rank<k>.json when it is
