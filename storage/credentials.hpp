@@ -21,6 +21,17 @@ namespace cdui::storage {
 /// Whether two secrets are equal, in time that depends on their lengths only.
 [[nodiscard]] bool same_secret(std::string_view a, std::string_view b);
 
+/// `value` behind an HMAC-SHA256 tag over `key` and `value`, under a key derived from `secret`: what
+/// a rank writes at the DDP rendezvous (docs/ddp.md) so that a process without the run's secret
+/// cannot write there unnoticed. `key` and `value` may hold any bytes.
+[[nodiscard]] std::string signed_value(std::string_view secret, std::string_view key, std::string_view value);
+
+/// The value that signed_value(`secret`, `key`, value) made `stored` from; nullopt when `stored` is
+/// shorter than a tag or its tag is not that of `key` and the rest under `secret` (compared in
+/// constant time).
+[[nodiscard]] std::optional<std::string> verified_value(std::string_view secret, std::string_view key,
+                                                        std::string_view stored);
+
 /// Writes `text` to `path` in a file only its owner can read (0600 from its creation: there is no
 /// moment when another user could read it), atomically (temp name, then rename). Throws
 /// std::runtime_error naming the file when it cannot.

@@ -1,5 +1,6 @@
 #include "torch_compat/c10d.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -74,13 +75,13 @@ int bound_port(int fd) {
 } // namespace
 
 tcp_store make_tcp_store(const std::string& address, int port, bool host, int world,
-                         std::chrono::milliseconds timeout) {
+                         std::chrono::milliseconds timeout, std::chrono::milliseconds connect_timeout) {
   c10d::TCPStoreOptions options;
   options.port = static_cast<std::uint16_t>(port);
   options.isServer = host;
   options.numWorkers = static_cast<std::size_t>(world);
   options.waitWorkers = false;  // the host reports its port before the others connect
-  options.timeout = timeout;
+  options.timeout = host ? timeout : std::min(timeout, connect_timeout);
 #if TORCH_VERSION_MAJOR >= 2
   if (host) {
     options.masterListenFd = listening_socket(address, port);
@@ -88,6 +89,7 @@ tcp_store make_tcp_store(const std::string& address, int port, bool host, int wo
   }
 #endif
   auto store = c10::make_intrusive<c10d::TCPStore>(address, options);
+  store->setTimeout(timeout);
   return {store, store->getPort()};
 }
 

@@ -27,15 +27,19 @@ namespace cdui::torch_compat {
 
 /// A c10d TCPStore, the rendezvous of ranks on several machines. `host`: this process hosts it,
 /// listening at `address`:`port` (0: a free port) for `world` ranks; else it is a client of the
-/// one there, waiting at most `timeout` for it. In torch 2.x the store listens on `address` alone
-/// (a socket bound here, handed over); c10d 1.13's binds every interface at that port.
+/// one there, trying to connect for at most `connect_timeout` (the store is up before a client is
+/// started: one that cannot be reached is a wrong address or a closed network, said at once rather
+/// than after the collective timeout). Its operations then wait at most `timeout`. In torch 2.x the
+/// store listens on `address` alone (a socket bound here, handed over); c10d 1.13's binds every
+/// interface at that port.
 struct tcp_store {
   c10::intrusive_ptr<c10d::Store> store;
   /// The port it listens at (the one chosen when asked for 0).
   int port = 0;
 };
 [[nodiscard]] tcp_store make_tcp_store(const std::string& address, int port, bool host, int world,
-                                       std::chrono::milliseconds timeout);
+                                       std::chrono::milliseconds timeout,
+                                       std::chrono::milliseconds connect_timeout = std::chrono::seconds(60));
 
 /// Whether this build has c10d's NCCL (libtorch with CUDA, and CDUI_NCCL on).
 [[nodiscard]] bool has_nccl();

@@ -15,6 +15,7 @@
 #include "runtime/nodes/values.hpp"
 #include "storage/credentials.hpp"
 #include "torch_compat/c10d.hpp"
+#include "torch_compat/signed_store.hpp"
 
 namespace cdui::runtime::nodes {
 
@@ -47,8 +48,9 @@ bool over_nccl(const std::vector<std::string>& devices) {
 
 /// Where the ranks meet: the FileStore in the run's folder within one worker. Across workers, rank
 /// 0's TCPStore, hosted once per process (a second ddp loop meets at the same one), its keys under
-/// the hash of the run's secret: a rank with another secret never finds them. (torch 2.x's TCPStore
-/// lists its keys, so this is no authentication yet: docs/ddp.md.)
+/// the hash of the run's secret and its values signed with the secret (torch_compat::signed_store,
+/// under the prefix so that each MAC covers the full key): a rank takes no value written without
+/// the secret, though torch 2.x's TCPStore lists its keys to any client (docs/ddp.md).
 /// Rank 0 says where it listens in a ddp_rendezvous event, for the agents to hand the others.
 /// Each join (each ddp loop, every rank joining the same loops in the same order) meets under a
 /// name of its own: a second loop's group must not read the first's addresses.
@@ -66,7 +68,8 @@ c10::intrusive_ptr<c10d::Store> meeting_point(const ddp_rank& settings, node_cal
       call.emit("ddp_rendezvous", {{"host", settings.store_host}, {"port", tcp.port}});
   }
   return c10::make_intrusive<c10d::PrefixStore>(
-    "cdui-run-" + storage::credential_hash(settings.secret) + "/" + std::to_string(join), tcp.store);
+    "cdui-run-" + storage::credential_hash(settings.secret) + "/" + std::to_string(join),
+    torch_compat::signed_store(tcp.store, settings.secret, {storage::signed_value, storage::verified_value}));
 }
 
 /// Waits until every rank has reached the store, looking every 100 ms whether this one was asked to

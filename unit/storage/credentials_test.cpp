@@ -1,4 +1,5 @@
-// Worker credentials: random, stored as a hash only, compared in constant time, written 0600.
+// Worker credentials: random, stored as a hash only, compared in constant time, written 0600; the
+// DDP rendezvous' values signed with the run's secret.
 #include <boost/test/unit_test.hpp>
 
 #include <set>
@@ -61,6 +62,38 @@ BOOST_AUTO_TEST_CASE(enrolled_workers_survive_the_store_and_a_rekey_replaces_the
   BOOST_TEST(store.remove_worker("lab-2"));
   BOOST_TEST(!store.remove_worker("lab-2"));
   BOOST_TEST(store.enrolled_workers().size() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_signed_value_verifies_under_its_key_and_secret_alone) {
+  auto stored = signed_value("run secret", "cdui-run-ab/0/rank_0", "10.0.0.2:4711");
+  BOOST_TEST(stored.size() == 32u + 13u);
+  BOOST_TEST(verified_value("run secret", "cdui-run-ab/0/rank_0", stored).value() == "10.0.0.2:4711");
+  BOOST_TEST(!verified_value("run secret", "cdui-run-ab/0/rank_1", stored).has_value());
+  BOOST_TEST(!verified_value("other secret", "cdui-run-ab/0/rank_0", stored).has_value());
+  BOOST_TEST(!verified_value("run secret", "cdui-run-ab/0/rank_0", "10.0.0.2:4711").has_value());
+  for (std::size_t i = 0; i < stored.size(); ++i) {
+    auto flipped = stored;
+    flipped[i] = static_cast<char>(flipped[i] ^ 0x01);
+    BOOST_TEST(!verified_value("run secret", "cdui-run-ab/0/rank_0", flipped).has_value(), "byte " << i);
+  }
+  BOOST_TEST(!verified_value("run secret", "k", stored.substr(0, 31)).has_value());
+  BOOST_TEST(!verified_value("run secret", "k", "").has_value());
+}
+
+BOOST_AUTO_TEST_CASE(a_signed_value_binds_where_the_key_ends_and_holds_any_bytes) {
+  // Without the key's length in the MAC, ("ab", "c") and ("a", "bc") would share a tag.
+  auto ab_c = signed_value("s", "ab", "c");
+  BOOST_TEST(!verified_value("s", "a", ab_c.substr(0, 32) + "bc").has_value());
+  using namespace std::string_literals;
+  auto key = "k\0ey\xff"s;
+  auto value = "\0\0va\0lue\x80"s;
+  BOOST_TEST(verified_value("s", key, signed_value("s", key, value)).value() == value);
+  BOOST_TEST(!verified_value("s", "k"s, signed_value("s", key, value)).has_value());
+  BOOST_TEST(verified_value("s", "", signed_value("s", "", "")).value().empty());
+  // Secrets longer than HMAC's 64-byte block, differing in their last byte, differ.
+  std::string long_secret(100, 'x');
+  BOOST_TEST(verified_value(long_secret, "k", signed_value(long_secret, "k", "v")).value() == "v");
+  BOOST_TEST(!verified_value(long_secret + "y", "k", signed_value(long_secret + "z", "k", "v")).has_value());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
