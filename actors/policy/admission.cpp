@@ -26,9 +26,20 @@ void admission::set_open(const std::string& key, bool open) {
   s.open = open;
   dirty_.insert(key);
   // The device sets waiting here park or come back at the fronts of their other devices.
-  for (const auto& id : s.waiting.ids())
-    for (const auto& k : runs_.at(id).keys)
+  for (const auto& id : s.waiting.ids()) {
+    const auto& r = runs_.at(id);
+    if (r.keys.size() < 2)
+      continue;
+    bool park = parked(r);
+    for (const auto& k : r.keys) {
+      auto& holding = slots_.at(k).holding;
+      if (park)
+        holding.erase(r.seq);
+      else
+        holding.insert(r.seq, id);
       dirty_.insert(k);
+    }
+  }
 }
 
 bool admission::parked(const run& r) const {
@@ -37,7 +48,7 @@ bool admission::parked(const run& r) const {
 }
 
 const std::string* admission::front_of(const slot& s) const {
-  return s.waiting.first_where([&](const std::string& id) { return !parked(runs_.at(id)); });
+  return s.holding.empty() ? nullptr : &s.holding.front();
 }
 
 void admission::set_groups(const std::string& key, const std::vector<std::string>& names) {
@@ -175,6 +186,9 @@ bool admission::enqueue(const std::string& run_id, const std::vector<std::string
     slot_of(key).waiting.push_back(r.seq, run_id);
     dirty_.insert(key);
   }
+  if (!parked(r))
+    for (const auto& key : r.keys)
+      slots_.at(key).holding.push_back(r.seq, run_id);
   return true;
 }
 
@@ -213,6 +227,7 @@ bool admission::remove(const std::string& run_id) {
     return false;
   for (const auto& key : i->second.keys) {
     slots_[key].waiting.erase(i->second.seq);
+    slots_[key].holding.erase(i->second.seq);
     dirty_.insert(key);
   }
   runs_.erase(i);
@@ -271,6 +286,7 @@ std::vector<std::string> admission::admit() {
     for (const auto& k : r.keys) {
       auto& other = slots_[k];
       other.waiting.erase(r.seq);
+      other.holding.erase(r.seq);
       other.running.insert(id);
       dirty_.insert(k);  // its next run may start too
     }

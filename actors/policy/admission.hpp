@@ -142,6 +142,8 @@ private:
     int limit = 0;  // 0: default_limit
     bool open = true;
     ranked_queue waiting;  // by the runs' seq
+    /// The waiting runs that are not parked: the first holds the front (front_of).
+    ranked_queue holding;
     std::set<std::string> running;
     std::vector<std::string> groups;
     bool gated = false;
@@ -164,7 +166,7 @@ private:
   [[nodiscard]] bool can_start(const std::string& run_id) const;
   /// A device set one of whose devices is closed: it keeps its places but holds no front.
   [[nodiscard]] bool parked(const run& r) const;
-  /// The run at the front of `s` that holds it (not parked); null when none.
+  /// The run at the front of `s` that holds it (not parked); null when none. O(log n).
   [[nodiscard]] const std::string* front_of(const slot& s) const;
   /// Whether the run may take its place on `s` now: open, at its front, room there and in its groups.
   [[nodiscard]] bool free_for(const std::string& run_id, const slot& s) const;

@@ -60,11 +60,8 @@ std::vector<std::string> ranked_queue::ids() const {
   return out;
 }
 
-const std::string* ranked_queue::first_where(const std::function<bool(const std::string&)>& wanted) const {
-  for (const auto& [seq, id] : tree_->runs)
-    if (wanted(id))
-      return &id;
-  return nullptr;
+void ranked_queue::insert(std::uint64_t seq, const std::string& run_id) {
+  tree_->runs.insert({seq, run_id});
 }
 
 } // namespace cdui::policy

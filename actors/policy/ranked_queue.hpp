@@ -2,7 +2,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,9 +34,8 @@ public:
   [[nodiscard]] std::size_t place(std::uint64_t seq) const;
   /// The runs front first.
   [[nodiscard]] std::vector<std::string> ids() const;
-  /// The first run from the front that `wanted` accepts; null when none does. It looks at the
-  /// runs front first and stops at the one it finds.
-  [[nodiscard]] const std::string* first_where(const std::function<bool(const std::string&)>& wanted) const;
+  /// Adds a run wherever its `seq` puts it (nothing when it is there already).
+  void insert(std::uint64_t seq, const std::string& run_id);
 
 private:
   struct tree;

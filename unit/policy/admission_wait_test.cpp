@@ -117,6 +117,19 @@ BOOST_AUTO_TEST_CASE(a_device_set_across_workers_holds_no_card_while_one_of_its_
   BOOST_TEST((a.why_waiting("later").what == kind::full));
 }
 
+BOOST_AUTO_TEST_CASE(a_device_set_queued_while_its_worker_is_away_takes_its_place_when_the_worker_returns) {
+  admission a;
+  a.set_open("w2/sim:0", false);
+  a.enqueue("set", {"w1/sim:0", "w2/sim:0"});
+  a.enqueue("first", {"w1/sim:0"});
+  BOOST_TEST((a.admit() == ids{"first"}));  // the set holds nothing while w2 is away
+  a.enqueue("second", {"w1/sim:0"});
+  a.set_open("w2/sim:0", true);
+  a.release("first");
+  BOOST_TEST((a.admit() == ids{"set"}));  // queued before second, it goes first
+  BOOST_TEST((a.why_waiting("second").what == kind::full));
+}
+
 // A run next on a card another offerer holds: admission_test.cpp,
 // a_card_offered_twice_runs_one_at_a_time_through_either_offerer.
 
