@@ -42,18 +42,48 @@ std::map<std::int64_t, double> batch_losses(const server_process& srv, const std
 }
 
 /// A server and two agents, w1 and w2, with two sim cards each; the server gives a lost worker's
-/// runs up after 1 s.
-struct two_workers {
+/// runs up after `grace_s`.
+template <int grace_s>
+struct workers_with_grace {
   temp_home home;
   run_process_guard guard{home};
-  server_process srv{home, {{"CODEFYUI_WORKER_HEARTBEAT_S", "0.5"}, {"CODEFYUI_WORKER_RESUME_GRACE_S", "1"}}};
+  server_process srv{home, {{"CODEFYUI_WORKER_HEARTBEAT_S", "0.5"},
+                            {"CODEFYUI_WORKER_RESUME_GRACE_S", std::to_string(grace_s)}}};
   std::unique_ptr<process> w1 = start_agent(home, "w1");
   std::unique_ptr<process> w2 = start_agent(home, "w2");
-  two_workers() {
+  workers_with_grace() {
     await_worker(srv, "w1", "online");
     await_worker(srv, "w2", "online");
   }
 };
+using two_workers = workers_with_grace<1>;
+
+/// A 4-rank run cancelled while w2's agent and its ranks there are paused, past the server's
+/// heartbeats, with a run queued for w2/sim:0; then w2's agent goes on (its ranks stay paused).
+/// The queued run starts, and only once w2's ranks are gone (killed by its agent's stop deadline).
+/// Returns how the cancelled run ended.
+template <class workers>
+json cancel_while_w2_is_away_then_start_the_next_on_w2(workers& f) {
+  auto id = f.srv.submit_ok(moons_ddp(1'000'000, four_cards));
+  BOOST_TEST_REQUIRE(eventually([&] { return training(f.srv, id); }, 60s));
+  auto part = id + "-rank2";
+  auto ranks = run_processes(f.home, part);
+  BOOST_TEST_REQUIRE(ranks.size() == 2u);
+  f.w2->signal(SIGSTOP);
+  for (auto pid : ranks)
+    ::kill(pid, SIGSTOP);
+  await_worker(f.srv, "w2", "disconnected");
+  auto next = f.srv.submit_ok(moons_on("w2", {"sim:0"}, 1'000'000));
+  f.srv.cancel(id);
+  auto ended = f.srv.wait_final(id, 120s);
+  f.w2->signal(SIGCONT);
+  BOOST_TEST_REQUIRE(eventually([&] { return !run_processes(f.home, next).empty(); }, 120s));
+  BOOST_TEST(run_processes(f.home, part).empty(), "a run started on a card that a rank of the last still held");
+  f.srv.cancel(next);
+  BOOST_TEST(f.srv.wait_final(next, 120s)["status"] == "cancelled");
+  BOOST_TEST(eventually([&] { return run_processes(f.home).empty(); }, 60s));
+  return ended;
+}
 
 /// Two agents, w1 and w2, for servers that a test starts and stops.
 struct two_agents {
@@ -205,6 +235,22 @@ BOOST_FIXTURE_TEST_CASE(the_other_workers_cards_go_to_the_next_run_only_once_its
   BOOST_TEST(run_processes(home, part).empty(), "a run started on a card that a rank of the last still held");
   BOOST_TEST(srv.wait_final(next, 120s)["status"] == "succeeded");
   BOOST_TEST(eventually([&] { return run_processes(home).empty(); }, 60s));
+}
+
+BOOST_FIXTURE_TEST_CASE(a_part_cancelled_while_its_worker_is_away_is_stopped_when_it_returns_before_its_cards_go_on,
+                        workers_with_grace<120>) {
+  // w2 is away within its grace: its part holds its cards. Back, its agent is asked again to stop
+  // the part, and kills its ranks 10 s later; only then does the next run start.
+  auto ended = cancel_while_w2_is_away_then_start_the_next_on_w2(*this);
+  BOOST_TEST(ended["status"] == "cancelled", ended.dump());
+}
+
+BOOST_FIXTURE_TEST_CASE(a_part_given_up_while_its_worker_was_away_is_killed_before_its_cards_next_run_starts,
+                        two_workers) {
+  // The server gives the part up after 1 s: to it w2's cards are free, and the next run goes to w2
+  // when it is back. Its agent, told to forget the part, kills its ranks 10 s later, and starts the
+  // next run only then.
+  cancel_while_w2_is_away_then_start_the_next_on_w2(*this);
 }
 
 BOOST_FIXTURE_TEST_CASE(a_server_restarted_before_rank_0s_store_is_up_sends_the_other_worker_its_part_then, two_agents) {

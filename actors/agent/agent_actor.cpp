@@ -73,6 +73,39 @@ void supervise(self_ptr self, const std::string& id, std::optional<run_launch> l
   r.supervisor = self->spawn<caf::monitored>(run_supervisor, std::move(s));
 }
 
+/// Starts the run `a` on its cards, or says why it cannot.
+void launch(self_ptr self, const assign_run& a) {
+  auto& st = self->state;
+  auto plan = policy::plan_launch(a.devices, st.setup.offers);
+  if (auto* why = std::get_if<std::string>(&plan)) {
+    send_now(self, wire::message_type::run_done,
+             run_done{a.run_id, {run_status::failed, "worker '" + st.setup.name + "': " + *why, "{}"}, 0});
+    return;
+  }
+  supervise(self, a.run_id, run_launch{a, std::get<policy::launch_plan>(std::move(plan))});
+}
+
+/// Whether a run the server forgot is still being stopped here.
+bool stopping_forgotten(const agent_state& st) {
+  return std::any_of(st.runs.begin(), st.runs.end(), [](const auto& r) { return r.second.forgotten; });
+}
+
+/// The held run `run_id` (st.held.end() when none is).
+std::vector<assign_run>::iterator held(agent_state& st, const std::string& run_id) {
+  return std::find_if(st.held.begin(), st.held.end(), [&](const assign_run& a) { return a.run_id == run_id; });
+}
+
+/// Starts the runs held for forgotten ones, once none is being stopped.
+void launch_held(self_ptr self) {
+  auto& st = self->state;
+  if (st.held.empty() || stopping_forgotten(st))
+    return;
+  auto runs = std::move(st.held);
+  st.held.clear();
+  for (const auto& a : runs)
+    launch(self, a);
+}
+
 /// The runs an earlier agent process of this name left: still executing, or ended unreported.
 void recover_runs(self_ptr self) {
   std::error_code ec;
@@ -221,6 +254,7 @@ agent_actor::behavior_type agent_connection(self_ptr self, agent_setup setup) {
       runs.erase(i);  // acknowledged or forgotten
     else
       supervisor_failed(self, i->first, down.reason);
+    launch_held(self);
   });
   recover_runs(self);
   self->send(self, atoms::tick::value);
@@ -248,25 +282,27 @@ agent_actor::behavior_type agent_connection(self_ptr self, agent_setup setup) {
         if (auto sup = supervisor_of(st, rc.run_id))
           self->send(sup, agent_atoms::resend::value, rc.cursor);
       for (const auto& id : w.forget)
-        if (auto sup = supervisor_of(st, id))
+        if (auto sup = supervisor_of(st, id)) {
+          st.runs.at(id).forgotten = true;
           self->send(sup, agent_atoms::forget::value);
+        }
     },
     [=](atoms::wire_in, std::uint64_t connection, const assign_run& a) {
       auto& st = self->state;
       if (!current(connection) || a.devices.empty())
         return;
-      if (st.runs.count(a.run_id)) {
+      if (st.runs.count(a.run_id) || held(st, a.run_id) != st.held.end()) {
         spdlog::warn("agent '{}': run {} was assigned again; it already holds it", st.setup.name,
                      a.run_id);
         return;
       }
-      auto plan = policy::plan_launch(a.devices, st.setup.offers);
-      if (auto* why = std::get_if<std::string>(&plan)) {
-        send_now(self, wire::message_type::run_done,
-                 run_done{a.run_id, {run_status::failed, "worker '" + st.setup.name + "': " + *why, "{}"}, 0});
+      if (stopping_forgotten(st)) {
+        spdlog::info("agent '{}': run {} starts once the runs the server forgot have stopped", st.setup.name,
+                     a.run_id);
+        st.held.push_back(a);
         return;
       }
-      supervise(self, a.run_id, run_launch{a, std::get<policy::launch_plan>(std::move(plan))});
+      launch(self, a);
     },
     [=](atoms::wire_in, std::uint64_t connection, const run_cursor& rc) {
       if (auto sup = supervisor_of(self->state, rc.run_id); sup && current(connection))
@@ -281,8 +317,16 @@ agent_actor::behavior_type agent_connection(self_ptr self, agent_setup setup) {
         send_now(self, wire::message_type::outputs_reply, outputs_of(self->state, q.run_id));
     },
     [=](atoms::wire_in, std::uint64_t connection, const stop_run& s) {
-      if (auto sup = supervisor_of(self->state, s.run_id); sup && current(connection))
+      auto& st = self->state;
+      if (!current(connection))
+        return;
+      if (auto sup = supervisor_of(st, s.run_id)) {
         self->send(sup, atoms::stop::value, s.interrupt);
+      } else if (auto i = held(st, s.run_id); i != st.held.end()) {
+        st.held.erase(i);  // stopped before it started
+        send_now(self, wire::message_type::run_done,
+                 run_done{s.run_id, {s.interrupt ? run_status::interrupted : run_status::cancelled, "", "{}"}, 0});
+      }
     },
     [=](atoms::wire_in, std::uint64_t connection, const refused& r) {
       auto& st = self->state;

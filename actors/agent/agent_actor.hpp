@@ -66,6 +66,8 @@ struct agent_run {
   bool executing = true;
   /// Supervisors of this run that died; after max_supervisor_failures the run is given up.
   int failures = 0;
+  /// The server no longer follows it: it is being stopped (killed 10 s after, if need be).
+  bool forgotten = false;
 };
 
 struct agent_state {
@@ -85,6 +87,9 @@ struct agent_state {
   std::chrono::steady_clock::time_point last_heartbeat;
   std::chrono::steady_clock::time_point last_endpoint_check;
   std::map<std::string, agent_run> runs;
+  /// Runs assigned while a forgotten run was still being stopped: they start once none is, so
+  /// that no run gets a card the forgotten one's processes may still hold.
+  std::vector<assign_run> held;
   /// A one-shot agent that has been given its run: it ends once it holds no run.
   bool had_run = false;
   /// It has said goodbye and waits for the server's (or its deadline) to end.

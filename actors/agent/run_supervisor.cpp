@@ -151,6 +151,15 @@ void mark_acked(self_ptr self) {
   storage::write_file_atomic(self->state.setup.dir / "acked", "");
 }
 
+/// A stop was asked for (interrupt or not), or the server forgot the run: what has not ended by
+/// the deadline is killed (run_exited).
+void arm_stop_deadline(supervisor_state& st, bool interrupt) {
+  if (st.stop_deadline)
+    return;
+  st.stop_deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(default_stop_deadline_ms);
+  st.stop_interrupts = interrupt;
+}
+
 /// Whether its process has ended since the last look (a child is reaped here).
 bool process_exited(supervisor_state& st, int& status) {
   if (st.ended || st.process_ended || st.pid <= 0)
@@ -170,16 +179,19 @@ bool run_exited(self_ptr self) {
     st.process_status = status;
   }
   auto now = std::chrono::steady_clock::now();
-  if (st.stop_deadline && now > *st.stop_deadline && !st.killed_at_stop && !st.ended) {
+  if (st.stop_deadline && now > *st.stop_deadline && !st.ranks_killed && !st.ended) {
     // Asked to stop and still running (stuck in a collective, or stopped): killed, with its ranks.
+    // A run whose process had ended already keeps its outcome; only its other ranks lingered.
     spdlog::warn("agent '{}': run {} did not stop within {} s; killing it", st.setup.worker, st.setup.run_id,
                  default_stop_deadline_ms / 1000);
-    st.killed_at_stop = run_outcome{st.stop_interrupts ? run_status::interrupted : run_status::cancelled,
-                                    "it did not stop within " + std::to_string(default_stop_deadline_ms / 1000)
-                                      + " s of being asked to, so its processes were killed",
-                                    "{}"};
-    if (!st.process_ended && st.pid > 0)
-      ::kill(st.pid, SIGKILL);
+    if (!st.process_ended) {
+      st.killed_at_stop = run_outcome{st.stop_interrupts ? run_status::interrupted : run_status::cancelled,
+                                      "it did not stop within " + std::to_string(default_stop_deadline_ms / 1000)
+                                        + " s of being asked to, so its processes were killed",
+                                      "{}"};
+      if (st.pid > 0)
+        ::kill(st.pid, SIGKILL);
+    }
     supervisor_ddp::kill_ranks(self);
   }
   if (st.ended || !st.process_ended)
@@ -344,6 +356,7 @@ run_supervisor_actor::behavior_type run_supervisor(self_ptr self, supervisor_set
       st.forgotten = true;
       if (st.pid > 0)
         ::kill(st.pid, SIGTERM);
+      arm_stop_deadline(st, false);
     },
     [=](agent_atoms::ack) {
       mark_acked(self);
@@ -356,10 +369,7 @@ run_supervisor_actor::behavior_type run_supervisor(self_ptr self, supervisor_set
       spdlog::info("agent '{}': {} run {}", st.setup.worker, interrupt ? "interrupting" : "cancelling",
                    st.setup.run_id);
       ::kill(st.pid, interrupt ? SIGUSR1 : SIGTERM);
-      if (!st.stop_deadline) {
-        st.stop_deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(default_stop_deadline_ms);
-        st.stop_interrupts = interrupt;
-      }
+      arm_stop_deadline(st, interrupt);
       // Rank 0 alone: the ranks agree after every batch whether to stop, so they stop at the same
       // batch (a rank signalled before it joined the others would leave them waiting); the other
       // ranks that do not end with it are ended 10 s after it.

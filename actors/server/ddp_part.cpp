@@ -78,7 +78,9 @@ caf::behavior worker_part(self_ptr self, worker_part_setup setup) {
     [=](atoms::assign) { assign(self); },
     [=](atoms::stop, bool interrupt) {
       const auto& s = self->state.setup;
-      self->send(s.registry, atoms::stop::value, s.assignment.run_id, interrupt);
+      // A worker that is away keeps its part (and its cards) until it comes back and stops it, or
+      // the grace gives it up: a rank there may still hold a card.
+      self->send(s.registry, atoms::stop::value, s.assignment.run_id, interrupt, true);
     },
   };
 }

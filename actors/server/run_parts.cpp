@@ -62,17 +62,6 @@ void spawn_parts(self_ptr self, const std::string& host, std::int32_t port, bool
   }
 }
 
-/// The run has ended and nothing of it runs on any worker: its cards go back to the queue, and its
-/// secret, no longer of use, goes.
-void give_cards_back(self_ptr self) {
-  auto& st = self->state;
-  if (!st.setup.parts.empty()) {
-    std::error_code ignored;
-    std::filesystem::remove(ddp_file(st), ignored);
-  }
-  self->send(st.queue, atoms::ended::value, st.setup.info.id);
-}
-
 } // namespace
 
 std::string add_rank_zero_part(self_ptr self, assign_run& a) {
@@ -148,13 +137,18 @@ void stop_parts(self_ptr self) {
 
 void release_when_parts_end(self_ptr self) {
   auto& st = self->state;
+  // Its secret is of no more use: parts are only stopped from here on, never sent again.
+  if (!st.setup.parts.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove(ddp_file(st), ignored);
+  }
   if (!st.part_actors.empty()) {
     spdlog::info("run {}: its cards are given back once its {} part(s) on other workers have ended",
                  st.setup.info.id, st.part_actors.size());
     st.release_after_parts = true;
     return;
   }
-  give_cards_back(self);
+  self->send(st.queue, atoms::ended::value, st.setup.info.id);
 }
 
 void part_ended(self_ptr self, const std::string& worker, const run_outcome& outcome) {
@@ -164,7 +158,7 @@ void part_ended(self_ptr self, const std::string& worker, const run_outcome& out
   if (st.release_after_parts) {
     if (st.part_actors.empty()) {
       st.release_after_parts = false;
-      give_cards_back(self);
+      self->send(st.queue, atoms::ended::value, st.setup.info.id);
     }
     return;
   }

@@ -94,6 +94,10 @@ void on_join(self_ptr self, const std::string& identity, const hello& h, bool en
     }
   }
   reply(self, wire::message_type::welcome, answer);
+  // A stop it may not have had (asked while it was away), or lost (its agent restarted since).
+  for (const auto& r : answer.resume)
+    if (const auto& asked = st.runs.at(r.run_id).stop_asked)
+      reply(self, wire::message_type::stop_run, stop_run{r.run_id, *asked});
   for (const auto& run : never_reached)
     caf::anon_send(run, atoms::assign::value);
   for (const auto& id : lost)
@@ -288,7 +292,9 @@ worker_proxy_actor::behavior_type worker_proxy(self_ptr self, worker_setup setup
     [=](atoms::adopt, const std::string& run_id, const caf::actor& run, std::uint64_t cursor) {
       self->state.runs[run_id] = remote_run{run, cursor, now_ms(), std::nullopt, 0};
     },
-    [=](atoms::stop, const std::string& run_id, bool interrupt) { on_stop(self, run_id, interrupt); },
+    [=](atoms::stop, const std::string& run_id, bool interrupt, bool wait_for_worker) {
+      on_stop(self, run_id, interrupt, wait_for_worker);
+    },
     [=](atoms::outputs, const std::string& run_id) -> caf::result<outputs_reply> {
       auto& st = self->state;
       if (!connected(st))

@@ -28,6 +28,8 @@ struct remote_run {
   /// The cursor a resend was last asked from, and when: one gap costs one request a second.
   std::optional<std::uint64_t> resend_asked;
   std::int64_t resend_asked_ms = 0;
+  /// Asked to stop (interrupt or not): said again each time its worker joins, until it has ended.
+  std::optional<bool> stop_asked{};
 };
 
 /// A request for a worker run's recorded outputs, waiting for the agent's answer.

@@ -53,8 +53,11 @@ void on_run_update(self_ptr self, const run_update& u);
 void on_run_done(self_ptr self, const run_done& d);
 /// The registry gives the worker a run: it is sent to the agent.
 void on_assign(self_ptr self, assign_run& a, const caf::actor& run);
-/// A cancel (or, `interrupt`, the server's stop) of one of its runs.
-void on_stop(self_ptr self, const std::string& run_id, bool interrupt);
+/// A cancel (or, `interrupt`, the server's stop) of one of its runs, sent again whenever the worker
+/// joins again until the run has ended. While the worker is away the run ends at once, or, with
+/// `wait_for_worker` (a part of a DDP run across workers, whose cards a rank may hold), it waits
+/// for the worker to come back and stop it, or for the grace to give it up.
+void on_stop(self_ptr self, const std::string& run_id, bool interrupt, bool wait_for_worker);
 /// An operator removed the worker: its runs are stopped there and end failed, its connection is
 /// refused for good, and the proxy quits.
 void on_remove(self_ptr self, const std::string& reason);

@@ -118,10 +118,16 @@ void on_assign(self_ptr self, assign_run& a, const caf::actor& run) {
     announce(self);  // closed now: it executes this run only
 }
 
-void on_stop(self_ptr self, const std::string& run_id, bool interrupt) {
+void on_stop(self_ptr self, const std::string& run_id, bool interrupt, bool wait_for_worker) {
   auto& st = self->state;
-  if (!st.runs.count(run_id))
+  auto i = st.runs.find(run_id);
+  if (i == st.runs.end())
     return;
+  i->second.stop_asked = interrupt;
+  if (!connected(st) && wait_for_worker) {
+    spdlog::info("run {}: worker '{}' is away; it is stopped when it comes back", run_id, st.setup.name);
+    return;
+  }
   if (!connected(st)) {
     // Nobody to tell: the run ends here; its worker, if it comes back, is told no more.
     end_run(self, run_id, interrupt ? run_status::interrupted : run_status::cancelled,

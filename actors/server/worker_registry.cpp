@@ -361,9 +361,12 @@ worker_registry_actor::behavior_type worker_registry(self_ptr self, worker_table
       self->send(proxy_of(self, worker), atoms::assign::value, std::move(a), run);
     },
     [=](atoms::stop, const std::string& run_id, bool interrupt) {
+      self->send(self, atoms::stop::value, run_id, interrupt, false);
+    },
+    [=](atoms::stop, const std::string& run_id, bool interrupt, bool wait_for_worker) {
       auto i = self->state.placed.find(run_id);
       if (i != self->state.placed.end())
-        self->send(proxy_of(self, i->second.worker), atoms::stop::value, run_id, interrupt);
+        self->send(proxy_of(self, i->second.worker), atoms::stop::value, run_id, interrupt, wait_for_worker);
     },
     [=](atoms::drain, const std::string& name, bool draining) -> caf::result<bool> {
       // Drain stops new runs from being placed on a worker while its running runs finish
