@@ -41,6 +41,9 @@ std::map<std::int64_t, double> batch_losses(const server_process& srv, const std
   return values;
 }
 
+/// The agents kill a run they were asked to stop 2 s later (10 s by default).
+const std::map<std::string, std::string> agent_env{{"CODEFYUI_STOP_DEADLINE_S", "2"}};
+
 /// A server and two agents, w1 and w2, with two sim cards each; the server gives a lost worker's
 /// runs up after `grace_s`.
 template <int grace_s>
@@ -49,8 +52,8 @@ struct workers_with_grace {
   run_process_guard guard{home};
   server_process srv{home, {{"CODEFYUI_WORKER_HEARTBEAT_S", "0.5"},
                             {"CODEFYUI_WORKER_RESUME_GRACE_S", std::to_string(grace_s)}}};
-  std::unique_ptr<process> w1 = start_agent(home, "w1");
-  std::unique_ptr<process> w2 = start_agent(home, "w2");
+  std::unique_ptr<process> w1 = start_agent(home, "w1", "2x1GiB", agent_env);
+  std::unique_ptr<process> w2 = start_agent(home, "w2", "2x1GiB", agent_env);
   workers_with_grace() {
     await_worker(srv, "w1", "online");
     await_worker(srv, "w2", "online");
@@ -90,8 +93,8 @@ struct two_agents {
   temp_home home;
   run_process_guard guard{home};
   std::map<std::string, std::string> env{{"CODEFYUI_WORKER_HEARTBEAT_S", "0.5"}};
-  std::unique_ptr<process> w1 = start_agent(home, "w1");
-  std::unique_ptr<process> w2 = start_agent(home, "w2");
+  std::unique_ptr<process> w1 = start_agent(home, "w1", "2x1GiB", agent_env);
+  std::unique_ptr<process> w2 = start_agent(home, "w2", "2x1GiB", agent_env);
 };
 
 } // namespace
@@ -222,14 +225,14 @@ BOOST_FIXTURE_TEST_CASE(the_other_workers_cards_go_to_the_next_run_only_once_its
   auto ranks = run_processes(home, part);
   BOOST_TEST_REQUIRE(ranks.size() == 2u);
   // w2's ranks are paused: they cannot stop when asked, and every rank waits for them in its
-  // collectives. Each agent kills what it was asked to stop and has not stopped 10 s later.
+  // collectives. Each agent kills what it was asked to stop and has not stopped 2 s later.
   for (auto pid : ranks)
     ::kill(pid, SIGSTOP);
   auto next = srv.submit_ok(moons_on("w2", {"sim:0"}, 1));
   srv.cancel(id);
   auto ended = srv.wait_final(id, 120s);
   BOOST_TEST(ended["status"] == "cancelled", ended.dump());
-  BOOST_TEST(ended["error"].get<std::string>().find("did not stop within 10 s") != std::string::npos, ended.dump());
+  BOOST_TEST(ended["error"].get<std::string>().find("did not stop within 2 s") != std::string::npos, ended.dump());
   // The run has ended, but w2/sim:0 is still a paused rank's: the next run waits for it.
   srv.await_status(next, "running", 120s);
   BOOST_TEST(run_processes(home, part).empty(), "a run started on a card that a rank of the last still held");
@@ -240,7 +243,7 @@ BOOST_FIXTURE_TEST_CASE(the_other_workers_cards_go_to_the_next_run_only_once_its
 BOOST_FIXTURE_TEST_CASE(a_part_cancelled_while_its_worker_is_away_is_stopped_when_it_returns_before_its_cards_go_on,
                         workers_with_grace<120>) {
   // w2 is away within its grace: its part holds its cards. Back, its agent is asked again to stop
-  // the part, and kills its ranks 10 s later; only then does the next run start.
+  // the part, and kills its ranks 2 s later; only then does the next run start.
   auto ended = cancel_while_w2_is_away_then_start_the_next_on_w2(*this);
   BOOST_TEST(ended["status"] == "cancelled", ended.dump());
 }
@@ -248,7 +251,7 @@ BOOST_FIXTURE_TEST_CASE(a_part_cancelled_while_its_worker_is_away_is_stopped_whe
 BOOST_FIXTURE_TEST_CASE(a_part_given_up_while_its_worker_was_away_is_killed_before_its_cards_next_run_starts,
                         two_workers) {
   // The server gives the part up after 1 s: to it w2's cards are free, and the next run goes to w2
-  // when it is back. Its agent, told to forget the part, kills its ranks 10 s later, and starts the
+  // when it is back. Its agent, told to forget the part, kills its ranks 2 s later, and starts the
   // next run only then.
   cancel_while_w2_is_away_then_start_the_next_on_w2(*this);
 }
@@ -295,7 +298,7 @@ BOOST_FIXTURE_TEST_CASE(rank_0s_agent_restarted_before_its_store_is_up_starts_th
   BOOST_TEST_REQUIRE(file_text(folder / "events.jsonl").find("ddp_rendezvous") == std::string::npos);
   w1->signal(SIGKILL);
   w1->wait_for(10s);
-  w1 = start_agent(home, "w1");
+  w1 = start_agent(home, "w1", "2x1GiB", agent_env);
   await_worker(srv, "w1", "online");
   ::kill(rank0, SIGCONT);
   auto run = srv.wait_final(id, 120s);

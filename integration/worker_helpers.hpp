@@ -16,11 +16,14 @@ using nlohmann::json;
 /// Degraded after 1 s without a heartbeat, Disconnected after 1.5 s.
 inline const std::map<std::string, std::string> fast_heartbeats{{"CODEFYUI_WORKER_HEARTBEAT_S", "0.5"}};
 
-/// `cdui agent start --foreground` on the server's home, offering two sim cards (or `sim`).
+/// `cdui agent start --foreground` on the server's home, offering two sim cards (or `sim`), with
+/// `env` added to its environment.
 inline std::unique_ptr<process> start_agent(const temp_home& home, const std::string& name,
-                                            const std::string& sim = "2x1GiB") {
-  return start_cdui({"agent", "start", "--foreground", "--name", name},
-                    {{"CODEFYUI_HOME", home.path().string()}, {"CODEFYUI_SIM_DEVICES", sim}});
+                                            const std::string& sim = "2x1GiB",
+                                            std::map<std::string, std::string> env = {}) {
+  env["CODEFYUI_HOME"] = home.path().string();
+  env["CODEFYUI_SIM_DEVICES"] = sim;
+  return start_cdui({"agent", "start", "--foreground", "--name", name}, env);
 }
 
 /// What `cdui workers` prints for the server of `home` (it must exit 0).

@@ -66,7 +66,8 @@ void supervise(self_ptr self, const std::string& id, std::optional<run_launch> l
                      current_link(st),
                      caf::actor_cast<agent_actor>(self),
                      after_failure,
-                     st.setup.rendezvous_host};
+                     st.setup.rendezvous_host,
+                     st.setup.stop_deadline_ms};
   auto& r = st.runs[id];
   r.dir = s.dir;
   r.executing = true;

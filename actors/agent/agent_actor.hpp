@@ -15,6 +15,7 @@
 
 #include "actors/agent/protocol.hpp"
 #include "actors/common/curve_keys.hpp"
+#include "actors/common/deadlines.hpp"
 #include "actors/common/zmq_socket_thread.hpp"
 #include "messages/worker.hpp"
 
@@ -34,6 +35,9 @@ struct agent_setup {
   bool ephemeral = false;
   /// Where a DDP run's rank 0 on this worker hosts the ranks' store (agent::config).
   std::string rendezvous_host = "127.0.0.1";
+  /// How long a run asked to stop, or forgotten by the server, has to end before its processes are
+  /// killed (CODEFYUI_STOP_DEADLINE_S in the agent's environment).
+  std::int64_t stop_deadline_ms = default_stop_deadline_ms;
   /// A remote server, tcp://HOST:PORT; empty: the server of `home` (server.json).
   std::string server;
   /// The server's CURVE public key; empty: server.json's, if any.

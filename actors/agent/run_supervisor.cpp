@@ -15,6 +15,7 @@
 #include "actors/agent/ddp_rank.hpp"
 #include "actors/agent/supervisor_ddp.hpp"
 #include "actors/common/deadlines.hpp"
+#include "actors/common/env_settings.hpp"
 #include "actors/common/guarded.hpp"
 #include "actors/common/run_process.hpp"
 #include "messages/atoms.hpp"
@@ -156,7 +157,7 @@ void mark_acked(self_ptr self) {
 void arm_stop_deadline(supervisor_state& st, bool interrupt) {
   if (st.stop_deadline)
     return;
-  st.stop_deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(default_stop_deadline_ms);
+  st.stop_deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(st.setup.stop_deadline_ms);
   st.stop_interrupts = interrupt;
 }
 
@@ -183,10 +184,10 @@ bool run_exited(self_ptr self) {
     // Asked to stop and still running (stuck in a collective, or stopped): killed, with its ranks.
     // A run whose process had ended already keeps its outcome; only its other ranks lingered.
     spdlog::warn("agent '{}': run {} did not stop within {} s; killing it", st.setup.worker, st.setup.run_id,
-                 default_stop_deadline_ms / 1000);
+                 seconds_text(st.setup.stop_deadline_ms));
     if (!st.process_ended) {
       st.killed_at_stop = run_outcome{st.stop_interrupts ? run_status::interrupted : run_status::cancelled,
-                                      "it did not stop within " + std::to_string(default_stop_deadline_ms / 1000)
+                                      "it did not stop within " + seconds_text(st.setup.stop_deadline_ms)
                                         + " s of being asked to, so its processes were killed",
                                       "{}"};
       if (st.pid > 0)

@@ -14,6 +14,7 @@
 
 #include "actors/agent/ddp_rank.hpp"
 #include "actors/agent/protocol.hpp"
+#include "actors/common/deadlines.hpp"
 #include "actors/policy/launch_plan.hpp"
 #include "messages/run_outcome.hpp"
 #include "messages/worker.hpp"
@@ -44,6 +45,8 @@ struct supervisor_setup {
   bool after_failure = false;
   /// Where rank 0 of a DDP run across workers hosts the ranks' store (agent::config).
   std::string rendezvous_host = "127.0.0.1";
+  /// How long a run asked to stop (or forgotten) has before it is killed (agent_setup).
+  std::int64_t stop_deadline_ms = default_stop_deadline_ms;
 };
 
 struct supervisor_state {

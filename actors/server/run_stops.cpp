@@ -2,11 +2,11 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstdio>
 #include <mutex>
 
 #include <caf/all.hpp>
 
+#include "actors/common/env_settings.hpp"
 #include "messages/atoms.hpp"
 #include "messages/json_text.hpp"
 #include "messages/stop_reason.hpp"
@@ -59,9 +59,7 @@ void miss_stop_deadline(self_ptr self) {
     std::lock_guard lock{st.buffer->mutex};
     where = st.buffer->current_node;
   }
-  char seconds[32];  // "10", "0.2": as the registry writes its grace
-  std::snprintf(seconds, sizeof seconds, "%g", static_cast<double>(st.setup.stop_deadline_ms) / 1000.0);
-  auto reason = "the run did not stop within " + std::string{seconds} + " s of its "
+  auto reason = "the run did not stop within " + seconds_text(st.setup.stop_deadline_ms) + " s of its "
                 + (st.interrupt->load() ? "server's stop" : "cancel")
                 + (where.empty() ? std::string{} : "; " + where + " was executing")
                 + " and never reached a stop check (CODEFYUI_STOP_DEADLINE_S); "

@@ -2,7 +2,6 @@
 
 #include <sys/sysinfo.h>
 
-#include <cmath>
 #include <cstdlib>
 #include <thread>
 
@@ -47,27 +46,6 @@ int interactive_limit() {
 }
 
 } // namespace
-
-double number_setting(const char* var, double fallback, double min, double max, const char* unit,
-                      bool whole) {
-  const char* text = std::getenv(var);
-  if (text == nullptr || *text == '\0')
-    return fallback;
-  try {
-    std::size_t used = 0;
-    double x = std::stod(text, &used);
-    if (used == std::string{text}.size() && x >= min && x <= max && (!whole || x == std::floor(x)))
-      return x;
-  } catch (const std::exception&) {
-  }
-  spdlog::warn("{}: '{}' is not a number of {} from {} to {}; using {}", var, text, unit, min, max,
-               fallback);
-  return fallback;
-}
-
-std::int64_t seconds_setting(const char* var, double default_seconds, double min, double max) {
-  return static_cast<std::int64_t>(number_setting(var, default_seconds, min, max, "seconds") * 1000);
-}
 
 storage::store_budget budget_from_env(const storage::store_budget& defaults) {
   auto reading = storage::read_budget(defaults);

@@ -8,6 +8,7 @@
 
 #include <caf/actor_system_config.hpp>
 
+#include "actors/common/env_settings.hpp"
 #include "actors/server/run_queue.hpp"
 #include "actors/server/server.hpp"
 #include "storage/lru_store.hpp"
@@ -17,14 +18,8 @@ namespace cdui::setup {
 /// The actor system's config: the scheduler threads, a quiet logger, idle workers that wait.
 caf::actor_system_config make_config(const server::config& c);
 
-/// A number from the environment variable `var`, from `min` to `max` (a whole one when `whole`):
-/// `fallback` when it is unset, and also, with a warning in the log naming the `unit`, when it is
-/// not such a number.
-double number_setting(const char* var, double fallback, double min, double max, const char* unit,
-                      bool whole = false);
-
-/// A number of seconds from an environment variable, in ms (number_setting).
-std::int64_t seconds_setting(const char* var, double default_seconds, double min, double max);
+using actors::number_setting;
+using actors::seconds_setting;
 
 /// A store's budget from its setting; a bad value keeps the default, with a logged warning.
 storage::store_budget budget_from_env(const storage::store_budget& defaults);

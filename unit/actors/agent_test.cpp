@@ -171,7 +171,7 @@ struct agent_fixture {
 
   void assign(const std::string& id, std::vector<std::string> devices, const std::string& graph = "{}") {
     server.send(wire::message_type::assign_run,
-                assign_run{id, "test run", graph, "{}", std::move(devices), 7});
+                assign_run{id, "test run", graph, "{}", std::move(devices), 7, {}});
   }
 
   /// The server has the run's end: the agent marks its folder `acked`, and its heartbeats no
