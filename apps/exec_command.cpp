@@ -58,6 +58,9 @@ void write_outcome(const std::filesystem::path& file, const run_outcome& o) {
 int exec_command(const std::filesystem::path& run_dir, bool pipe, int rank, int world_size) {
   std::signal(SIGTERM, on_term);
   std::signal(SIGUSR1, on_usr1);
+  // A DDP rank that writes to a rank that died gets "Broken pipe" (an error it reports, and that
+  // says it lost the other ranks), not a death by SIGPIPE.
+  std::signal(SIGPIPE, SIG_IGN);
   // The agent starts this process with both blocked, so that one sent early waits for the handler.
   sigset_t stops;
   sigemptyset(&stops);

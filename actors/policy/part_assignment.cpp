@@ -20,8 +20,11 @@ std::string machine_of(const hello& h) {
 
 std::optional<std::string> assignment_refusal(const worker_table& table, const assign_run& a,
                                               const std::string& worker) {
-  // Admitted while the worker was there, and it went between: the run never reached it.
-  if (!table.connected(worker))
+  // Admitted while the worker was there, and it went between: the run never reached it. A part of
+  // a DDP run across workers waits for a worker that is away (its actor sends it when the worker
+  // is back, or gives it up after the grace), unless the worker is gone for good (removed).
+  bool is_part = a.ddp.first_rank > 0;
+  if (!table.connected(worker) && (!is_part || table.by_name(worker) == nullptr))
     return "worker '" + worker + "' went away before the run could be sent to it";
   if (a.ddp.first_rank <= 0 || a.ddp.devices.empty() || !is_loopback_host(a.ddp.store_host))
     return std::nullopt;

@@ -3,6 +3,7 @@
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/common/deadlines.hpp"
 #include "actors/server/worker_registry.hpp"
 #include "messages/atoms.hpp"
 #include "messages/stop_reason.hpp"
@@ -19,6 +20,26 @@ void report(self_ptr self, const run_outcome& outcome) {
   if (auto run = caf::actor_cast<caf::actor>(s.run))
     self->send(run, atoms::part_ended::value, s.worker, outcome);
   self->quit();
+}
+
+/// The part's end from its worker's actor: the answer (the agent's acknowledgement, after which it
+/// forgets the part) waits until the run has noted the end in its ddp.json, so that a server
+/// restarted after it does not send the part again. Then it quits.
+caf::result<void> report_noted(self_ptr self, const run_outcome& outcome) {
+  auto& s = self->state.setup;
+  auto run = caf::actor_cast<caf::actor>(s.run);
+  if (!run) {
+    self->quit();
+    return caf::unit;
+  }
+  auto rp = self->make_response_promise();
+  auto done = [self, rp]() mutable {
+    rp.deliver(caf::unit);
+    self->quit();
+  };
+  self->request(run, request_deadline, atoms::part_ended::value, s.worker, outcome)
+    .then([done]() mutable { done(); }, [done](caf::error&) mutable { done(); });
+  return caf::delegated<void>{};
 }
 
 /// `why` in a failed rank's words: `DDP rank 2 of 4 (on worker 'w2') failed: why`.
@@ -59,20 +80,20 @@ caf::behavior worker_part(self_ptr self, worker_part_setup setup) {
   return {
     // A part's ranks write no events of the run (rank 0's worker does).
     [=](atoms::append, std::vector<run_event>&) {},
-    [=](atoms::finished, const run_outcome& outcome) {
+    [=](atoms::finished, const run_outcome& outcome) -> caf::result<void> {
       // From its agent: a rank's failure is in its words already; a refusal of the part (a
       // worker that cannot prepare its folder, say) is put in them here.
       auto said = outcome;
       if (said.status == run_status::failed && said.error.rfind("DDP rank ", 0) != 0)
         said.error = rank_failure(self->state.setup, said.error);
-      report(self, said);
+      return report_noted(self, said);
     },
-    [=](atoms::finished, const run_outcome& outcome, stop_reason) {
+    [=](atoms::finished, const run_outcome& outcome, stop_reason) -> caf::result<void> {
       // Ended by the server, not by its agent: its worker was lost or removed.
       auto said = outcome;
       if (said.status != run_status::succeeded)
         said = {run_status::failed, rank_failure(self->state.setup, outcome.error), outcome.final_metrics};
-      report(self, said);
+      return report_noted(self, said);
     },
     // Its worker came back without it: it goes again.
     [=](atoms::assign) { assign(self); },

@@ -36,7 +36,7 @@ void start_remote(self_ptr self) {
     return;
   }
   assign_run a{st.setup.info.id,       st.setup.info.name,  st.setup.graph_json,
-               st.setup.info.options, st.setup.worker_devices, st.setup.context.seed};
+               st.setup.info.options, st.setup.worker_devices, st.setup.context.seed, {}};
   if (auto why = add_rank_zero_part(self, a); !why.empty()) {
     finish(self, run_outcome{run_status::failed, why, "{}"});
     return;

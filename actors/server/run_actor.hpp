@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -116,11 +117,16 @@ struct run_state {
   bool end_unrecorded = false;
   /// The queue asked it to quit (it does once its end is recorded).
   bool quit_asked = false;
-  /// A DDP run across workers: the run's secret, the parts' actors by worker once rank 0's store
-  /// is up, the first failure of a part (the run's error), and whether the run has ended and waits
-  /// for its parts to end to give its cards back.
+  /// A DDP run across workers: the run's secret, where rank 0's store listens once it has said so,
+  /// the parts' actors by worker from then on, the workers whose parts have ended, the first
+  /// failure of a part (the run's error unless rank 0 failed first), and whether the run has ended
+  /// and waits for its parts to end to give its cards back. All but the actors are kept in the
+  /// run's ddp.json for a restart.
   std::string ddp_secret;
+  std::string store_host;
+  std::int32_t store_port = 0;
   std::map<std::string, caf::actor> part_actors;
+  std::set<std::string> parts_ended;
   std::string part_failure;
   bool release_after_parts = false;
   ~run_state();

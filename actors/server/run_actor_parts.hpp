@@ -93,7 +93,7 @@ void stop_parts(self_ptr self);
 void release_when_parts_end(self_ptr self);
 /// A part ended: the first that failed fails the run with its error, and rank 0's part is stopped.
 void part_ended(self_ptr self, const std::string& worker, const run_outcome& outcome);
-/// The run's outcome from rank 0's: a part's failure, when one failed, is the run's.
+/// The run's outcome from rank 0's and a part's failure (policy::ddp_run_outcome).
 [[nodiscard]] run_outcome with_part_failure(const run_state& st, run_outcome outcome);
 
 // run_end.cpp

@@ -1,14 +1,15 @@
 // A run actor's DDP run across workers (docs/ddp.md, "Across workers"): rank 0's worker executes
 // the run; each other worker gets its part of the ranks (a ddp_part actor) once rank 0 has said
-// where its store listens, and the first part that fails fails the run. The run's secret and its
-// store's address are kept in ddp.json in its folder (0600), so that a server that restarts can
-// send a part its worker lacks.
+// where its store listens, and the first part that fails fails the run. The run's secret, its
+// store's address, the parts that have ended and the first part's failure are kept in ddp.json in
+// its folder (0600), so that a server that restarts sends a part its worker lacks, and only then.
 #include <fstream>
 
 #include <caf/all.hpp>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/policy/rank_failure.hpp"
 #include "actors/server/ddp_part.hpp"
 #include "actors/server/run_actor_parts.hpp"
 #include "messages/atoms.hpp"
@@ -35,6 +36,18 @@ nlohmann::json read_ddp_file(const run_state& st) {
   return kept;
 }
 
+/// Writes the run's ddp.json from what the actor knows (run_state). Throws when it cannot.
+void keep_ddp_file(const run_state& st) {
+  nlohmann::json kept{{"secret", st.ddp_secret}};
+  if (!st.store_host.empty())
+    kept["store"] = {{"host", st.store_host}, {"port", st.store_port}};
+  if (!st.parts_ended.empty())
+    kept["ended"] = st.parts_ended;
+  if (!st.part_failure.empty())
+    kept["part_failure"] = st.part_failure;
+  storage::write_file_atomic(ddp_file(st), json_text(kept) + "\n", true);
+}
+
 /// Worker `worker`'s part of the ranks `first`.. on `devices`.
 cdui::ddp_part part_of(const run_state& st, int first) {
   return {static_cast<std::int32_t>(st.setup.ranks.size()), first, st.setup.ranks, "", 0, st.ddp_secret};
@@ -53,9 +66,11 @@ void spawn_part(self_ptr self, const ddp_part_place& part, const std::string& ho
     worker_part, worker_part_setup{std::move(a), part.worker, st.setup.registry, self->address(), adopted});
 }
 
-/// Every part, its ranks meeting at `host`:`port`.
+/// Every part that has not ended, its ranks meeting at `host`:`port`.
 void spawn_parts(self_ptr self, const std::string& host, std::int32_t port, bool adopted) {
   for (const auto& part : self->state.setup.parts) {
+    if (self->state.parts_ended.count(part.worker))
+      continue;
     spdlog::info("run {}: ranks from {} go to worker '{}'{}", self->state.setup.info.id, part.first_rank, part.worker,
                  adopted ? " (followed again)" : "");
     spawn_part(self, part, host, port, adopted);
@@ -73,7 +88,7 @@ std::string add_rank_zero_part(self_ptr self, assign_run& a) {
     if (kept.empty()) {
       st.ddp_secret = storage::random_secret();
       try {
-        storage::write_file_atomic(ddp_file(st), json_text(nlohmann::json{{"secret", st.ddp_secret}}) + "\n", true);
+        keep_ddp_file(st);
       } catch (const std::exception& e) {
         return std::string{"the server cannot keep the run's DDP secret: "} + e.what();
       }
@@ -95,17 +110,15 @@ void start_parts(self_ptr self, const std::vector<run_event>& events) {
     auto data = nlohmann::json::parse(e.data, nullptr, false);
     if (!data.is_object() || !data["host"].is_string() || !data["port"].is_number_integer())
       return;
-    auto host = data["host"].get<std::string>();
-    auto port = data["port"].get<std::int32_t>();
+    st.store_host = data["host"].get<std::string>();
+    st.store_port = data["port"].get<std::int32_t>();
     try {
-      storage::write_file_atomic(
-        ddp_file(st), json_text(nlohmann::json{{"secret", st.ddp_secret}, {"store", {{"host", host}, {"port", port}}}}) + "\n",
-        true);
+      keep_ddp_file(st);
     } catch (const std::exception& e) {
       // The parts go all the same: only a restart of this server would not find where they meet.
       spdlog::error("run {}: cannot note where its ranks meet: {}", st.setup.info.id, e.what());
     }
-    spawn_parts(self, host, port, false);
+    spawn_parts(self, st.store_host, st.store_port, false);
     return;
   }
 }
@@ -122,12 +135,22 @@ void adopt_parts(self_ptr self) {
     return;
   }
   st.ddp_secret = kept["secret"].get<std::string>();
+  // Parts that ended before the restart are not followed again (their agents forgot them), and the
+  // first one's failure is still the run's.
+  if (kept["ended"].is_array())
+    for (const auto& worker : kept["ended"])
+      if (worker.is_string())
+        st.parts_ended.insert(worker.get<std::string>());
+  if (kept["part_failure"].is_string())
+    st.part_failure = kept["part_failure"].get<std::string>();
   const auto& store = kept["store"];
   // Before rank 0 said where its store listens, no part was sent: they go when it says so (its
   // agent sends the event to this server too).
   if (!store.is_object() || !store["host"].is_string() || !store["port"].is_number_integer())
     return;
-  spawn_parts(self, store["host"].get<std::string>(), store["port"].get<std::int32_t>(), true);
+  st.store_host = store["host"].get<std::string>();
+  st.store_port = store["port"].get<std::int32_t>();
+  spawn_parts(self, st.store_host, st.store_port, true);
 }
 
 void stop_parts(self_ptr self) {
@@ -162,18 +185,24 @@ void part_ended(self_ptr self, const std::string& worker, const run_outcome& out
     }
     return;
   }
-  if (outcome.status != run_status::failed || !st.part_failure.empty() || is_final(st.setup.info.status))
+  if (is_final(st.setup.info.status))
     return;
-  st.part_failure = outcome.error;
+  st.parts_ended.insert(worker);
+  bool first_failure = outcome.status == run_status::failed && st.part_failure.empty();
+  if (first_failure)
+    st.part_failure = outcome.error;
+  try {
+    keep_ddp_file(st);
+  } catch (const std::exception& e) {
+    spdlog::error("run {}: cannot note that its part on worker '{}' ended: {}", st.setup.info.id, worker, e.what());
+  }
   // Rank 0 stops at once: its collectives would wait for the failed rank until they time out.
-  if (st.setup.info.status == run_status::running)
+  if (first_failure && st.setup.info.status == run_status::running)
     self->send(st.setup.registry, atoms::stop::value, st.setup.info.id, true);
 }
 
 run_outcome with_part_failure(const run_state& st, run_outcome outcome) {
-  if (st.part_failure.empty() || outcome.status == run_status::succeeded)
-    return outcome;
-  return {run_status::failed, st.part_failure, outcome.final_metrics};
+  return policy::ddp_run_outcome(std::move(outcome), st.part_failure);
 }
 
 } // namespace cdui::actors::run_parts

@@ -106,6 +106,19 @@ void on_assign(self_ptr self, assign_run& a, const caf::actor& run) {
   auto& followed = st.runs[a.run_id];
   if (followed.run != run)
     followed = remote_run{run, 0, 0, std::nullopt, 0};
+  if (followed.stop_asked) {
+    // A part asked to stop before it reached its worker (it was away): it never starts.
+    auto interrupt = *followed.stop_asked;
+    end_run(self, a.run_id, interrupt ? run_status::interrupted : run_status::cancelled,
+            "it was stopped before it reached worker '" + st.setup.name + "'", std::nullopt);
+    return;
+  }
+  if (!connected(st) && a.ddp.first_rank > 0) {
+    // A part of a DDP run across workers waits for its worker, as the run's other parts go on:
+    // sent when it is back (on_join), given up with the worker's other runs after the grace.
+    spdlog::info("run {}: worker '{}' is away; its part goes when the worker is back", a.run_id, st.setup.name);
+    return;
+  }
   if (!connected(st)) {
     // The registry saw it connected; its connection went between.
     end_run(self, a.run_id, run_status::failed,

@@ -67,6 +67,22 @@ BOOST_AUTO_TEST_CASE(a_worker_that_went_away_gets_nothing) {
   auto why = assignment_refusal(t, part_at("10.0.0.5"), "w3");
   BOOST_REQUIRE(why.has_value());
   BOOST_TEST(*why == "worker 'w3' went away before the run could be sent to it");
+  t.lost("w2", "id-w2");
+  auto whole = part_at("10.0.0.5");
+  whole.ddp = {};
+  BOOST_TEST(assignment_refusal(t, whole, "w2").value_or("") == "worker 'w2' went away before the run could be sent to it");
+  t.remove("w2");
+  BOOST_TEST(assignment_refusal(t, part_at("10.0.0.5"), "w2").value_or("")
+             == "worker 'w2' went away before the run could be sent to it");
+}
+
+BOOST_AUTO_TEST_CASE(a_part_waits_for_a_worker_that_is_away) {
+  auto t = two_workers("node-a", "node-b");
+  t.lost("w2", "id-w2");
+  BOOST_REQUIRE(!t.connected("w2"));
+  // Its worker's actor sends it when the worker is back, or gives it up after the grace.
+  BOOST_TEST(!assignment_refusal(t, part_at("10.0.0.5"), "w2"));
+  BOOST_TEST(assignment_refusal(t, part_at("127.0.0.1"), "w2").has_value(), "the loopback check still holds");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

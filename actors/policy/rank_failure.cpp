@@ -1,0 +1,27 @@
+#include "actors/policy/rank_failure.hpp"
+
+#include <array>
+
+namespace cdui::policy {
+
+bool lost_the_other_ranks(std::string_view error) {
+  // Gloo's and c10d's words (torch 1.13 and 2.x) when a peer or the store went away, and ours
+  // when a rank could not reach the others (runtime/nodes/ddp.cpp).
+  static constexpr std::array<std::string_view, 7> words{
+    "Connection closed by peer", "Connection reset by peer", "Broken pipe", "Connection refused",
+    "Timed out", "timed out", "could not join the other ranks"};
+  for (auto w : words)
+    if (error.find(w) != std::string_view::npos)
+      return true;
+  return false;
+}
+
+run_outcome ddp_run_outcome(run_outcome rank0, const std::string& part_failure) {
+  if (part_failure.empty() || rank0.status == run_status::succeeded)
+    return rank0;
+  if (rank0.status == run_status::failed && !lost_the_other_ranks(rank0.error) && lost_the_other_ranks(part_failure))
+    return rank0;
+  return {run_status::failed, part_failure, rank0.final_metrics};
+}
+
+} // namespace cdui::policy

@@ -1,0 +1,26 @@
+#pragma once
+// Which failure a DDP run across workers ends with when rank 0's worker and another worker both
+// report one (docs/ddp.md, "Across workers"): plain data, tested directly; the run actor asks when
+// rank 0's outcome arrives. When one rank dies, the others' collectives fail with it ("Connection
+// closed by peer"), and the reports of two workers reach the server in either order: the rank that
+// failed on its own is the cause, whichever report came first.
+
+#include <string>
+#include <string_view>
+
+#include "messages/run_outcome.hpp"
+
+namespace cdui::policy {
+
+/// Whether a rank's error says it lost the other ranks (a connection to one closed, reset or
+/// refused, a collective that timed out, a store that went), which is what the ranks left say
+/// when one dies, rather than a failure of its own.
+[[nodiscard]] bool lost_the_other_ranks(std::string_view error);
+
+/// The run's outcome from rank 0's (`rank0`, its worker's report) and the first failure a part on
+/// another worker reported (`part_failure`, empty when none did): rank 0's when it succeeded, when
+/// no part failed, or when it failed on its own and the part only lost it; otherwise the part's
+/// failure, which the server stopped rank 0 for.
+[[nodiscard]] run_outcome ddp_run_outcome(run_outcome rank0, const std::string& part_failure);
+
+} // namespace cdui::policy

@@ -1,0 +1,56 @@
+// Which failure a DDP run across workers ends with (actors/policy/rank_failure.hpp).
+#include <boost/test/unit_test.hpp>
+
+#include "actors/policy/rank_failure.hpp"
+
+using namespace cdui;
+using cdui::policy::ddp_run_outcome;
+using cdui::policy::lost_the_other_ranks;
+
+namespace {
+
+const std::string killed = "the run's process was killed by signal 9 (SIGKILL) before it finished";
+const std::string peer_closed = "DDP rank 3 of 4 (on worker 'w2') failed: [../third_party/gloo/gloo/transport/tcp/"
+                                "pair.cc:598] Connection closed by peer [127.0.0.1]:39331";
+const std::string part_killed = "DDP rank 3 of 4 (on worker 'w2') failed: " + killed;
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(rank_failure_test)
+
+BOOST_AUTO_TEST_CASE(what_the_ranks_left_say_when_one_dies_is_told_from_a_failure_of_their_own) {
+  BOOST_TEST(lost_the_other_ranks(peer_closed));
+  BOOST_TEST(lost_the_other_ranks("[enforce fail at ../third_party/gloo/gloo/transport/tcp/pair.cc:446] "
+                                  "write: Broken pipe"));
+  BOOST_TEST(lost_the_other_ranks("DDP rank 2 of 4 could not join the other ranks: connect [127.0.0.1]:4535: "
+                                  "Connection refused"));
+  BOOST_TEST(!lost_the_other_ranks(killed));
+  BOOST_TEST(!lost_the_other_ranks("node 'loop' (TrainingLoop): out of memory on sim:0"));
+}
+
+BOOST_AUTO_TEST_CASE(rank_0_killed_is_the_cause_though_a_rank_it_left_reported_first) {
+  auto run = ddp_run_outcome({run_status::failed, killed, "{}"}, peer_closed);
+  BOOST_TEST(run.error == killed);
+}
+
+BOOST_AUTO_TEST_CASE(a_rank_killed_on_another_worker_is_the_cause_when_rank_0_only_lost_it) {
+  auto run = ddp_run_outcome({run_status::failed, "Connection closed by peer [127.0.0.1]:4242", "{\"a\":1}"},
+                             part_killed);
+  BOOST_TEST((run.status == run_status::failed));
+  BOOST_TEST(run.error == part_killed);
+  BOOST_TEST(run.final_metrics == "{\"a\":1}");
+}
+
+BOOST_AUTO_TEST_CASE(rank_0_stopped_for_a_part_that_failed_ends_with_the_parts_failure) {
+  auto run = ddp_run_outcome({run_status::interrupted, "", "{}"}, peer_closed);
+  BOOST_TEST((run.status == run_status::failed));
+  BOOST_TEST(run.error == peer_closed);
+  BOOST_TEST(ddp_run_outcome({run_status::failed, "its own", "{}"}, part_killed).error == part_killed);
+}
+
+BOOST_AUTO_TEST_CASE(a_success_or_no_failed_part_keeps_rank_0s_outcome) {
+  BOOST_TEST((ddp_run_outcome({run_status::succeeded, "", "{}"}, part_killed).status == run_status::succeeded));
+  BOOST_TEST(ddp_run_outcome({run_status::failed, killed, "{}"}, "").error == killed);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
