@@ -72,10 +72,9 @@ caf::behavior worker_part(self_ptr self, worker_part_setup setup) {
       self->quit();
   });
   auto& s = self->state.setup;
-  if (s.adopted)
-    self->send(s.registry, atoms::adopt::value, s.assignment.run_id, s.worker, caf::actor_cast<caf::actor>(self),
-               std::uint64_t{0});
-  else
+  // An adopted part: its run has the registry follow it (run_parts.cpp); a new one goes to its
+  // worker now.
+  if (!s.adopted)
     assign(self);
   return {
     // A part's ranks write no events of the run (rank 0's worker does).

@@ -55,6 +55,7 @@ using run_queue_actor = caf::typed_actor<
   caf::replies_to<atoms::report>::with<memory_ledger_status>,
   caf::replies_to<atoms::drop, std::string>::with<bool>,
   caf::replies_to<atoms::shutdown>::with<bool>,
+  caf::replies_to<atoms::adopt>::with<bool>,
   caf::replies_to<atoms::status>::with<run_queue_status>,
   caf::replies_to<atoms::status, bool>::with<run_queue_status>>;
 
@@ -129,7 +130,7 @@ using worker_registry_actor = worker_supervisor_actor::extend<
   caf::reacts_to<atoms::wire_in, std::string, goodbye>,
   caf::replies_to<atoms::outputs, std::string, std::string>::with<outputs_reply>,
   caf::reacts_to<atoms::attach, run_queue_actor>,
-  caf::reacts_to<atoms::adopt, std::string, std::string, caf::actor, std::uint64_t>,
+  caf::replies_to<atoms::adopt, std::string, std::string, caf::actor, std::uint64_t>::with<bool>,
   caf::reacts_to<atoms::assign, assign_run, std::string, caf::actor>,
   caf::reacts_to<atoms::stop, std::string, bool>,
   caf::reacts_to<atoms::stop, std::string, bool, bool>,

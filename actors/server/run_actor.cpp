@@ -241,7 +241,7 @@ caf::behavior run_actor(run_parts::self_ptr self, run_setup setup, run_queue_act
     [=](atoms::part_ended, const std::string& worker, const run_outcome& outcome) {
       part_ended(self, worker, outcome);
     },
-    [=](atoms::adopt) { adopt_parts(self); },
+    [=](atoms::adopt) { return adopt_parts(self); },
     [=](atoms::finished, const run_outcome& outcome, stop_reason stopped) {
       // A worker run the server ended itself, with the word of its stop.
       if (!is_final(self->state.setup.info.status))

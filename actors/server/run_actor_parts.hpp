@@ -84,8 +84,9 @@ void miss_stop_deadline(self_ptr self);
 void start_parts(self_ptr self, const std::vector<run_event>& events);
 /// A server's restart found the run executing: the other workers' parts are followed again when
 /// rank 0 had said where its store listens (a worker that lacks its part gets it), else sent when
-/// it says so.
-void adopt_parts(self_ptr self);
+/// it says so. Answers (true) once the registry follows each of them: the server lets agents in
+/// only then, so that no agent's hello finds a part it has unknown (and is told to forget it).
+caf::result<bool> adopt_parts(self_ptr self);
 /// The run has ended: a part still running is stopped (its ranks would end with rank 0's anyway).
 void stop_parts(self_ptr self);
 /// The run has ended: the queue gets its cards back (ended, id) now, or once every part still

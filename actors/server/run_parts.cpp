@@ -53,6 +53,14 @@ cdui::ddp_part part_of(const run_state& st, int first) {
   return {static_cast<std::int32_t>(st.setup.ranks.size()), first, st.setup.ranks, "", 0, st.ddp_secret};
 }
 
+/// The first rank of worker `worker`'s part.
+int first_rank_of(const run_state& st, const std::string& worker) {
+  for (const auto& part : st.setup.parts)
+    if (part.worker == worker)
+      return part.first_rank;
+  return -1;
+}
+
 /// The actor of `part`, whose ranks meet at `host`:`port`; `adopted`: a part a server before a
 /// restart assigned, followed again.
 void spawn_part(self_ptr self, const ddp_part_place& part, const std::string& host, std::int32_t port, bool adopted) {
@@ -123,16 +131,40 @@ void start_parts(self_ptr self, const std::vector<run_event>& events) {
   }
 }
 
-void adopt_parts(self_ptr self) {
+namespace {
+
+/// The registry follows each part spawned as adopted (the part's actor is the run its worker's
+/// actor reports to); answers true once it does, for every part.
+caf::result<bool> follow_adopted_parts(self_ptr self) {
+  auto& st = self->state;
+  if (st.part_actors.empty())
+    return true;
+  auto rp = self->make_response_promise<bool>();
+  auto pending = std::make_shared<std::size_t>(st.part_actors.size());
+  auto one_more = [rp, pending]() mutable {
+    if (--*pending == 0)
+      rp.deliver(true);
+  };
+  for (const auto& [worker, part] : st.part_actors) {
+    auto id = st.setup.info.id + "-rank" + std::to_string(first_rank_of(st, worker));
+    self->request(st.setup.registry, request_deadline, atoms::adopt::value, id, worker, part, std::uint64_t{0})
+      .then([one_more](bool) mutable { one_more(); }, [one_more](caf::error&) mutable { one_more(); });
+  }
+  return rp;
+}
+
+} // namespace
+
+caf::result<bool> adopt_parts(self_ptr self) {
   auto& st = self->state;
   if (st.setup.parts.empty())
-    return;
+    return true;
   auto kept = read_ddp_file(st);
   if (kept.empty()) {
     // No secret kept (a folder that lost it): parts that their workers have are followed, one
     // that a worker lacks fails the run (ddp_part.cpp).
     spawn_parts(self, "", 0, true);
-    return;
+    return follow_adopted_parts(self);
   }
   st.ddp_secret = kept["secret"].get<std::string>();
   // Parts that ended before the restart are not followed again (their agents forgot them), and the
@@ -147,10 +179,11 @@ void adopt_parts(self_ptr self) {
   // Before rank 0 said where its store listens, no part was sent: they go when it says so (its
   // agent sends the event to this server too).
   if (!store.is_object() || !store["host"].is_string() || !store["port"].is_number_integer())
-    return;
+    return true;
   st.store_host = store["host"].get<std::string>();
   st.store_port = store["port"].get<std::int32_t>();
   spawn_parts(self, st.store_host, st.store_port, true);
+  return follow_adopted_parts(self);
 }
 
 void stop_parts(self_ptr self) {

@@ -374,6 +374,13 @@ run_queue_actor::behavior_type run_queue(self_ptr self, run_queue_config cfg) {
       maybe_drained(self);
       return rp;
     },
+    [=](atoms::adopt) -> caf::result<bool> {
+      auto& st = self->state;
+      if (st.parts_adopting == 0)
+        return true;
+      st.parts_adopted.push_back(self->make_response_promise<bool>());
+      return st.parts_adopted.back();
+    },
     [=](atoms::status) { return status_tree(self, true); },
     [=](atoms::status, bool with_runs) { return status_tree(self, with_runs); });
 }

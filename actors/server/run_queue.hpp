@@ -13,6 +13,7 @@
 #include <caf/fwd.hpp>
 #include <caf/response_promise.hpp>
 #include <caf/stateful_actor.hpp>
+#include <caf/typed_response_promise.hpp>
 
 #include "actors/policy/admission.hpp"
 #include "actors/policy/card_groups.hpp"
@@ -102,6 +103,10 @@ struct run_queue_state {
   std::map<std::string, std::pair<std::int64_t, std::int64_t>> offered_memory;
   bool shutting_down = false;
   std::vector<caf::response_promise> drained;     // shutdown callers, answered when none runs
+  /// The runs across workers adopted as it started whose parts the registry does not follow yet,
+  /// and those waiting for that (adopt), answered true when none is left.
+  std::size_t parts_adopting = 0;
+  std::vector<caf::typed_response_promise<bool>> parts_adopted;
   /// How long the started runs waited.
   queue_wait_histogram queue_waits;
   static inline const char* name = "run_queue";
@@ -119,7 +124,8 @@ struct run_queue_state {
 /// worker (same UUID) become one budget;
 /// (status) -> run_queue_status, with its run actors'; (status, false) -> the same without them
 /// (no question to each run's actor: what GET /api/workers and /api/devices need);
-/// (shutdown) -> bool once no run is running.
+/// (shutdown) -> bool once no run is running; (adopt) -> true once the registry follows the parts
+/// on other workers of the runs it adopted as it started (the server lets agents in then).
 /// An unknown id gets an error naming it.
 /// It monitors every run actor it spawns: one that ends before its run has (an exception escaped,
 /// a bug, a kill) fails its run with the reason, frees its slots, and the next run starts.

@@ -85,6 +85,7 @@ void queue_parts::resume(self_ptr self) {
     auto last = st.cfg.store->last_cursor(id);
     auto cursor = last - std::min(last, st.cfg.store->worker_cursor_base(id));
     p.setup.context.run_id = id;
+    bool across_workers = !p.setup.parts.empty();
     auto run = spawn_run(self, std::move(p.setup));
     auto& record = st.runs.at(run_id{id});
     note_budget(record, p, step.request);  // on a shared card it counts as running at once
@@ -92,7 +93,20 @@ void queue_parts::resume(self_ptr self) {
     record.remote = true;
     st.slots.hold(id, p.keys);
     caf::anon_send(st.registry, atoms::adopt::value, id, worker, run, cursor);
-    caf::anon_send(run, atoms::adopt::value);  // a DDP run across workers: its other workers' parts too
+    if (across_workers) {
+      // A DDP run across workers: its other workers' parts too, before any agent is let in.
+      ++st.parts_adopting;
+      auto followed = [self]() {
+        auto& s = self->state;
+        if (--s.parts_adopting != 0)
+          return;
+        for (auto& waiting : s.parts_adopted)
+          waiting.deliver(true);
+        s.parts_adopted.clear();
+      };
+      self->request(run, request_deadline, atoms::adopt::value)
+        .then([followed](bool) { followed(); }, [followed](caf::error&) { followed(); });
+    }
   }
   pump(self);
 }

@@ -87,6 +87,9 @@ struct server::impl {
       // told to forget a run whose end its agent still held, and the adoption after it failed
       // the run as come back without it.
       (void)ask<run_queue_status>(atoms::status::value);
+      // The same for the parts on other workers of DDP runs across workers, which their run actors
+      // have the registry follow: a hello first would be told to forget its part.
+      (void)ask<bool>(atoms::adopt::value);
       bridge->start(registry);
     }
     std::vector<actors::watched_actor> watched{

@@ -346,8 +346,11 @@ worker_registry_actor::behavior_type worker_registry(self_ptr self, worker_table
     [=](atoms::attach, const run_queue_actor& queue) { self->state.queue = queue; },
     [=](atoms::adopt, const std::string& run_id, const std::string& worker, const caf::actor& run,
         std::uint64_t cursor) {
+      // Answered once the worker's actor has it before it: a hello that reaches this registry
+      // after the answer reaches that actor after the adoption.
       self->state.placed[run_id] = placed_run{worker, run};
       self->send(proxy_of(self, worker), atoms::adopt::value, run_id, run, cursor);
+      return true;
     },
     [=](atoms::assign, assign_run& a, const std::string& worker, const caf::actor& run) {
       auto& st = self->state;

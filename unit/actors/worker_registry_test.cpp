@@ -65,7 +65,7 @@ struct registry_fixture {
   /// Gives the run `id` to w1, with `run` as its actor, and waits for the agent to receive it.
   void assign(const std::string& id, const caf::actor& run) {
     caf::anon_send(registry, atoms::assign::value,
-                   assign_run{id, id, "{}", "{}", {"cpu"}, 1}, std::string{"w1"}, run);
+                   assign_run{id, id, "{}", "{}", {"cpu"}, 1, {}}, std::string{"w1"}, run);
     auto a = next_of(wire::message_type::assign_run);
     BOOST_REQUIRE(a);
     BOOST_TEST(wire::decode<assign_run>(*a)->run_id == id);
@@ -280,7 +280,7 @@ BOOST_FIXTURE_TEST_CASE(an_adopted_run_its_worker_never_had_is_sent_again_one_it
   never_sent->receive([&](atoms::assign) { asked = true; },
                       caf::after(10s) >> [] { BOOST_FAIL("r1's actor was not asked to send it again"); });
   BOOST_REQUIRE(asked);
-  caf::anon_send(registry, atoms::assign::value, assign_run{"r1", "r1", "{}", "{}", {"cpu"}, 1},
+  caf::anon_send(registry, atoms::assign::value, assign_run{"r1", "r1", "{}", "{}", {"cpu"}, 1, {}},
                  std::string{"w1"}, caf::actor_cast<caf::actor>(never_sent));
   auto again = next_of(wire::message_type::assign_run);
   BOOST_REQUIRE(again);
