@@ -1,6 +1,7 @@
 // `cdui start --isolation process` (CODEFYUI_ISOLATION=process) on a real server: queued local
 // runs execute as `cdui exec --pipe` processes with the same events and results as on a thread; a
-// run whose process crashes fails alone; a stuck one is killed at its stop deadline.
+// run whose process crashes fails alone; a stuck one is killed at its stop deadline; one whose
+// server is killed ends with it.
 #include <boost/test/unit_test.hpp>
 
 #include <fstream>
@@ -102,6 +103,25 @@ BOOST_AUTO_TEST_CASE(a_run_whose_process_crashes_fails_alone_and_the_run_beside_
   BOOST_TEST(srv.wait_final(beside, 60s)["status"] == "cancelled");
   BOOST_TEST(srv.client().Get("/api/health")->status == 200);
   BOOST_TEST(run_processes(home).empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_run_in_its_own_process_ends_with_a_server_killed_with_minus_9) {
+  temp_home home;
+  run_process_guard guard{home};
+  std::string id;
+  pid_t pid = -1;
+  {
+    server_process srv{home, in_processes};
+    id = srv.submit_ok(seeded_moons(100000));  // an event every batch
+    pid = await_run_process(home, id);
+    srv.proc().signal(SIGKILL);
+    srv.proc().wait_for(10s);
+  }
+  // Its next event finds the pipe closed: it ends, instead of training on a card that the next
+  // server gives to other runs.
+  BOOST_TEST(eventually([&] { return run_processes(home, id).empty(); }, 30s), "pid " << pid << " trains on");
+  server_process srv{home, in_processes};
+  BOOST_TEST(srv.get_json("/api/runs/" + id)["status"] == "interrupted");
 }
 
 BOOST_AUTO_TEST_CASE(a_stuck_run_in_its_own_process_is_killed_at_its_stop_deadline) {
