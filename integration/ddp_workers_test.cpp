@@ -139,6 +139,18 @@ BOOST_FIXTURE_TEST_CASE(rank_0_killed_fails_the_run_in_its_own_words_not_in_thos
   BOOST_TEST(eventually([&] { return run_processes(home).empty(); }, 60s));
 }
 
+BOOST_FIXTURE_TEST_CASE(a_cancel_that_rank_0_misses_ends_the_run_cancelled_though_w2s_ranks_lost_it, two_workers) {
+  auto id = srv.submit_ok(moons_ddp(1'000'000, four_cards));
+  BOOST_TEST_REQUIRE(eventually([&] { return training(srv, id); }, 60s));
+  // Rank 0 cannot reach its stop check: its agent kills it 2 s after the cancel, and w2's ranks
+  // then fail with "Connection closed by peer", their report racing w1's.
+  ::kill(rank_0_of(home, id), SIGSTOP);
+  srv.cancel(id);
+  auto ended = srv.wait_final(id, 120s);
+  BOOST_TEST(ended["status"] == "cancelled", ended.dump());
+  BOOST_TEST(eventually([&] { return run_processes(home).empty(); }, 60s));
+}
+
 BOOST_FIXTURE_TEST_CASE(when_rank_0s_worker_is_lost_the_run_ends_and_the_other_workers_ranks_stop, two_workers) {
   auto id = srv.submit_ok(moons_ddp(1'000'000, four_cards));
   BOOST_TEST_REQUIRE(eventually([&] { return training(srv, id); }, 60s));

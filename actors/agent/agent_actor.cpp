@@ -58,6 +58,7 @@ void send_now(self_ptr self, wire::message_type type, const T& payload) {
 void supervise(self_ptr self, const std::string& id, std::optional<run_launch> launch,
                bool after_failure = false) {
   auto& st = self->state;
+  auto devices = launch ? launch->run.devices : std::vector<std::string>{};
   supervisor_setup s{id,
                      st.setup.name,
                      runs_dir(st) / id,
@@ -71,6 +72,8 @@ void supervise(self_ptr self, const std::string& id, std::optional<run_launch> l
   auto& r = st.runs[id];
   r.dir = s.dir;
   r.executing = true;
+  if (!after_failure)
+    r.devices = std::move(devices);
   r.supervisor = self->spawn<caf::monitored>(run_supervisor, std::move(s));
 }
 
@@ -86,9 +89,15 @@ void launch(self_ptr self, const assign_run& a) {
   supervise(self, a.run_id, run_launch{a, std::get<policy::launch_plan>(std::move(plan))});
 }
 
-/// Whether a run the server forgot is still being stopped here.
-bool stopping_forgotten(const agent_state& st) {
-  return std::any_of(st.runs.begin(), st.runs.end(), [](const auto& r) { return r.second.forgotten; });
+/// Whether a run the server forgot is still being stopped here on one of the cards of `a`.
+bool stopping_forgotten(const agent_state& st, const assign_run& a) {
+  auto on_its_cards = [&](const agent_run& r) {
+    return r.devices.empty() || std::any_of(a.devices.begin(), a.devices.end(), [&](const std::string& d) {
+             return std::find(r.devices.begin(), r.devices.end(), d) != r.devices.end();
+           });
+  };
+  return std::any_of(st.runs.begin(), st.runs.end(),
+                     [&](const auto& r) { return r.second.forgotten && on_its_cards(r.second); });
 }
 
 /// The held run `run_id` (st.held.end() when none is).
@@ -96,15 +105,17 @@ std::vector<assign_run>::iterator held(agent_state& st, const std::string& run_i
   return std::find_if(st.held.begin(), st.held.end(), [&](const assign_run& a) { return a.run_id == run_id; });
 }
 
-/// Starts the runs held for forgotten ones, once none is being stopped.
+/// Starts the runs held for forgotten ones whose cards no forgotten run is being stopped on.
 void launch_held(self_ptr self) {
   auto& st = self->state;
-  if (st.held.empty() || stopping_forgotten(st))
-    return;
   auto runs = std::move(st.held);
   st.held.clear();
-  for (const auto& a : runs)
-    launch(self, a);
+  for (const auto& a : runs) {
+    if (stopping_forgotten(st, a))
+      st.held.push_back(a);
+    else
+      launch(self, a);
+  }
 }
 
 /// The runs an earlier agent process of this name left: still executing, or ended unreported.
@@ -180,9 +191,7 @@ bool tick(self_ptr self) {
     }
     if (st.welcomed && now - st.last_heartbeat >= st.heartbeat_every) {
       measure_device_memory(st.setup.offers);
-      heartbeat h{st.setup.offers, {}};
-      for (const auto& [id, r] : st.runs)
-        h.running_runs.push_back(id);
+      heartbeat h{st.setup.offers, runs_held(st)};
       send_now(self, wire::message_type::heartbeat, h);
       st.last_heartbeat = now;
     }
@@ -282,11 +291,14 @@ agent_actor::behavior_type agent_connection(self_ptr self, agent_setup setup) {
       for (const auto& rc : w.resume)
         if (auto sup = supervisor_of(st, rc.run_id))
           self->send(sup, agent_atoms::resend::value, rc.cursor);
-      for (const auto& id : w.forget)
+      for (const auto& id : w.forget) {
         if (auto sup = supervisor_of(st, id)) {
           st.runs.at(id).forgotten = true;
           self->send(sup, agent_atoms::forget::value);
+        } else if (auto i = held(st, id); i != st.held.end()) {
+          st.held.erase(i);  // ended by the server while it waited here: it never starts
         }
+      }
     },
     [=](atoms::wire_in, std::uint64_t connection, const assign_run& a) {
       auto& st = self->state;
@@ -297,7 +309,7 @@ agent_actor::behavior_type agent_connection(self_ptr self, agent_setup setup) {
                      a.run_id);
         return;
       }
-      if (stopping_forgotten(st)) {
+      if (stopping_forgotten(st, a)) {
         spdlog::info("agent '{}': run {} starts once the runs the server forgot have stopped", st.setup.name,
                      a.run_id);
         st.held.push_back(a);

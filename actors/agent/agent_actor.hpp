@@ -70,8 +70,11 @@ struct agent_run {
   bool executing = true;
   /// Supervisors of this run that died; after max_supervisor_failures the run is given up.
   int failures = 0;
-  /// The server no longer follows it: it is being stopped (killed 10 s after, if need be).
+  /// The server no longer follows it: it is being stopped (killed at the stop deadline, if need
+  /// be).
   bool forgotten = false;
+  /// Its cards, as assigned; empty for a run an earlier agent process left (taken to hold any).
+  std::vector<std::string> devices;
 };
 
 struct agent_state {

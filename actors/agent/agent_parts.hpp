@@ -33,6 +33,9 @@ std::filesystem::path runs_dir(const agent_state& st);
 /// free counting every process on it, another user's job included (a sim card's shared memory, a
 /// CUDA card's driver figure).
 void measure_device_memory(std::vector<device_offer>& offers);
+/// The runs it has, executing or ended unreported, and held until a forgotten run has stopped: what
+/// its hello and heartbeats list, so that the server resumes or forgets each.
+std::vector<std::string> runs_held(const agent_state& st);
 /// The hello it says now: its devices with their memory, its credential (read again each time),
 /// the runs it holds.
 hello make_hello(agent_state& st);

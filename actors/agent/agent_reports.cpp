@@ -35,6 +35,15 @@ void measure_device_memory(std::vector<device_offer>& offers) {
       offer.free_bytes = devices::card_free_bytes(offer.kind, offer.uuid, offer.total_bytes);
 }
 
+std::vector<std::string> runs_held(const agent_state& st) {
+  std::vector<std::string> ids;
+  for (const auto& [id, r] : st.runs)
+    ids.push_back(id);
+  for (const auto& a : st.held)
+    ids.push_back(a.run_id);
+  return ids;
+}
+
 hello make_hello(agent_state& st) {
   hello h;
   h.name = st.setup.name;
@@ -47,8 +56,7 @@ hello make_hello(agent_state& st) {
   h.credential = (st.setup.credential_file.empty() ? storage::read_token(st.setup.home)
                                                    : storage::read_first_line(st.setup.credential_file))
                    .value_or("");
-  for (const auto& [id, r] : st.runs)
-    h.running_runs.push_back(id);
+  h.running_runs = runs_held(st);
   h.one_shot = st.setup.one_shot;
   return h;
 }

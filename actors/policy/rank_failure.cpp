@@ -16,6 +16,10 @@ bool lost_the_other_ranks(std::string_view error) {
   return false;
 }
 
+bool part_failure_counts(std::string_view error, bool stop_asked_before) {
+  return !stop_asked_before || !lost_the_other_ranks(error);
+}
+
 run_outcome ddp_run_outcome(run_outcome rank0, const std::string& part_failure) {
   if (part_failure.empty() || rank0.status == run_status::succeeded)
     return rank0;

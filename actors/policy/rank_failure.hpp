@@ -17,6 +17,10 @@ namespace cdui::policy {
 /// when one dies, rather than a failure of its own.
 [[nodiscard]] bool lost_the_other_ranks(std::string_view error);
 
+/// Whether a part's failure (`error`) is to be the run's: not when the run was asked to stop before
+/// it (a cancel, the server's stop) and it only lost the other ranks, which the stop ended.
+[[nodiscard]] bool part_failure_counts(std::string_view error, bool stop_asked_before);
+
 /// The run's outcome from rank 0's (`rank0`, its worker's report) and the first failure a part on
 /// another worker reported (`part_failure`, empty when none did): rank 0's when it succeeded, when
 /// no part failed, or when it failed on its own and the part only lost it; otherwise the part's

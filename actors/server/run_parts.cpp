@@ -221,7 +221,8 @@ void part_ended(self_ptr self, const std::string& worker, const run_outcome& out
   if (is_final(st.setup.info.status))
     return;
   st.parts_ended.insert(worker);
-  bool first_failure = outcome.status == run_status::failed && st.part_failure.empty();
+  bool first_failure = outcome.status == run_status::failed && st.part_failure.empty()
+                       && policy::part_failure_counts(outcome.error, st.stop->load());
   if (first_failure)
     st.part_failure = outcome.error;
   try {

@@ -7,6 +7,7 @@
 #include <deque>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -37,12 +38,14 @@ constexpr std::int64_t gib = 1024LL * 1024 * 1024;
 using test::eventually;
 
 /// A run's process: it writes what it was given, then two events and an outcome; a run whose id
-/// starts with "sleepy" instead waits until it is killed (a loop, so that a SIGKILL ends it).
+/// starts with "sleepy" instead waits until it is killed (a loop, so that a SIGKILL ends it), and
+/// one whose id starts with "stubborn" too, ignoring SIGTERM.
 constexpr const char* fake_exec = R"sh(#!/bin/sh
 dir="$2"
 printf '%s|%s\n' "$CODEFYUI_SIM_DEVICES" "$CUDA_VISIBLE_DEVICES" > "$dir/env.txt"
 case "$(basename "$dir")" in
   sleepy*) while :; do sleep 0.05; done ;;
+  stubborn*) trap '' TERM; while :; do sleep 0.05; done ;;
 esac
 printf '{"cursor":1,"time_ms":5,"type":"execution_start","data":{}}\n' >> "$dir/events.jsonl"
 printf '{"cursor":2,"time_ms":6,"type":"execution_complete","data":{}}\n' >> "$dir/events.jsonl"
@@ -141,6 +144,7 @@ struct agent_fixture {
     s.server = server.endpoint();
     s.credential_file = home.path() / "credential";
     s.exec_binary = script;
+    s.stop_deadline_ms = 1000;
     s.owner = *self;
     agent = system->spawn(actors::agent_connection, std::move(s));
     (*self)->monitor(agent);
@@ -196,6 +200,17 @@ struct agent_fixture {
     (*self)->send_exit(supervisor, caf::exit_reason::kill);
     return server.next<run_done>(wire::message_type::run_done);
   }
+
+  /// The run_done of run `id` (those of other runs that come first are kept for their turn).
+  run_done done_of(const std::string& id) {
+    while (!dones.count(id)) {
+      auto d = server.next<run_done>(wire::message_type::run_done);
+      BOOST_REQUIRE_MESSAGE(d, "no run_done for " << id);
+      dones[d->run_id] = *d;
+    }
+    return dones.at(id);
+  }
+  std::map<std::string, run_done> dones;
 
   /// The pid in the run's exec.pid (`file`: a DDP rank's exec-rank<k>.pid), once it is there.
   int pid_of(const std::string& id, const std::string& file = "exec.pid") {
@@ -294,6 +309,35 @@ BOOST_FIXTURE_TEST_CASE(a_ddp_runs_supervisor_that_dies_takes_every_rank_with_it
   // No rank outlives the run its agent gave up: both are stopped and reaped.
   BOOST_TEST(eventually([&] { return ::kill(rank0, 0) != 0 && ::kill(rank1, 0) != 0; }));
   acknowledge("sleepy2");
+}
+
+BOOST_FIXTURE_TEST_CASE(a_run_given_while_a_forgotten_run_stops_on_its_card_waits_for_it, agent_fixture) {
+  join();
+  assign("stubborn1", {"sim:0"});
+  int stubborn = pid_of("stubborn1");
+  BOOST_REQUIRE(eventually([&] { return std::filesystem::exists(run_dir("stubborn1") / "env.txt"); }));
+  // The server no longer follows it (a restart, a grace past): it is stopped, ignores SIGTERM, and
+  // is killed at the stop deadline (1 s here).
+  server.send(wire::message_type::welcome, welcome{version(), 50, {}, {"stubborn1"}});
+  for (const auto* id : {"held", "stopped", "gone"})
+    assign(id, {"sim:0"});
+  assign("beside", {"sim:1"});
+  // A run on another card starts at once; those on sim:0 wait, listed in the heartbeats.
+  BOOST_TEST((done_of("beside").outcome.status == run_status::succeeded));
+  BOOST_TEST(::kill(stubborn, 0) == 0, "the forgotten run was not still stopping");
+  BOOST_TEST(eventually([&] {
+    auto h = server.next<heartbeat>(wire::message_type::heartbeat);
+    return h && std::count(h->running_runs.begin(), h->running_runs.end(), "held") == 1;
+  }));
+  BOOST_TEST(!std::filesystem::exists(run_dir("held")));
+  server.send(wire::message_type::stop_run, stop_run{"stopped", false});
+  BOOST_TEST((done_of("stopped").outcome.status == run_status::cancelled));
+  server.send(wire::message_type::welcome, welcome{version(), 50, {}, {"gone"}});
+  // Once the forgotten run is killed, the held run starts; the stopped and forgotten ones never do.
+  BOOST_TEST((done_of("held").outcome.status == run_status::succeeded));
+  BOOST_TEST(::kill(stubborn, 0) != 0, "the held run started beside the forgotten one");
+  BOOST_TEST(!std::filesystem::exists(run_dir("stopped")));
+  BOOST_TEST(!std::filesystem::exists(run_dir("gone")));
 }
 
 BOOST_FIXTURE_TEST_CASE(a_stopping_agent_says_goodbye_and_ends_when_the_server_says_it_back,

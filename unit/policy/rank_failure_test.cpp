@@ -48,6 +48,12 @@ BOOST_AUTO_TEST_CASE(rank_0_stopped_for_a_part_that_failed_ends_with_the_parts_f
   BOOST_TEST(ddp_run_outcome({run_status::failed, "its own", "{}"}, part_killed).error == part_killed);
 }
 
+BOOST_AUTO_TEST_CASE(ranks_that_only_lost_the_others_after_a_cancel_do_not_make_it_a_failure) {
+  BOOST_TEST(!policy::part_failure_counts(peer_closed, true));
+  BOOST_TEST(policy::part_failure_counts(peer_closed, false));
+  BOOST_TEST(policy::part_failure_counts(part_killed, true), "a rank killed while stopping still counts");
+}
+
 BOOST_AUTO_TEST_CASE(a_success_or_no_failed_part_keeps_rank_0s_outcome) {
   BOOST_TEST((ddp_run_outcome({run_status::succeeded, "", "{}"}, part_killed).status == run_status::succeeded));
   BOOST_TEST(ddp_run_outcome({run_status::failed, killed, "{}"}, "").error == killed);
