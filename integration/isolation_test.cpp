@@ -112,13 +112,14 @@ BOOST_AUTO_TEST_CASE(a_run_in_its_own_process_ends_with_a_server_killed_with_min
   pid_t pid = -1;
   {
     server_process srv{home, in_processes};
-    id = srv.submit_ok(seeded_moons(100000));  // an event every batch
+    id = srv.submit_ok(seeded_moons(100000));
     pid = await_run_process(home, id);
+    ::kill(pid, SIGSTOP);  // as a run in a long node: no event comes to find the pipe closed
     srv.proc().signal(SIGKILL);
     srv.proc().wait_for(10s);
   }
-  // Its next event finds the pipe closed: it ends, instead of training on a card that the next
-  // server gives to other runs.
+  // It ends with its server, instead of training on a card that the next server gives to other
+  // runs.
   BOOST_TEST(eventually([&] { return run_processes(home, id).empty(); }, 30s), "pid " << pid << " trains on");
   server_process srv{home, in_processes};
   BOOST_TEST(srv.get_json("/api/runs/" + id)["status"] == "interrupted");

@@ -8,6 +8,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -82,12 +83,22 @@ pid_t start_exec(const std::filesystem::path& binary, const std::filesystem::pat
   sigaddset(&stops, SIGUSR1);
   sigset_t before;
   ::pthread_sigmask(SIG_BLOCK, &stops, &before);
+  pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid != 0) {
     ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
     return pid < 0 ? -1 : pid;
   }
   ::setsid();
+  // A server's run (--pipe) ends with the server, even one killed with -9 or one whose run prints
+  // nothing for a while: the next server gives its card to other runs. (SIGKILL when the thread
+  // that started it ends: the server's executor thread, which waits for it.) An agent's run goes
+  // on without its agent, which adopts it when it starts again.
+  if (pipe) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent)
+      ::_exit(127);
+  }
   int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
   int null = ::open("/dev/null", O_RDONLY);
   ::dup2(null, STDIN_FILENO);
