@@ -1,10 +1,10 @@
 #include "apps/agent_watch.hpp"
 
-#include <cstdio>
 #include <cstdlib>
 
 #include <unistd.h>
 
+#include "actors/common/env_settings.hpp"
 #include "actors/policy/orphan_clock.hpp"
 #include "apps/agent_files.hpp"
 #include "devices/process_identity.hpp"
@@ -55,9 +55,7 @@ void agent_watch::run() {
   while (!wake_.wait_for(lock, std::chrono::milliseconds(250), [this] { return done_; })) {
     if (!clock.gone_for_grace(agent_there(), steady_ms()))
       continue;
-    char seconds[32];
-    std::snprintf(seconds, sizeof seconds, "%g", static_cast<double>(grace_.count()) / 1000.0);
-    stop_("its agent has been gone for " + std::string{seconds}
+    stop_("its agent has been gone for " + actors::seconds_text(grace_.count())
           + " s (CODEFYUI_WORKER_RESUME_GRACE_S) and none came back for it");
     return;
   }

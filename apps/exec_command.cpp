@@ -1,7 +1,6 @@
 #include "apps/exec_command.hpp"
 
 #include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -59,10 +58,11 @@ void write_outcome(const std::filesystem::path& file, const run_outcome& o) {
 int exec_command(const std::filesystem::path& run_dir, bool pipe, int rank, int world_size) {
   std::signal(SIGTERM, on_term);
   std::signal(SIGUSR1, on_usr1);
-  // A DDP rank that writes to a rank that died gets "Broken pipe" (an error it reports, and that
-  // says it lost the other ranks), not a death by SIGPIPE; under a server (--pipe), a write to
-  // its pipe that fails so ends the process (emit).
-  std::signal(SIGPIPE, SIG_IGN);
+  // A worker's DDP rank that writes to a rank that died gets "Broken pipe" (an error it reports,
+  // and that says it lost the other ranks), not a death by SIGPIPE. Under a server (--pipe) a
+  // write to a pipe the server no longer reads ends the process, as SIGPIPE does by default.
+  if (!pipe)
+    std::signal(SIGPIPE, SIG_IGN);
   // The agent starts this process with both blocked, so that one sent early waits for the handler.
   sigset_t stops;
   sigemptyset(&stops);
@@ -100,12 +100,8 @@ int exec_command(const std::filesystem::path& run_dir, bool pipe, int rank, int 
       return;
     // One line an event; a run that crashes leaves its last whole lines behind.
     auto line = json_text({{"type", type}, {"time_ms", now_ms()}, {"data", data}}) + "\n";
-    bool written = std::fwrite(line.data(), 1, line.size(), lines) == line.size();
-    if ((std::fflush(lines) != 0 || !written) && pipe && rank == 0 && errno == EPIPE) {
-      // The server that reads the pipe is gone (killed): the run must not outlive it on its card,
-      // which the next server gives to other runs.
-      std::_Exit(exit_run_failed);
-    }
+    std::fwrite(line.data(), 1, line.size(), lines);
+    std::fflush(lines);
   };
   auto outcome_file = run_dir / (rank == 0 ? std::string{"outcome.json"}
                                            : "outcome-rank" + std::to_string(rank) + ".json");

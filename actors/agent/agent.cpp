@@ -9,7 +9,6 @@
 
 #include "actors/agent/agent_actor.hpp"
 #include "actors/common/curve_keys.hpp"
-#include "actors/common/deadlines.hpp"
 #include "actors/common/env_settings.hpp"
 #include "actors/common/join_address.hpp"
 #include "actors/policy/worker_table.hpp"
@@ -124,8 +123,7 @@ std::optional<std::string> agent::run() {
     setup.one_shot = cfg_.one_shot;
     setup.ephemeral = cfg_.ephemeral;
     setup.rendezvous_host = cfg_.rendezvous_host;
-    setup.stop_deadline_ms = actors::seconds_setting("CODEFYUI_STOP_DEADLINE_S",
-                                                     actors::default_stop_deadline_ms / 1000.0, 0.05, 3600);
+    setup.stop_deadline_ms = actors::stop_deadline_setting();
     setup.server = cfg_.server;
     setup.server_key = cfg_.server_key;
     setup.credential_file = cfg_.credential_file;

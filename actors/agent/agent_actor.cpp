@@ -105,17 +105,21 @@ std::vector<assign_run>::iterator held(agent_state& st, const std::string& run_i
   return std::find_if(st.held.begin(), st.held.end(), [&](const assign_run& a) { return a.run_id == run_id; });
 }
 
+/// Starts the run `a`, or holds it while a forgotten run is still being stopped on its cards.
+void launch_or_hold(self_ptr self, const assign_run& a) {
+  auto& st = self->state;
+  if (stopping_forgotten(st, a))
+    st.held.push_back(a);
+  else
+    launch(self, a);
+}
+
 /// Starts the runs held for forgotten ones whose cards no forgotten run is being stopped on.
 void launch_held(self_ptr self) {
-  auto& st = self->state;
-  auto runs = std::move(st.held);
-  st.held.clear();
-  for (const auto& a : runs) {
-    if (stopping_forgotten(st, a))
-      st.held.push_back(a);
-    else
-      launch(self, a);
-  }
+  auto runs = std::move(self->state.held);
+  self->state.held.clear();
+  for (const auto& a : runs)
+    launch_or_hold(self, a);
 }
 
 /// The runs an earlier agent process of this name left: still executing, or ended unreported.
@@ -309,13 +313,10 @@ agent_actor::behavior_type agent_connection(self_ptr self, agent_setup setup) {
                      a.run_id);
         return;
       }
-      if (stopping_forgotten(st, a)) {
+      if (stopping_forgotten(st, a))
         spdlog::info("agent '{}': run {} starts once the runs the server forgot have stopped", st.setup.name,
                      a.run_id);
-        st.held.push_back(a);
-        return;
-      }
-      launch(self, a);
+      launch_or_hold(self, a);
     },
     [=](atoms::wire_in, std::uint64_t connection, const run_cursor& rc) {
       if (auto sup = supervisor_of(self->state, rc.run_id); sup && current(connection))

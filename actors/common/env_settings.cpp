@@ -6,6 +6,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "actors/common/deadlines.hpp"
+
 namespace cdui::actors {
 
 double number_setting(const char* var, double fallback, double min, double max, const char* unit,
@@ -27,6 +29,10 @@ double number_setting(const char* var, double fallback, double min, double max, 
 
 std::int64_t seconds_setting(const char* var, double default_seconds, double min, double max) {
   return static_cast<std::int64_t>(number_setting(var, default_seconds, min, max, "seconds") * 1000);
+}
+
+std::int64_t stop_deadline_setting() {
+  return seconds_setting("CODEFYUI_STOP_DEADLINE_S", default_stop_deadline_ms / 1000.0, 0.05, 3600);
 }
 
 std::string seconds_text(std::int64_t ms) {

@@ -16,6 +16,10 @@ double number_setting(const char* var, double fallback, double min, double max, 
 /// A number of seconds from an environment variable, in ms (number_setting).
 std::int64_t seconds_setting(const char* var, double default_seconds, double min, double max);
 
+/// CODEFYUI_STOP_DEADLINE_S, in ms (default_stop_deadline_ms when unset): how long a run asked to
+/// stop has, on the server for the runs it executes, on an agent for its runs.
+std::int64_t stop_deadline_setting();
+
 /// `ms` as the seconds a message gives: "10", "0.2".
 std::string seconds_text(std::int64_t ms);
 

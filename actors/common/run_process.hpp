@@ -19,7 +19,8 @@ namespace cdui::actors {
 /// when it is -1), the parent's environment with `env` set over it. SIGTERM and SIGUSR1 stay
 /// blocked in the child until `cdui exec` installs its handlers, so a stop sent as it starts is
 /// not lost. With `pipe` (a server's run), the child is killed when the thread that started it
-/// ends (PR_SET_PDEATHSIG), so it never outlives a killed server. Safe in a multi-threaded parent (nothing but async-signal-safe calls after fork).
+/// ends (PR_SET_PDEATHSIG), so it never outlives a killed server. Safe in a multi-threaded parent
+/// (nothing but async-signal-safe calls after fork).
 /// The child's pid, or -1 when fork failed.
 /// `extra` goes after the folder (a DDP rank's `--rank K --world-size N`).
 [[nodiscard]] pid_t start_exec(const std::filesystem::path& binary, const std::filesystem::path& dir,

@@ -20,10 +20,10 @@ namespace cdui::policy {
 [[nodiscard]] std::string machine_of(const hello& h);
 
 /// Why the assignment `a` cannot go to `worker` now: the worker is not connected (it went away
-/// after the run was admitted; for a part of a run across workers, it was removed), or `a` is a part of a run across workers whose ranks would meet at
-/// rank 0's store on a loopback address of another machine (rank 0's worker's agent listens at
-/// 127.0.0.1: its --rendezvous-host must name an address the part's machine reaches). Nothing when
-/// it can go.
+/// after the run was admitted; for a part of a run across workers, it was removed), or `a` is a
+/// part of a run across workers whose ranks would meet at rank 0's store on a loopback address of
+/// another machine (rank 0's worker's agent listens at 127.0.0.1: its --rendezvous-host must name
+/// an address the part's machine reaches). Nothing when it can go.
 [[nodiscard]] std::optional<std::string> assignment_refusal(const worker_table& table, const assign_run& a,
                                                             const std::string& worker);
 

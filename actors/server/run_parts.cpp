@@ -53,12 +53,9 @@ cdui::ddp_part part_of(const run_state& st, int first) {
   return {static_cast<std::int32_t>(st.setup.ranks.size()), first, st.setup.ranks, "", 0, st.ddp_secret};
 }
 
-/// The first rank of worker `worker`'s part.
-int first_rank_of(const run_state& st, const std::string& worker) {
-  for (const auto& part : st.setup.parts)
-    if (part.worker == worker)
-      return part.first_rank;
-  return -1;
+/// The run id of the part whose first rank is `first`, as its worker's agent knows it.
+std::string part_run_id(const run_state& st, int first) {
+  return st.setup.info.id + "-rank" + std::to_string(first);
 }
 
 /// The actor of `part`, whose ranks meet at `host`:`port`; `adopted`: a part a server before a
@@ -68,7 +65,7 @@ void spawn_part(self_ptr self, const ddp_part_place& part, const std::string& ho
   auto ddp = part_of(st, part.first_rank);
   ddp.store_host = host;
   ddp.store_port = port;
-  assign_run a{st.setup.info.id + "-rank" + std::to_string(part.first_rank), st.setup.info.name, st.setup.graph_json,
+  assign_run a{part_run_id(st, part.first_rank), st.setup.info.name, st.setup.graph_json,
                st.setup.info.options, part.devices, st.setup.context.seed, std::move(ddp)};
   st.part_actors[part.worker] = self->spawn(
     worker_part, worker_part_setup{std::move(a), part.worker, st.setup.registry, self->address(), adopted});
@@ -145,9 +142,12 @@ caf::result<bool> follow_adopted_parts(self_ptr self) {
     if (--*pending == 0)
       rp.deliver(true);
   };
-  for (const auto& [worker, part] : st.part_actors) {
-    auto id = st.setup.info.id + "-rank" + std::to_string(first_rank_of(st, worker));
-    self->request(st.setup.registry, request_deadline, atoms::adopt::value, id, worker, part, std::uint64_t{0})
+  for (const auto& part : st.setup.parts) {
+    auto actor = st.part_actors.find(part.worker);
+    if (actor == st.part_actors.end())
+      continue;  // ended before the restart
+    self->request(st.setup.registry, request_deadline, atoms::adopt::value, part_run_id(st, part.first_rank),
+                  part.worker, actor->second, std::uint64_t{0})
       .then([one_more](bool) mutable { one_more(); }, [one_more](caf::error&) mutable { one_more(); });
   }
   return rp;

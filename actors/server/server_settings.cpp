@@ -101,8 +101,7 @@ actors::run_queue_config make_queue_config(const server::config& c,
   q.interactive_limit = interactive_limit();
   q.resume = c.resume;
   q.exec_binary = c.run_process_binary;
-  q.stop_deadline_ms = seconds_setting("CODEFYUI_STOP_DEADLINE_S",
-                                       actors::default_stop_deadline_ms / 1000.0, 0.05, 3600);
+  q.stop_deadline_ms = actors::stop_deadline_setting();
   q.cuda_context_bytes = mib_setting("CODEFYUI_EXECUTION_CUDA_CONTEXT_MIB", 768);
   q.sim_context_bytes = mib_setting("CODEFYUI_SIM_CONTEXT_MIB", 0);
   q.probe = [offers = q.host.devices()](const std::string& key)

@@ -2,7 +2,6 @@
 #include "actors/server/worker_proxy_parts.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <optional>
 #include <set>
 
@@ -10,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/common/deadlines.hpp"
+#include "actors/common/env_settings.hpp"
 #include "actors/common/guarded.hpp"
 #include "messages/clock.hpp"
 #include "messages/run_outcome.hpp"
@@ -184,11 +184,9 @@ void on_tick(self_ptr self) {
       expired.push_back(id);
   }
   for (const auto& id : expired) {
-    char grace[32];
-    std::snprintf(grace, sizeof grace, "%g s", static_cast<double>(st.setup.resume_grace_ms) / 1000.0);
     end_run(self, id, run_status::interrupted,
-            "worker '" + st.setup.name + "' was not connected for " + grace
-              + " (CODEFYUI_WORKER_RESUME_GRACE_S), so the run is given up",
+            "worker '" + st.setup.name + "' was not connected for " + seconds_text(st.setup.resume_grace_ms)
+              + " s (CODEFYUI_WORKER_RESUME_GRACE_S), so the run is given up",
             stop_reason::given_up);
   }
   // An agent that did not answer a request for recorded outputs in time.
