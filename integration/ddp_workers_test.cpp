@@ -68,6 +68,9 @@ BOOST_FIXTURE_TEST_CASE(four_ranks_on_two_workers_train_as_one_process_on_the_co
     BOOST_TEST(loop["peak_memory_bytes"][card].get<std::int64_t>() > 0, card << " in " << loop.dump());
   // Rank 0's worker ran ranks 0 and 1, w2 ranks 2 and 3 in a part of its own.
   auto w2_part = home.path() / "agents" / "w2" / "runs" / (id + "-rank2");
+  // The run ends with rank 0; w2's part ends beside it (its agent forgets it once the server has
+  // its end).
+  BOOST_TEST_REQUIRE(eventually([&] { return std::filesystem::exists(w2_part / "acked"); }, 60s));
   BOOST_TEST(json::parse(file_text(w2_part / "outcome-rank2.json"))["status"] == "succeeded");
   BOOST_TEST(json::parse(file_text(w2_part / "outcome-rank3.json"))["status"] == "succeeded");
   bool met = false;
