@@ -274,7 +274,8 @@ json card_memory_json(const card_memory_status& c) {
     runs.push_back({{"run_id", r.id}, {"budget_bytes", r.budget}, {"running", r.running}});
   return {{"offerers", c.offerers}, {"reported", c.reported}, {"total_bytes", c.total},
           {"free_bytes", c.free}, {"reserved_bytes", c.reserved}, {"running_bytes", c.running},
-          {"may_take_bytes", c.may_take}, {"context_bytes", c.context}, {"runs", runs}};
+          {"may_take_bytes", c.may_take}, {"context_bytes", c.context}, {"context", c.context_name},
+          {"runs", runs}};
 }
 
 /// Each card shared by memory's ledger (card_memory_json), by slot key: a card that several

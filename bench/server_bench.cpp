@@ -785,7 +785,7 @@ void measure_ledger(const options& o) {
   caf::scoped_actor self{system};
   for (int c = 0; c < o.cards; ++c) {
     auto key = "w/sim:" + std::to_string(c);
-    self->request(ledger, std::chrono::seconds(30), atoms::share::value, card_share{key, key, key, 0, {}, {}, true})
+    self->request(ledger, std::chrono::seconds(30), atoms::share::value, card_share{key, key, key, 0, "", {}, {}, true})
       .receive([](bool) {}, [](caf::error&) {});
     caf::anon_send(ledger, atoms::report::value, key, std::int64_t{16} << 30, std::int64_t{16} << 30);
   }

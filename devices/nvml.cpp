@@ -200,4 +200,14 @@ std::optional<gpu_memory> nvml::memory(const std::string& uuid) const {
   return f_->memory_of(d);
 }
 
+std::optional<std::int64_t> nvml::held_by(const std::string& uuid, std::uint32_t pid) const {
+  nvml_device d = nullptr;
+  if (uuid.empty() || f_->by_uuid(uuid.c_str(), &d) != nvml_success)
+    return std::nullopt;
+  for (const auto& p : f_->processes_on(d))
+    if (p.pid == pid && p.used_bytes >= 0)
+      return p.used_bytes;
+  return std::nullopt;
+}
+
 } // namespace cdui::devices

@@ -59,6 +59,11 @@ public:
   /// The memory of the card with `uuid` now (none: no such card, or NVML failed).
   [[nodiscard]] std::optional<gpu_memory> memory(const std::string& uuid) const;
 
+  /// What process `pid` holds on the card with `uuid` now; none when the driver does not list it
+  /// there (it holds nothing, or this process runs in a PID namespace of its own, as in a container,
+  /// and the driver lists the host's pids) or does not give its figure.
+  [[nodiscard]] std::optional<std::int64_t> held_by(const std::string& uuid, std::uint32_t pid) const;
+
   struct functions;
 
 private:

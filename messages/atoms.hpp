@@ -60,7 +60,8 @@ using join = caf::atom_constant<caf::atom("cd_wjoin")>;
 /// Shared by memory or back), ask (a run's budget judged), reserve (a slot's part of it), report
 /// (a card's total and free), started (a granted run started), memory_freed (room on a card), hold
 /// (a run without a budget keeps a card that turned shared),
-/// budget (a queued run's memory budget was given or raised).
+/// budget (a queued run's memory budget was given or raised), context (a run measured a card's CUDA
+/// context).
 using share = caf::atom_constant<caf::atom("cd_share")>;
 using ask = caf::atom_constant<caf::atom("cd_ask")>;
 using reserve = caf::atom_constant<caf::atom("cd_reserve")>;
@@ -69,5 +70,6 @@ using started = caf::atom_constant<caf::atom("cd_started")>;
 using memory_freed = caf::atom_constant<caf::atom("cd_memfree")>;
 using hold = caf::atom_constant<caf::atom("cd_hold")>;
 using budget = caf::atom_constant<caf::atom("cd_budget")>;
+using context = caf::atom_constant<caf::atom("cd_context")>;
 
 } // namespace cdui::atoms

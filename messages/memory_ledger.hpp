@@ -20,16 +20,18 @@ struct memory_verdict {
 
 /// A slot key turning Shared by memory or back to Exclusive (share, to the memory ledger): the key,
 /// its card's id ("uuid:<UUID>", else the key), how sentences name it, what a run holds there
-/// besides its budget (a CUDA context), and the runs already on it with their budgets (0: none).
+/// besides its budget (a CUDA context) and how sentences call that (empty: policy::context_name),
+/// and the runs already on it with their budgets (0: none).
 struct card_share {
   std::string key;
   std::string card;
   std::string name;
   std::int64_t context_bytes = 0;
+  std::string context_name;
   std::vector<std::string> holders;
   std::vector<std::int64_t> budgets;
   bool shared = false;
-  CDUI_FIELDS(key, card, name, context_bytes, holders, budgets, shared)
+  CDUI_FIELDS(key, card, name, context_bytes, context_name, holders, budgets, shared)
 };
 
 /// A run asking the memory ledger for room (ask): `budget` bytes on each card of `keys` (slot
@@ -75,8 +77,9 @@ struct card_memory_status {
   std::int64_t running = 0;
   std::int64_t may_take = 0;  // what a new budget may take, its context taken off
   std::int64_t context = 0;   // each run's context allowance
+  std::string context_name;   // "CUDA context", "CUDA context, measured by run a1b2c3d4", "context"
   std::vector<card_run_status> runs;
-  CDUI_FIELDS(key, offerers, name, reported, total, free, reserved, running, may_take, context, runs)
+  CDUI_FIELDS(key, offerers, name, reported, total, free, reserved, running, may_take, context, context_name, runs)
 };
 
 /// The memory ledger: every card shared by memory.

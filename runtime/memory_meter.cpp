@@ -1,6 +1,9 @@
 #include "runtime/memory_meter.hpp"
 
+#include <unistd.h>
+
 #include "devices/memory.hpp"
+#include "devices/nvml.hpp"
 
 namespace cdui::runtime {
 
@@ -11,7 +14,7 @@ public:
   explicit scope_reader(const devices::memory_scope& scope) : scope_(scope) {}
   [[nodiscard]] memory_reading read() const override {
     auto s = scope_.stats();
-    return {s.live, s.peak, std::nullopt};
+    return {s.live, s.peak, std::nullopt, std::nullopt};
   }
 
 private:
@@ -20,27 +23,56 @@ private:
 
 class cuda_reader final : public memory_meter {
 public:
-  cuda_reader(int card, cuda_figures_source source) : card_(card), source_(std::move(source)) {}
+  cuda_reader(int card, cuda_sources sources, context_window window)
+      : card_(card), sources_(std::move(sources)), window_(window) {}
   [[nodiscard]] memory_reading read() const override {
-    auto f = source_(card_);
+    auto f = sources_.figures(card_);
     if (!f)
       return {};
-    return {f->allocated, f->reserved_peak, f->allocated_peak};
+    return {f->allocated, f->reserved_peak, f->allocated_peak,
+            measured_context(sources_.usage(card_).held_here, f->reserved, window_)};
   }
 
 private:
   int card_;
-  cuda_figures_source source_;
+  cuda_sources sources_;
+  context_window window_;
 };
 
+/// NVML's figures of cuda:`card`: the card is the one whose UUID the CUDA runtime gives it.
+card_usage nvml_usage(int card) {
+  auto uuids = torch_compat::cuda_uuids();
+  auto library = devices::nvml::shared();
+  auto* nvml = std::get_if<std::shared_ptr<devices::nvml>>(&library);
+  if (card < 0 || static_cast<std::size_t>(card) >= uuids.size() || nvml == nullptr)
+    return {};
+  const auto& uuid = uuids[static_cast<std::size_t>(card)];
+  card_usage out;
+  if (auto m = (*nvml)->memory(uuid))
+    out.card_used = m->used_bytes;
+  out.held_here = (*nvml)->held_by(uuid, static_cast<std::uint32_t>(::getpid()));
+  return out;
+}
+
 } // namespace
+
+std::optional<std::int64_t> measured_context(std::optional<std::int64_t> held, std::int64_t reserved,
+                                             const context_window& window) {
+  if (held && *held >= reserved && *held - reserved >= min_context_bytes)
+    return *held - reserved;
+  if (window.used_before && window.used_after && *window.used_after - *window.used_before >= min_context_bytes)
+    return *window.used_after - *window.used_before;
+  return std::nullopt;
+}
 
 std::vector<std::pair<std::string, std::int64_t>> memory_figures(const memory_reading& reading,
                                                                   std::int64_t activation_bytes) {
   std::vector<std::pair<std::string, std::int64_t>> figures{{"peak_memory_bytes", reading.peak},
                                                             {"activation_bytes", activation_bytes}};
-  if (reading.allocated_peak)
+  if (reading.allocated_peak) {
     figures.emplace_back("peak_allocated_bytes", *reading.allocated_peak);
+    figures.emplace_back("cuda_context_bytes", reading.context.value_or(-1));
+  }
   return figures;
 }
 
@@ -48,14 +80,22 @@ std::unique_ptr<memory_meter> scope_meter(const devices::memory_scope& scope) {
   return std::make_unique<scope_reader>(scope);
 }
 
-std::unique_ptr<memory_meter> cuda_meter(int card, cuda_figures_source source) {
-  if (!source) {
+std::unique_ptr<memory_meter> cuda_meter(int card, cuda_sources sources) {
+  if (!sources.figures) {
     torch_compat::reset_cuda_peaks(card);
-    source = [](int index) { return torch_compat::cuda_memory(index); };
+    sources = {[](int index) { return torch_compat::cuda_memory(index); }, nvml_usage,
+               [](int index) { torch_compat::create_cuda_context(index); }};
   }
-  if (!source(card))
+  if (!sources.figures(card))
     return nullptr;
-  return std::make_unique<cuda_reader>(card, std::move(source));
+  if (!sources.usage)
+    sources.usage = [](int) { return card_usage{}; };
+  context_window window;
+  window.used_before = sources.usage(card).card_used;
+  if (sources.create_context)
+    sources.create_context(card);
+  window.used_after = sources.usage(card).card_used;
+  return std::make_unique<cuda_reader>(card, std::move(sources), window);
 }
 
 } // namespace cdui::runtime

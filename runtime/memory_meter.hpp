@@ -26,11 +26,34 @@ struct memory_reading {
   std::int64_t peak = 0;
   /// CUDA only: the most its tensors held at once, beside the reserved peak.
   std::optional<std::int64_t> allocated_peak;
+  /// CUDA only: what the run's process holds on the card besides the caching allocator's blocks
+  /// (its CUDA context, the libraries' own memory), when measured (cuda_context_bytes).
+  std::optional<std::int64_t> context;
 };
+
+/// A card's used figure the moment before and after this process created its CUDA context there
+/// (NVML's, every process counted); none where NVML did not say.
+struct context_window {
+  std::optional<std::int64_t> used_before;
+  std::optional<std::int64_t> used_after;
+};
+
+/// Less than this is no CUDA context being created (one existed already: an earlier run in the
+/// process made it); a context takes a few hundred MiB on any card CUDA 13 runs.
+inline constexpr std::int64_t min_context_bytes = std::int64_t{64} << 20;
+
+/// The CUDA context a run costs on its card (docs/gpu.md, "The CUDA context"): what NVML says its
+/// process holds there (`held`) less what the caching allocator has reserved (`reserved`) — the
+/// context, the kernels loaded into it and the libraries' own memory (cuBLAS, cuDNN, NCCL);
+/// where NVML does not list the process (a container's PID namespace), the card's growth across
+/// creating the context (`window`), when it is a context's; none otherwise.
+[[nodiscard]] std::optional<std::int64_t> measured_context(std::optional<std::int64_t> held,
+                                                           std::int64_t reserved, const context_window& window);
 
 /// The figures a TrainingLoop reports of its card in its final metrics, by name: peak_memory_bytes
 /// (what the card lost), activation_bytes (the most a forward pass kept for the backward pass), and
-/// on CUDA peak_allocated_bytes (the most its tensors held).
+/// on CUDA peak_allocated_bytes (the most its tensors held) and cuda_context_bytes (-1: not
+/// measured; every rank reports the same names, as the gather across ranks needs).
 [[nodiscard]] std::vector<std::pair<std::string, std::int64_t>> memory_figures(const memory_reading& reading,
                                                                                 std::int64_t activation_bytes);
 
@@ -48,8 +71,26 @@ public:
 /// a test gives its own).
 using cuda_figures_source = std::function<std::optional<torch_compat::cuda_memory_figures>(int card)>;
 
-/// The meter of cuda:`card`, its peaks started again from now (torch_compat::reset_cuda_peaks when
-/// reading the real allocator); none where the source has no figures (a libtorch without CUDA).
-[[nodiscard]] std::unique_ptr<memory_meter> cuda_meter(int card, cuda_figures_source source = {});
+/// What NVML says of the card cuda:`card` is now: its used figure, and what this process holds
+/// there (none: not said).
+struct card_usage {
+  std::optional<std::int64_t> card_used;
+  std::optional<std::int64_t> held_here;
+};
+using card_usage_source = std::function<card_usage(int card)>;
+
+/// Where a CUDA meter reads (a test gives its own; empty: the real ones): the allocator's figures,
+/// NVML's, and what creates this process's CUDA context on the card.
+struct cuda_sources {
+  cuda_figures_source figures{};
+  card_usage_source usage{};
+  std::function<void(int card)> create_context{};
+};
+
+/// The meter of cuda:`card`: its peaks started again from now (torch_compat::reset_cuda_peaks when
+/// reading the real allocator), and the card's used figure read around creating this process's
+/// CUDA context there, so that the context it costs is measured; none where the source has no
+/// figures (a libtorch without CUDA).
+[[nodiscard]] std::unique_ptr<memory_meter> cuda_meter(int card, cuda_sources sources = {});
 
 } // namespace cdui::runtime

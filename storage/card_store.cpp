@@ -1,5 +1,5 @@
-// The store's workers and cards: enrolled workers, cards shared by memory, and the measured
-// peaks that give a graph's runs their default budget.
+// The store's workers and cards: enrolled workers, cards shared by memory, the measured peaks
+// that give a graph's runs their default budget, and the CUDA contexts runs measured on cards.
 #include "storage/run_store_sql.hpp"
 
 namespace cdui::storage {
@@ -70,6 +70,23 @@ std::optional<measured_peak_row> run_store::peak(const std::string& memory_key, 
   if (!s.step())
     return std::nullopt;
   return measured_peak_row{s.integer(0), s.text(1), s.integer(2)};
+}
+
+void run_store::put_context(const std::string& card, const measured_context_row& context) {
+  std::lock_guard lock{mutex_};
+  statement s{db_, *statements_, "INSERT OR REPLACE INTO measured_contexts (card, bytes, run_id, measured_ms) "
+                   "VALUES (?, ?, ?, ?)"};
+  s.bind(1, card).bind(2, context.bytes).bind(3, context.run_id).bind(4, context.measured_ms);
+  s.step();
+}
+
+std::optional<measured_context_row> run_store::context(const std::string& card) const {
+  std::lock_guard lock{mutex_};
+  statement s{db_, *statements_, "SELECT bytes, run_id, measured_ms FROM measured_contexts WHERE card=?"};
+  s.bind(1, card);
+  if (!s.step())
+    return std::nullopt;
+  return measured_context_row{s.integer(0), s.text(1), s.integer(2)};
 }
 
 } // namespace cdui::storage

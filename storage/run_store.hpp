@@ -59,6 +59,14 @@ struct measured_peak_row {
   std::int64_t measured_ms = 0;
 };
 
+/// The CUDA context a card's latest run measured (docs/gpu.md, "The CUDA context"): what each run
+/// on the card counts besides its budget once there is one.
+struct measured_context_row {
+  std::int64_t bytes = 0;
+  std::string run_id;
+  std::int64_t measured_ms = 0;
+};
+
 /// A card an operator set Shared by memory (docs/http-api.md, "Cards shared by memory").
 struct shared_card {
   std::string offerer;  // a worker's name; empty: this server
@@ -246,6 +254,11 @@ public:
   /// replaces the one before (the last succeeded run's counts).
   void put_peak(const std::string& memory_key, int cards, const measured_peak_row& peak);
   [[nodiscard]] std::optional<measured_peak_row> peak(const std::string& memory_key, int cards) const;
+
+  /// Records the CUDA context a run measured on `card` (policy::card_id: its UUID where known); it
+  /// replaces the one before.
+  void put_context(const std::string& card, const measured_context_row& context);
+  [[nodiscard]] std::optional<measured_context_row> context(const std::string& card) const;
 
 private:
   /// Writes a sweep's or a study's row, under the caller's lock and transaction.

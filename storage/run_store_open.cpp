@@ -64,6 +64,12 @@ CREATE TABLE IF NOT EXISTS measured_peaks (
   measured_ms INTEGER NOT NULL,
   PRIMARY KEY (memory_key, cards)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS measured_contexts (
+  card TEXT PRIMARY KEY,
+  bytes INTEGER NOT NULL,
+  run_id TEXT NOT NULL,
+  measured_ms INTEGER NOT NULL
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS sweeps (
   seq INTEGER PRIMARY KEY AUTOINCREMENT,
   id TEXT NOT NULL UNIQUE,
@@ -128,6 +134,7 @@ constexpr const char* required_columns[] = {
   "SELECT offerer, device, shared_ms FROM shared_cards LIMIT 0",
   "SELECT run_id, cursor_base FROM worker_starts LIMIT 0",
   "SELECT memory_key, cards, bytes, run_id, measured_ms FROM measured_peaks LIMIT 0",
+  "SELECT card, bytes, run_id, measured_ms FROM measured_contexts LIMIT 0",
   ("SELECT seq, id, name, graph, spec, objective, options, state, cancel_asked, created_ms, "
    "finished_ms FROM sweeps LIMIT 0"),
   "SELECT sweep_id, idx, run_id, params FROM sweep_runs LIMIT 0",

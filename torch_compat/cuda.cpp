@@ -6,6 +6,8 @@
 #ifdef CDUI_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <cuda_runtime_api.h>
 
 #include "devices/cuda_cards.hpp"
 #endif
@@ -68,6 +70,16 @@ void set_cuda_memory_fraction(int index, double fraction) {
     c10::cuda::CUDACachingAllocator::setMemoryFraction(fraction, static_cast<c10::DeviceIndex>(index));
 }
 
+void create_cuda_context(int index) {
+  if (!is_card(index))
+    return;
+  // Forced: torch's own device switch defers cudaSetDevice while the card has no context yet.
+  // Since CUDA 12 setting the device creates its primary context; cudaFree(nullptr) makes sure.
+  // The thread's device stays the card's (going back to another would create a context there).
+  c10::cuda::set_device(static_cast<c10::DeviceIndex>(index), true);
+  C10_CUDA_CHECK(cudaFree(nullptr));
+}
+
 void release_cuda_cache() {
   if (is_card(0))
     c10::cuda::CUDACachingAllocator::emptyCache();
@@ -82,6 +94,7 @@ std::vector<std::string> cuda_uuids() { return {}; }
 std::optional<cuda_memory_figures> cuda_memory(int) { return std::nullopt; }
 void reset_cuda_peaks(int) {}
 void set_cuda_memory_fraction(int, double) {}
+void create_cuda_context(int) {}
 void release_cuda_cache() {}
 int cuda_compute_major(int) { return 0; }
 

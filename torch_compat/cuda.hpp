@@ -36,6 +36,10 @@ void reset_cuda_peaks(int index);
 /// Caps what the caching allocator takes from cuda:`index` at `fraction` of the card (1: no cap).
 void set_cuda_memory_fraction(int index, double fraction);
 
+/// Creates this process's CUDA context on cuda:`index` now, if it has none there yet (what the
+/// context costs is then read around it: runtime::cuda_meter).
+void create_cuda_context(int index);
+
 /// Gives the cached, unused blocks of every card back to the driver.
 void release_cuda_cache();
 

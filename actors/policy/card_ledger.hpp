@@ -28,7 +28,8 @@ public:
   struct config {
     /// The card as sentences name it: "cuda:1 on gpu-box", "sim:0 on this server".
     std::string name;
-    /// What each run holds besides its budget (CUDA: its context, CODEFYUI_EXECUTION_CUDA_CONTEXT_MIB).
+    /// What each run holds besides its budget (CUDA: its context, as a run on the card measured it,
+    /// else CODEFYUI_EXECUTION_CUDA_CONTEXT_MIB).
     std::int64_t context_bytes = 0;
     /// How the allowance is called: "CUDA context" on CUDA, "context" elsewhere.
     std::string context_name = "context";
@@ -41,6 +42,12 @@ public:
 
   /// Another name for the card in its texts: an offerer began or stopped sharing it (card_name).
   void rename(std::string name) { cfg_.name = std::move(name); }
+  /// What each run counts besides its budget from now on, and how texts call it: a run on the card
+  /// measured its CUDA context (policy::measured_contexts).
+  void set_context(std::int64_t bytes, std::string name) {
+    cfg_.context_bytes = bytes;
+    cfg_.context_name = std::move(name);
+  }
 
   /// The latest heartbeat's figures (bytes).
   void report(std::int64_t total, std::int64_t free);

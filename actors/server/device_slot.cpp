@@ -24,7 +24,7 @@ card_memory_status status_of(const device_slot_state& st) {
   const auto& l = *st.ledger;
   card_memory_status out{st.offerers.empty() ? st.card : st.offerers.front(), st.offerers,
                          l.settings().name, l.reported(), l.total(), l.free(), l.reserved(),
-                         l.running(), l.may_take(), l.settings().context_bytes, {}};
+                         l.running(), l.may_take(), l.settings().context_bytes, l.settings().context_name, {}};
   for (const auto& run : l.runs())
     out.runs.push_back({run.run_id, run.budget, run.running});
   return out;
@@ -49,6 +49,14 @@ device_slot_actor::behavior_type device_slot(self_ptr self, std::string card,
       self->state.offerers = offerers;
     },
     [=](atoms::report, std::int64_t total, std::int64_t free) { report(self, total, free); },
+    [=](atoms::context, std::int64_t bytes, const std::string& name) {
+      // A smaller context than counted so far leaves room for the runs that wait.
+      auto& st = self->state;
+      auto before = st.ledger->may_take();
+      st.ledger->set_context(bytes, name);
+      if (st.ledger->may_take() > before)
+        self->send(st.supervisor, atoms::memory_freed::value, st.card);
+    },
     [=](atoms::ask, std::int64_t budget) {
       auto v = self->state.ledger->judge(budget);
       return memory_verdict{static_cast<int>(v.answer), v.reason};

@@ -72,6 +72,7 @@ using study_actor = sweep_actor::extend<caf::reacts_to<atoms::tick>>;
 using device_slot_actor = caf::typed_actor<
   caf::reacts_to<atoms::share, std::string, std::vector<std::string>>,
   caf::reacts_to<atoms::report, std::int64_t, std::int64_t>,
+  caf::reacts_to<atoms::context, std::int64_t, std::string>,
   caf::replies_to<atoms::ask, std::int64_t>::with<memory_verdict>,
   caf::replies_to<atoms::ask, memory_ask>::with<memory_answer>,
   caf::replies_to<atoms::reserve, std::string, std::int64_t>::with<memory_verdict>,
@@ -89,6 +90,7 @@ using memory_ledger_actor = caf::typed_actor<
   caf::reacts_to<atoms::started, std::string>,
   caf::reacts_to<atoms::released, std::string>,
   caf::reacts_to<atoms::report, std::string, std::int64_t, std::int64_t>,
+  caf::reacts_to<atoms::context, std::string, std::int64_t, std::string>,
   caf::reacts_to<atoms::memory_freed, std::string>,
   caf::reacts_to<atoms::tick>,
   caf::replies_to<atoms::get, std::string>::with<device_slot_actor>,

@@ -239,7 +239,8 @@ bool share(self_ptr self, const card_share& c) {
   auto slot = st.slots.find(c.card);
   if (slot == st.slots.end()) {
     auto device = slot_key::parse(c.key).device;
-    st.configs[c.card] = card_ledger::config{c.name, c.context_bytes, policy::context_name(device),
+    st.configs[c.card] = card_ledger::config{c.name, c.context_bytes,
+                                             c.context_name.empty() ? policy::context_name(device) : c.context_name,
                                              policy::budget_refusal(device)};
     slot = st.slots.emplace(c.card, spawn_slot(self, c.card, {c.key})).first;
   } else {
@@ -333,6 +334,16 @@ memory_ledger_actor::behavior_type memory_ledger(self_ptr self, memory_ledger_co
     [=](atoms::report, const std::string& key, std::int64_t total, std::int64_t free) {
       if (const auto* card = shared_card(self->state, key))
         self->send(card->slot, atoms::report::value, total, free);
+    },
+    [=](atoms::context, const std::string& card, std::int64_t bytes, const std::string& name) {
+      // Kept for a slot that replaces this one, and counted by the card's runs from now on.
+      auto& st = self->state;
+      if (auto c = st.configs.find(card); c != st.configs.end()) {
+        c->second.context_bytes = bytes;
+        c->second.context_name = name;
+      }
+      if (auto slot = st.slots.find(card); slot != st.slots.end())
+        self->send(slot->second, atoms::context::value, bytes, name);
     },
     [=](atoms::memory_freed, const std::string& card) {
       // Room on the card is room for the runs waiting at each key that shares it.

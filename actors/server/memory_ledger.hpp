@@ -66,7 +66,7 @@ struct memory_ledger_state {
 /// run queue asks before a run starts on such a card. A card that several offerers offer (the same
 /// UUID: two agents on one GPU server, or this server and a same-host agent) keeps one slot, so the
 /// runs through every offerer count on one ledger. Protocol: memory_ledger_actor in fwd.hpp.
-/// - (share, card_share{key, card, name, context bytes, holders, budgets, shared}) -> bool: slot key `key`
+/// - (share, card_share{key, card, name, context bytes and name, holders, budgets, shared}) -> bool: slot key `key`
 ///   (of card id `card`: "uuid:<UUID>", else the key) turns Shared (the card's slot is spawned, or
 ///   the key joins the slot of a card another key shares already; the runs in `holders` are on it
 ///   already: each counts its budget as running, and one without a budget (0) keeps the card until
@@ -79,6 +79,8 @@ struct memory_ledger_state {
 /// - (started, run): a granted run started; (released, run): it ended, or will not start.
 /// - (report, key, total, free): a card's figures (a worker's heartbeat); (tick): this server's
 ///   own cards are measured with the probe.
+/// - (context, card, bytes, name): a run measured the card's CUDA context: each run there counts it
+///   from now on, named so in texts.
 /// - (memory_freed, card) from a slot: passed on to the queue once per key sharing the card, which
 ///   asks again for the runs that wait there.
 /// - (status) -> memory_ledger_status, each slot's card_memory_status.

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/common/api_errors.hpp"
+#include "actors/policy/card_context.hpp"
 #include "actors/policy/memory_budget.hpp"
 #include "messages/slot_key.hpp"
 #include "actors/server/memory_ledger.hpp"
@@ -22,12 +23,6 @@ std::string card_name(const std::string& key) {
 }
 
 namespace {
-
-/// What each run on the card holds besides its budget: a CUDA context on CUDA, else the sim allowance.
-std::int64_t context_of(const run_queue_config& cfg, const std::string& key) {
-  return devices::kind_of(slot_key::parse(key).device) == "cuda" ? cfg.cuda_context_bytes
-                                                                 : cfg.sim_context_bytes;
-}
 
 /// The card behind the key (policy::card_id): the same for every offerer of one card (its UUID,
 /// from this server's devices or the worker's latest offer), so the ledger keeps one ledger for it.
@@ -45,6 +40,45 @@ std::string card_of(const run_queue_state& st, const std::string& key) {
       uuid = w->second.uuids[i];
   }
   return policy::card_id(at, uuid);
+}
+
+/// What each run on the card holds besides its budget, and how texts call it (empty: the ledger's
+/// default name): on CUDA the context a run on the card measured, else the allowance; elsewhere
+/// the sim allowance.
+std::pair<std::int64_t, std::string> context_of(const run_queue_state& st, const std::string& key) {
+  auto device = slot_key::parse(key).device;
+  if (devices::kind_of(device) != "cuda")
+    return {st.cfg.sim_context_bytes, ""};
+  if (auto measured = st.cfg.store->context(card_of(st, key)))
+    return {measured->bytes, policy::measured_context_name(policy::context_name(device), measured->run_id)};
+  return {st.cfg.cuda_context_bytes, ""};
+}
+
+/// The CUDA context the ended run measured on each of its cards: kept for the card, and counted
+/// by its ledger from now on. A device name two of its cards share (a set across workers) names
+/// no card for sure: left out.
+void record_context(self_ptr self, const std::string& id) {
+  auto& st = self->state;
+  const auto* run = find_run(st, id);
+  if (!run)
+    return;
+  auto stored = st.cfg.store->find(id);
+  if (!stored)
+    return;
+  for (const auto& [device, bytes] : policy::measured_contexts(stored->info.final_metrics)) {
+    std::vector<std::string> keys;
+    for (const auto& k : run->keys)
+      if (slot_key::parse(k).device == device)
+        keys.push_back(k);
+    if (keys.size() != 1)
+      continue;
+    auto card = card_of(st, keys.front());
+    st.cfg.store->put_context(card, {bytes, id, now_ms()});
+    spdlog::info("run {} measured the CUDA context on {}: {}", id, card_name(keys.front()), policy::gib_text(bytes));
+    if (st.ledger)
+      caf::anon_send(st.ledger, atoms::context::value, card, bytes,
+                     policy::measured_context_name(policy::context_name(device), id));
+  }
 }
 
 /// Puts the key under the ledger (many runs by count, each admitted by its budget) or back to
@@ -75,8 +109,9 @@ void apply_share(self_ptr self, const std::string& key, bool shared) {
     const auto* run = find_run(st, id);
     budgets.push_back(run && run->budget ? run->budget->bytes : 0);
   }
+  auto [context, context_name] = context_of(st, key);
   caf::anon_send(st.ledger, atoms::share::value,
-                 card_share{key, card_of(st, key), card_name(key), context_of(st.cfg, key), holders, budgets, shared});
+                 card_share{key, card_of(st, key), card_name(key), context, context_name, holders, budgets, shared});
   // A card other offerers offer too admits many runs only while every online one shares it: its
   // budget is the smallest limit among them (64 shared, else the limit by count).
   regroup(self, "");
@@ -280,6 +315,11 @@ void memory_forget(self_ptr self, const std::string& id) {
   } catch (const std::exception& e) {
     // A peak the store refuses (a full disk) is lost, not the ledger's release of the run below.
     spdlog::warn("run {}: its measured peak is not recorded: {}", id, e.what());
+  }
+  try {
+    record_context(self, id);
+  } catch (const std::exception& e) {
+    spdlog::warn("run {}: the CUDA context it measured is not recorded: {}", id, e.what());
   }
   if (st.ledger)
     self->send(st.ledger, atoms::released::value, id);

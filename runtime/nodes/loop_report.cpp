@@ -98,13 +98,15 @@ port_values report(node_call& call, loop_inputs& in, loop_setup& s, distribution
   if (!std::isnan(totals.last_val_accuracy))
     call.final_metrics["final_val_accuracy"] = totals.last_val_accuracy;
   if (s.meter) {
-    // Each card's peak, the most its rank used of it, and the most its forward passes kept.
+    // Each card's peak, the most its rank used of it, and the most its forward passes kept (and on
+    // CUDA the context, where measured: a rank's -1 is left out).
     auto cards = dist.devices();
     for (const auto& [name, bytes] : memory_figures(s.meter->read(), s.activation_bytes)) {
       auto gathered = dist.gather(static_cast<double>(bytes));
       call.final_metrics[name] = nlohmann::json::object();
       for (std::size_t k = 0; k < gathered.size() && k < cards.size(); ++k)
-        call.final_metrics[name][cards[k]] = static_cast<std::int64_t>(gathered[k]);
+        if (gathered[k] >= 0)
+          call.final_metrics[name][cards[k]] = static_cast<std::int64_t>(gathered[k]);
     }
   }
   auto scaler_state = std::make_shared<grad_scaler_state_value>();

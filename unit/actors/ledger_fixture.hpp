@@ -30,7 +30,7 @@ struct ledger_fixture {
     auto name = key.substr(at + 1) + " on " + key.substr(0, at);
     bool changed = false;
     self->request(ledger, std::chrono::seconds(5), cdui::atoms::share::value,
-                  cdui::card_share{key, card, name, 0, holders, budgets, shared})
+                  cdui::card_share{key, card, name, 0, "", holders, budgets, shared})
       .receive([&](bool c) { changed = c; }, [](caf::error& e) { BOOST_FAIL(caf::to_string(e)); });
     return changed;
   }

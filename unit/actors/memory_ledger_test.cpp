@@ -230,6 +230,38 @@ BOOST_FIXTURE_TEST_CASE(two_offerers_of_one_card_keep_one_ledger_until_neither_s
   BOOST_TEST(status().cards.empty());
 }
 
+BOOST_FIXTURE_TEST_CASE(a_measured_cuda_context_is_counted_from_then_on_and_frees_room_when_smaller, ledger_fixture) {
+  const std::string key = "gpu-box/cuda:0";
+  const std::string card = "uuid:GPU-1a2b3c4d";
+  bool changed = false;
+  self->request(ledger, std::chrono::seconds(5), cdui::atoms::share::value,
+                cdui::card_share{key, card, "cuda:0 on gpu-box", 768 * mib, "", {}, {}, true})
+    .receive([&](bool c) { changed = c; }, [](caf::error& e) { BOOST_FAIL(caf::to_string(e)); });
+  BOOST_TEST(changed);
+  self->send(ledger, cdui::atoms::report::value, key, 16384 * mib, 16384 * mib);
+  status();
+  freed();
+  BOOST_TEST(ask("a", 7168 * mib, key).kind == 0);
+  auto waits = ask("b", 7936 * mib, key);  // 7 + 0.75 + 7.75 + 0.75 GiB: 16.25 GiB
+  BOOST_TEST(waits.kind == 1);
+  BOOST_TEST(waits.reason.find("needs 7.8 GiB (+0.8 GiB CUDA context)") != std::string::npos, waits.reason);
+  // Run a measured the context at 512 MiB: both runs count it, so b fits, and the queue is told.
+  self->send(ledger, cdui::atoms::context::value, card, 512 * mib, std::string{"CUDA context, measured by run a"});
+  auto memory = status();
+  BOOST_REQUIRE(memory.cards.size() == 1u);
+  BOOST_TEST(memory.cards[0].context == 512 * mib);
+  BOOST_TEST(memory.cards[0].reserved == 7168 * mib + 512 * mib);  // granted, not started yet
+  BOOST_TEST((freed() == std::multiset<std::string>{key}));
+  BOOST_TEST(ask("b", 7936 * mib, key).kind == 0);
+  // A larger one later counts as it is, named so, and frees nothing.
+  self->send(ledger, cdui::atoms::context::value, card, 640 * mib, std::string{"CUDA context, measured by run b"});
+  status();
+  BOOST_TEST(freed().empty());
+  auto more = ask("c", 512 * mib, key);
+  BOOST_TEST(more.kind == 1);
+  BOOST_TEST(more.reason.find("(+0.6 GiB CUDA context, measured by run b)") != std::string::npos, more.reason);
+}
+
 BOOST_AUTO_TEST_CASE(runs_for_any_card_wait_for_one_with_room_and_are_refused_when_none_can_hold_them) {
   cdui::test::temp_home home;
   cdui::server srv{server_config(home.path(), "1x2GiB")};

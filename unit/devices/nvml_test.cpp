@@ -66,6 +66,16 @@ BOOST_AUTO_TEST_CASE(a_cards_free_figure_follows_what_other_processes_take) {
   BOOST_TEST(library->memory(uuid)->free_bytes == 60 * gib - (512LL << 20));
   BOOST_TEST(!library->memory("GPU-not-a-card").has_value());
   BOOST_TEST(!library->memory("").has_value());
+  // What one process holds there (a run's CUDA context is measured by it): none for a process the
+  // driver lists on another card only, or not at all, or without its figure.
+  BOOST_TEST(*library->held_by(uuid, 777) == 20 * gib);
+  BOOST_TEST(!library->held_by(uuid, 4242).has_value());
+  BOOST_TEST(*library->held_by(cards[1].uuid, 4242) == 20 * gib);
+  BOOST_TEST(!library->held_by(uuid, 1).has_value());
+  BOOST_TEST(!library->held_by("GPU-not-a-card", 777).has_value());
+  cards[0].processes.push_back({778, -1});  // NVML_VALUE_NOT_AVAILABLE: another user's, unseen
+  fake.set(cards);
+  BOOST_TEST(!library->held_by(uuid, 778).has_value());
   // What a heartbeat reports for the card: the same figure, through this process's NVML.
   BOOST_TEST(card_free_bytes("cuda", uuid, 80 * gib) == 60 * gib - (512LL << 20));
   // A card NVML does not know keeps its total; a sim card is not NVML's.

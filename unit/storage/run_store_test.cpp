@@ -370,44 +370,6 @@ BOOST_AUTO_TEST_CASE(a_store_that_cannot_be_opened_is_not_called_damaged) {
   }
 }
 
-BOOST_AUTO_TEST_CASE(a_cards_share_mode_survives_the_store_and_exclusive_is_the_default) {
-  cdui::test::temp_home home;
-  {
-    cdui::storage::run_store store{home.path() / "cdui.db"};
-    BOOST_TEST(store.shared_cards().empty());
-    store.set_shared("", "sim:0", true, 100);
-    store.set_shared("gpu-box", "cuda:1", true, 200);
-    store.set_shared("gpu-box", "cuda:1", true, 300);  // again: one row, the latest time
-    store.set_shared("", "cpu", true, 400);
-    store.set_shared("", "cpu", false, 500);
-  }
-  cdui::storage::run_store store{home.path() / "cdui.db"};
-  auto cards = store.shared_cards();
-  BOOST_REQUIRE(cards.size() == 2u);
-  BOOST_TEST(cards[0].offerer.empty());
-  BOOST_TEST(cards[0].device == "sim:0");
-  BOOST_TEST(cards[1].offerer == "gpu-box");
-  BOOST_TEST(cards[1].shared_ms == 300);
-}
-
-BOOST_AUTO_TEST_CASE(a_graphs_last_measured_peak_is_kept_per_number_of_cards) {
-  cdui::test::temp_home home;
-  {
-    cdui::storage::run_store store{home.path() / "cdui.db"};
-    BOOST_TEST(!store.peak("key-a", 1).has_value());
-    store.put_peak("key-a", 1, {1000, "run00001", 10});
-    store.put_peak("key-a", 2, {700, "run00002", 20});
-    store.put_peak("key-a", 1, {900, "run00003", 30});  // the last succeeded run's, even if smaller
-  }
-  cdui::storage::run_store store{home.path() / "cdui.db"};
-  auto one = store.peak("key-a", 1);
-  BOOST_REQUIRE(one.has_value());
-  BOOST_TEST(one->bytes == 900);
-  BOOST_TEST(one->run_id == "run00003");
-  BOOST_TEST(store.peak("key-a", 2)->bytes == 700);
-  BOOST_TEST(!store.peak("key-b", 1).has_value());
-}
-
 BOOST_AUTO_TEST_CASE(a_sweep_and_its_runs_are_written_together_and_read_back_in_order) {
   cdui::test::temp_home home;
   run_store store{home.path() / "cdui.db"};
