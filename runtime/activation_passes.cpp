@@ -24,8 +24,8 @@ public:
 
   /// The peak of one training step at batch `b`: the batch, the forward pass and what autograd
   /// keeps, the loss, the backward pass, then the optimizer's temporaries.
-  std::int64_t training_step(std::int64_t b, std::int64_t optimizer_temporaries) {
-    timeline t{model_.conv_block, model_.one_thread};
+  std::int64_t training_step(std::int64_t b, const step_temporaries& optimizer_temporaries) {
+    timeline t{model_.conv_block, model_.one_thread, model_.cuda};
     pass p{t};
     auto x = t.alloc(batch_elements(b, layers_.front().in) * float_bytes);
     auto y = t.alloc(target_bytes(b));
@@ -68,7 +68,8 @@ public:
     }
     t.drop(g);
     t.drop_all(states);
-    t.spike(optimizer_temporaries);  // the optimizer steps while the batch is still held
+    // The optimizer steps while the batch is still held.
+    t.spike(optimizer_temporaries.bytes, optimizer_temporaries.count);
     t.drop(x);
     t.drop(y);
     return t.peak();
@@ -77,7 +78,7 @@ public:
   /// The peak of one validation batch of `b`: under no_grad, over a view of the dataset (not
   /// copied), each layer's output freed once the next one has it.
   std::int64_t evaluation(std::int64_t b) {
-    timeline t{model_.conv_block, model_.one_thread};
+    timeline t{model_.conv_block, model_.one_thread, model_.cuda};
     auto chain = timeline::none;
     std::int64_t chain_size = float_bytes;
     std::vector<timeline::id> cache;
@@ -199,7 +200,7 @@ private:
       }
       out = conv ? conv_output(t, l, b, model_.half) : t.alloc(e_out * k.out_size);
       if (!conv && model_.half)
-        t.spike(matmul_scratch(b, l.in[0], l.out[0], false));
+        t.cpu_scratch(matmul_scratch(b, l.in[0], l.out[0], false));
       // The matrix product keeps its input for the weight's gradient; the convolution keeps it
       // whenever it is recorded.
       (grad && (conv || tr.weight) ? k.saved : temporaries).push_back(used);
@@ -327,10 +328,10 @@ private:
     k.lora_input = model_.half && p.chain_size != half_bytes ? t.alloc(b * in * half_bytes) : t.hold(p.chain);
     k.lora_product = t.alloc(b * rank * k.out_size);
     if (model_.half)
-      t.spike(matmul_scratch(b, in, rank, false));
+      t.cpu_scratch(matmul_scratch(b, in, rank, false));
     auto product = t.alloc(b * out * k.out_size);
     if (model_.half)
-      t.spike(matmul_scratch(b, rank, out, false));
+      t.cpu_scratch(matmul_scratch(b, rank, out, false));
     return {product, t.alloc(b * out * k.out_size)};
   }
 
@@ -348,7 +349,7 @@ private:
 
 } // namespace
 
-std::int64_t training_step_peak(const pass_model& model, std::int64_t b, std::int64_t optimizer_temporaries) {
+std::int64_t training_step_peak(const pass_model& model, std::int64_t b, const step_temporaries& optimizer_temporaries) {
   return pass_counter{model}.training_step(b, optimizer_temporaries);
 }
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "runtime/cuda_allocator_model.hpp"
 #include "runtime/layer_shapes.hpp"
 
 namespace cdui::runtime {
@@ -44,13 +45,23 @@ struct pass_model {
   /// The Model has a Dropout layer: each block through the checkpoint keeps a copy of its
   /// generator's state until the backward pass ends, and its rerun one more.
   bool dropout_generator = false;
+  /// On a CUDA card: the caching allocator's model that the passes' tensors go through (it keeps
+  /// what the passes leave it: the blocks it cached), and CUDA's kernels in place of the CPU's
+  /// (no oneDNN scratch or blocked layouts). Null: the CPU.
+  cuda_allocator_model* cuda = nullptr;
+};
+
+/// What an optimizer step holds for a moment: `count` tensors of `bytes` each.
+struct step_temporaries {
+  std::int64_t count = 0;
+  std::int64_t bytes = 0;
 };
 
 /// The peak of one training step at batch `b` besides the persistent state: the batch, the forward
 /// pass and what autograd keeps, the loss, the backward pass, then the optimizer's temporaries
-/// (`optimizer_temporaries` bytes held for a moment while the batch still is).
+/// (held for a moment while the batch still is).
 [[nodiscard]] std::int64_t training_step_peak(const pass_model& model, std::int64_t b,
-                                              std::int64_t optimizer_temporaries);
+                                              const step_temporaries& optimizer_temporaries);
 
 /// The peak of one validation batch of `b`: under no_grad, over a view of the dataset (not copied),
 /// each layer's output freed once the next one has it.

@@ -58,6 +58,8 @@ bool onednn_convolution(const layer_plan& l, std::int64_t b, bool half, bool one
 // and a 1x1 kernel adds an fp32 accumulator of one sample's output.
 timeline::id conv_output(timeline& t, const layer_plan& l, std::int64_t b, bool half) {
   auto size = half ? half_bytes : float_bytes;
+  if (t.cuda())  // cuDNN writes the output as it is; its workspace is the estimate's cuda_workspace
+    return t.alloc(batch_elements(b, l.out) * size);
   if (!onednn_convolution(l, b, half, t.one_thread())) {
     // libtorch's own: its im2col columns, then the output.
     auto columns = t.alloc(im2col_bytes(l, b, size));
@@ -84,6 +86,13 @@ timeline::id conv_output(timeline& t, const layer_plan& l, std::int64_t b, bool 
 // a few channels as they are takes them for the weights' gradient in blocks of 8.
 conv_gradients conv_backward(timeline& t, const layer_plan& l, std::int64_t b, const layer_gradients& c) {
   auto half = c.in_size == half_bytes;
+  if (t.cuda()) {  // cuDNN: the input's gradient, then the weights', with no copies
+    conv_gradients g;
+    if (c.input)
+      g.input = t.alloc(batch_elements(b, l.in) * c.in_size);
+    g.weight = t.alloc(c.weight ? l.cast_parameters * c.out_size : 0);
+    return g;
+  }
   if (!onednn_convolution(l, b, half, t.one_thread()))
     return im2col_backward(t, l, b, c);
   auto block = t.conv_block();

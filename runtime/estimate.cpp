@@ -4,6 +4,7 @@
 
 #include "devices/memory.hpp"
 #include "runtime/activation_passes.hpp"
+#include "runtime/cuda_terms.hpp"
 #include "runtime/estimate_inputs.hpp"
 #include "runtime/kernel_memory.hpp"
 #include "runtime/layer_shapes.hpp"
@@ -153,7 +154,18 @@ memory_estimate estimate_loop(const graph_index& index, const graph_node& loop,
   passes.one_thread = !cuda && loop.params["num_threads"].get<std::int64_t>() == 1;
   passes.cached_copies = ran == precision::fp16;
   passes.dropout_generator = std::any_of(layers.begin(), layers.end(), [](const auto& l) { return l.type == "Dropout"; });
-  auto step = training_step_peak(passes, train.batch, opt.temporaries * largest * float_bytes);
+  // On a CUDA card every tensor goes through the caching allocator's model: the model's, kept all
+  // along, then the passes' on CUDA's kernels. CUDA's autocast caches its copies of the weights
+  // that train for the forward pass in bf16 too.
+  cuda_allocator_model allocator;
+  if (cuda) {
+    passes.cuda = &allocator;
+    passes.cached_copies = half;
+    for (auto bytes : persistent_tensors(layers, passes.training, opt.state_bytes / float_bytes))
+      allocator.alloc(bytes);
+  }
+  step_temporaries optimizer_temporaries{opt.temporaries, largest * float_bytes};
+  auto step = training_step_peak(passes, train.batch, optimizer_temporaries);
   auto working = step;
   e.activations_from = "training step";
   if (val) {
@@ -164,6 +176,9 @@ memory_estimate estimate_loop(const graph_index& index, const graph_node& loop,
       e.activations_from = "evaluation pass";
     }
   }
+  // The steps after: the blocks cached by the first ones are taken again, or more segments are.
+  for (int more = 0; cuda && more < 2; ++more)
+    static_cast<void>(training_step_peak(passes, train.batch, optimizer_temporaries));
   // The copies are part of what the pass holds (a bf16 copy lives for its op or its backward, not
   // for the whole pass): the two terms split the pass's peak, so the total is never more than it.
   auto copies = half ? std::min(cast * half_bytes, working) : 0;
@@ -195,8 +210,12 @@ memory_estimate estimate_loop(const graph_index& index, const graph_node& loop,
     std::int64_t sum = 0;
     for (const auto& t : e.terms)
       sum += t.bytes;
-    add("allocator_reserve", static_cast<std::int64_t>(static_cast<double>(sum) * cuda_allocator_reserve),
-        "20% of the above for the CUDA caching allocator's reserve", true);
+    add("allocator_reserve", std::max<std::int64_t>(0, allocator.reserved_peak() - sum),
+        "what the CUDA caching allocator reserves past the above: blocks in 512 bytes, in segments of "
+        "2 MiB (blocks to 1 MiB) and 20 MiB (to 10 MiB), kept when freed; "
+          + thousands(allocator.segments()) + " segments of " + devices::format_bytes(allocator.reserved_peak())
+          + " in all",
+        true);
     add("cuda_workspace", cuda_workspace_bytes, "the CUDA libraries' workspaces (cuBLAS, cuDNN)", true);
   }
   if (half && !cuda && !measured_16_bit_kernels(options.cpu))

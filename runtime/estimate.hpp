@@ -15,9 +15,6 @@
 
 namespace cdui::runtime {
 
-/// On CUDA, the caching allocator's reserve: 20% on all the other terms (docs/training-memory.md,
-/// "The terms").
-inline constexpr double cuda_allocator_reserve = 0.20;
 /// On CUDA, the libraries' workspaces: 128 MiB for cuBLAS and cuDNN (docs/training-memory.md,
 /// "The terms").
 inline constexpr std::int64_t cuda_workspace_bytes = std::int64_t{128} << 20;

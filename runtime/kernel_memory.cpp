@@ -6,16 +6,38 @@
 
 namespace cdui::runtime {
 
+timeline::~timeline() {
+  if (cuda_ == nullptr)
+    return;
+  for (std::size_t i = 0; i < refs_.size(); ++i)
+    if (refs_[i] > 0)
+      cuda_->free(blocks_[i]);
+}
+
 timeline::id timeline::alloc(std::int64_t bytes) {
   sizes_.push_back(bytes);
   refs_.push_back(1);
+  if (cuda_ != nullptr)
+    blocks_.push_back(cuda_->alloc(bytes));
   live_ += bytes;
   peak_ = std::max(peak_, live_);
   return static_cast<id>(sizes_.size() - 1);
 }
 
-void timeline::spike(std::int64_t bytes) {
-  peak_ = std::max(peak_, live_ + bytes);
+void timeline::spike(std::int64_t bytes, std::int64_t count) {
+  peak_ = std::max(peak_, live_ + bytes * count);
+  if (cuda_ == nullptr)
+    return;
+  std::vector<cuda_allocator_model::id> held;
+  for (std::int64_t i = 0; i < count; ++i)
+    held.push_back(cuda_->alloc(bytes));
+  for (auto b : held)
+    cuda_->free(b);
+}
+
+void timeline::cpu_scratch(std::int64_t bytes) {
+  if (cuda_ == nullptr)
+    spike(bytes);
 }
 
 timeline::id timeline::hold(id t) {
@@ -25,8 +47,11 @@ timeline::id timeline::hold(id t) {
 }
 
 void timeline::drop(id t) {
-  if (t != none && --refs_[static_cast<std::size_t>(t)] == 0)
+  if (t != none && --refs_[static_cast<std::size_t>(t)] == 0) {
     live_ -= sizes_[static_cast<std::size_t>(t)];
+    if (cuda_ != nullptr)
+      cuda_->free(blocks_[static_cast<std::size_t>(t)]);
+  }
 }
 
 void timeline::drop_all(std::vector<id>& ts) {
@@ -113,7 +138,7 @@ timeline::id no_grad_layer(timeline& t, timeline::id chain, std::int64_t& chain_
     auto copy = run.half ? t.alloc(l.cast_parameters * half_bytes) : timeline::none;
     out = l.type == "Conv2d" ? conv_output(t, l, b, run.half) : t.alloc(e_out * size);
     if (l.type == "Linear" && run.half)
-      t.spike(matmul_scratch(b, l.in[0], l.out[0], false));
+      t.cpu_scratch(matmul_scratch(b, l.in[0], l.out[0], false));
     if (run.cached && run.weight_trains)
       cache.push_back(copy);
     else

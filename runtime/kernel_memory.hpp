@@ -1,14 +1,15 @@
 #pragma once
 // What libtorch 1.13's CPU kernels allocate, for the static estimate's passes
-// (runtime/activation_passes.cpp): a timeline of simulated allocations and the rules of oneDNN's
-// 16-bit matrix products, measured with the counting allocator on this project's CPUs
-// (docs/benchmarks.md, "The static estimate against the measured peak"); the convolutions' are in
-// runtime/conv_memory.hpp. Torch-free.
+// (runtime/activation_passes.cpp): a timeline of simulated allocations (through the CUDA caching
+// allocator's model on a CUDA card) and the rules of oneDNN's 16-bit matrix products, measured
+// with the counting allocator on this project's CPUs (docs/benchmarks.md, "The static estimate
+// against the measured peak"); the convolutions' are in runtime/conv_memory.hpp. Torch-free.
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "runtime/cuda_allocator_model.hpp"
 #include "runtime/layer_shapes.hpp"
 
 namespace cdui::runtime {
@@ -20,22 +21,34 @@ inline constexpr std::int64_t index_bytes = 8;  // int64 class labels and max-po
 inline constexpr std::int64_t generator_state_bytes = 5056;
 
 /// Bytes held at once while tensors come and go: the simulated allocator of one pass. A tensor is
-/// an id with a count of holders; it is let go when the last one drops it.
+/// an id with a count of holders; it is let go when the last one drops it. On a CUDA card the same
+/// tensors also go through the caching allocator's model, which the timeline lets go of what it
+/// still holds when it ends.
 class timeline {
 public:
   using id = int;
   static constexpr id none = -1;
 
   /// `conv_block`: the channels oneDNN's blocked layout pads to (pass_model::conv_block);
-  /// `one_thread`: the loop runs one intra-op thread (libtorch picks convolution kernels by it).
-  explicit timeline(std::int64_t conv_block = 16, bool one_thread = false)
-      : conv_block_(conv_block), one_thread_(one_thread) {}
+  /// `one_thread`: the loop runs one intra-op thread (libtorch picks convolution kernels by it);
+  /// `cuda`: the pass runs on a CUDA card, its tensors in that allocator (null: on the CPU's kernels).
+  explicit timeline(std::int64_t conv_block = 16, bool one_thread = false, cuda_allocator_model* cuda = nullptr)
+      : conv_block_(conv_block), one_thread_(one_thread), cuda_(cuda) {}
+  ~timeline();
+  timeline(const timeline&) = delete;
+  timeline& operator=(const timeline&) = delete;
   [[nodiscard]] std::int64_t conv_block() const { return conv_block_; }
   [[nodiscard]] bool one_thread() const { return one_thread_; }
+  /// Whether the pass runs on a CUDA card's kernels (cuDNN, cuBLAS) rather than the CPU's.
+  [[nodiscard]] bool cuda() const { return cuda_ != nullptr; }
 
   id alloc(std::int64_t bytes);
-  /// Something held for a moment on top of what is live (a library's scratch buffer).
-  void spike(std::int64_t bytes);
+  /// Something held for a moment on top of what is live (a temporary of an op); `count` tensors of
+  /// `bytes` each.
+  void spike(std::int64_t bytes, std::int64_t count = 1);
+  /// A CPU kernel's scratch buffer (oneDNN's), held for a moment; none on a CUDA card, whose
+  /// libraries work in workspaces of their own (the estimate's cuda_workspace).
+  void cpu_scratch(std::int64_t bytes);
   id hold(id t);
   void drop(id t);
   void drop_all(std::vector<id>& ts);
@@ -44,10 +57,12 @@ public:
 private:
   std::vector<std::int64_t> sizes_;
   std::vector<int> refs_;
+  std::vector<cuda_allocator_model::id> blocks_;  // each tensor's block in the CUDA model
   std::int64_t live_ = 0;
   std::int64_t peak_ = 0;
   std::int64_t conv_block_;
   bool one_thread_;
+  cuda_allocator_model* cuda_;
 };
 
 /// Elements of a batch of `b` samples of `shape`.

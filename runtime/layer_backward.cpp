@@ -30,13 +30,13 @@ timeline::id linear_backward(timeline& t, const layer_plan& l, layer_kept& k, ti
     if (!k.grad_in)
       return;
     gin = t.alloc(e_in * k.in_size);
-    t.spike(half ? matmul_scratch(b, l.out[0], l.in[0], false) : 0);
+    t.cpu_scratch(half ? matmul_scratch(b, l.out[0], l.in[0], false) : 0);
   };
   auto weight = [&] {
     if (!k.trains.weight)
       return;
     (grads != nullptr && !half ? *grads : temporaries).push_back(t.alloc(l.cast_parameters * k.out_size));
-    t.spike(half ? matmul_scratch(l.out[0], b, l.in[0], true) : 0);
+    t.cpu_scratch(half ? matmul_scratch(l.out[0], b, l.in[0], true) : 0);
   };
   if (!l.bias)
     weight();

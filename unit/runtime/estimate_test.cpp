@@ -9,7 +9,7 @@
 #include "devices/cpu_features.hpp"
 #include "runtime/estimate.hpp"
 #include "testkit/home.hpp"
-#include "unit/runtime/run_helpers.hpp"
+#include "unit/runtime/estimate_helpers.hpp"
 
 using namespace cdui;
 using nlohmann::json;
@@ -27,16 +27,8 @@ test::sized_graph small_mlp() {
 
 constexpr std::int64_t small_mlp_parameters = 784 * 100 + 100 + 100 * 100 + 100 + 100 * 10 + 10;
 
-runtime::memory_estimate estimate(const json& doc, runtime::estimate_options options = {}) {
-  return runtime::estimate_memory(test::require_valid(doc), options);
-}
-
-std::int64_t term(const runtime::memory_estimate& e, const std::string& name) {
-  for (const auto& t : e.terms)
-    if (t.name == name)
-      return t.bytes;
-  return -1;
-}
+using test::estimate;
+using test::term;
 
 json& node_params(json& doc, const std::string& id) {
   return test::params(doc, id);
@@ -102,18 +94,6 @@ BOOST_AUTO_TEST_CASE(the_terms_add_up_to_the_total) {
   BOOST_TEST(j["memory_source"] == "estimate");
   BOOST_TEST(j["terms"].size() == e.terms.size());
   BOOST_TEST(j["terms"][0]["human"] == devices::format_bytes(e.terms[0].bytes));
-}
-
-BOOST_AUTO_TEST_CASE(cuda_adds_the_reserve_and_the_workspaces) {
-  auto doc = test::sized_graph_json(small_mlp());
-  auto cpu = estimate(doc);
-  auto cuda = estimate(doc, {"cuda:0", 2});
-  BOOST_TEST(cuda.total_without_cuda() == cpu.total());
-  BOOST_TEST(term(cuda, "allocator_reserve") == static_cast<std::int64_t>(cpu.total() * 0.2));
-  BOOST_TEST(term(cuda, "cuda_workspace") == 128LL << 20);
-  BOOST_TEST(cuda.total() == cpu.total() + term(cuda, "allocator_reserve") + (128LL << 20));
-  BOOST_TEST(cuda.cards == 2);
-  BOOST_TEST(runtime::to_json(cuda)["per_card_bytes"].get<std::int64_t>() == cuda.total());
 }
 
 BOOST_AUTO_TEST_CASE(each_optimizer_holds_its_state) {
