@@ -29,8 +29,13 @@ public:
     auto f = sources_.figures(card_);
     if (!f)
       return {};
-    return {f->allocated, f->reserved_peak, f->allocated_peak,
-            measured_context(sources_.usage(card_).held_here, f->reserved, window_)};
+    return {f->allocated, f->reserved_peak, f->allocated_peak, std::nullopt};
+  }
+  [[nodiscard]] std::optional<std::int64_t> context() const override {
+    auto f = sources_.figures(card_);
+    if (!f)
+      return std::nullopt;
+    return measured_context(sources_.usage(card_).held_here, f->reserved, window_);
   }
 
 private:

@@ -27,7 +27,8 @@ struct memory_reading {
   /// CUDA only: the most its tensors held at once, beside the reserved peak.
   std::optional<std::int64_t> allocated_peak;
   /// CUDA only: what the run's process holds on the card besides the caching allocator's blocks
-  /// (its CUDA context, the libraries' own memory), when measured (cuda_context_bytes).
+  /// (its CUDA context, the libraries' own memory), when measured (cuda_context_bytes; read with
+  /// memory_meter::context(), which asks the driver, once the loop ends).
   std::optional<std::int64_t> context;
 };
 
@@ -61,7 +62,10 @@ inline constexpr std::int64_t min_context_bytes = std::int64_t{64} << 20;
 class memory_meter {
 public:
   virtual ~memory_meter() = default;
+  /// The allocator's figures now: cheap, read around every forward pass.
   [[nodiscard]] virtual memory_reading read() const = 0;
+  /// The CUDA context the run costs (measured_context), asking the driver: once, at the end.
+  [[nodiscard]] virtual std::optional<std::int64_t> context() const { return std::nullopt; }
 };
 
 /// The meter of a card that executes on the host (cpu, sim): the run's counting-allocator scope.

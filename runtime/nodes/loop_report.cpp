@@ -101,7 +101,9 @@ port_values report(node_call& call, loop_inputs& in, loop_setup& s, distribution
     // Each card's peak, the most its rank used of it, and the most its forward passes kept (and on
     // CUDA the context, where measured: a rank's -1 is left out).
     auto cards = dist.devices();
-    for (const auto& [name, bytes] : memory_figures(s.meter->read(), s.activation_bytes)) {
+    auto reading = s.meter->read();
+    reading.context = s.meter->context();
+    for (const auto& [name, bytes] : memory_figures(reading, s.activation_bytes)) {
       auto gathered = dist.gather(static_cast<double>(bytes));
       call.final_metrics[name] = nlohmann::json::object();
       for (std::size_t k = 0; k < gathered.size() && k < cards.size(); ++k)
