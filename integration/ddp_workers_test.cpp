@@ -109,7 +109,7 @@ BOOST_FIXTURE_TEST_CASE(a_worker_whose_agent_is_killed_fails_the_run_naming_it_a
   BOOST_TEST(eventually([&] { return run_processes(home).empty(); }, 60s));
 }
 
-BOOST_FIXTURE_TEST_CASE(a_rank_killed_on_the_other_worker_fails_the_run_naming_it_and_its_worker, two_workers) {
+BOOST_FIXTURE_TEST_CASE(a_rank_killed_on_the_other_worker_fails_the_run_naming_it_and_its_worker, workers_with_grace<120>) {
   auto id = srv.submit_ok(moons_ddp(1'000'000, four_cards));
   BOOST_TEST_REQUIRE(eventually([&] { return training(srv, id); }, 60s));
   auto part = id + "-rank2";
@@ -121,7 +121,15 @@ BOOST_FIXTURE_TEST_CASE(a_rank_killed_on_the_other_worker_fails_the_run_naming_i
         rank3 = pid;
     return rank3 > 0;
   }));
+  // w1's report (its ranks only lost rank 3) reaches the server first: w2's agent is paused until
+  // the server has it, so w2's (rank 3 killed) comes after. The run is named after rank 3 all the same.
+  w2->signal(SIGSTOP);
   ::kill(rank3, SIGKILL);
+  BOOST_TEST_REQUIRE(eventually([&] {
+    return srv.proc().err().find("run " + id + ": rank 0 lost the other ranks") != std::string::npos
+           || srv.get_json("/api/runs/" + id)["status"] != "running";
+  }, 60s));
+  w2->signal(SIGCONT);
   auto failed = srv.wait_final(id, 120s);
   BOOST_TEST(failed["status"] == "failed");
   BOOST_TEST(failed["error"].get<std::string>().rfind("DDP rank 3 of 4 (on worker 'w2') failed: the run's process "

@@ -9,6 +9,7 @@
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/policy/rank_failure.hpp"
 #include "messages/json_text.hpp"
 #include "storage/home.hpp"
 
@@ -178,7 +179,9 @@ run_outcome part_outcome(const supervisor_state& st, run_outcome outcome) {
 run_outcome run_end(const supervisor_state& st, run_outcome process) {
   if (st.killed_at_stop)
     return *st.killed_at_stop;
-  if (!st.rank_failure || (st.rank_failure_after_exit && process.status == run_status::failed))
+  if (!st.rank_failure
+      || !policy::rank_failure_is_cause(process.status == run_status::failed, process.error, *st.rank_failure,
+                                        st.rank_failure_after_exit))
     return process;
   return {run_status::failed, *st.rank_failure, process.final_metrics};
 }

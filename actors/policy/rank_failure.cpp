@@ -20,6 +20,17 @@ bool part_failure_counts(std::string_view error, bool stop_asked_before) {
   return !stop_asked_before || !lost_the_other_ranks(error);
 }
 
+bool rank_failure_is_cause(bool process_failed, std::string_view process_error, std::string_view rank_error,
+                           bool rank_failed_after_exit) {
+  if (!rank_failed_after_exit || !process_failed)
+    return true;
+  return lost_the_other_ranks(process_error) && !lost_the_other_ranks(rank_error);
+}
+
+bool awaits_part_failure(const run_outcome& rank0, bool part_failed, bool parts_running) {
+  return rank0.status == run_status::failed && lost_the_other_ranks(rank0.error) && !part_failed && parts_running;
+}
+
 run_outcome ddp_run_outcome(run_outcome rank0, const std::string& part_failure) {
   if (part_failure.empty() || rank0.status == run_status::succeeded)
     return rank0;

@@ -235,9 +235,10 @@ caf::behavior run_actor(run_parts::self_ptr self, run_setup setup, run_queue_act
       wake_waiters(self);
     },
     [=](atoms::finished, const run_outcome& outcome) {
-      if (!is_final(self->state.setup.info.status))
-        finish(self, with_part_failure(self->state, outcome));
+      // Answered through the promise (a worker's report, once the end is recorded).
+      rank0_ended(self, outcome, self->make_response_promise());
     },
+    [=](atoms::finished) { finish_held(self); },
     [=](atoms::part_ended, const std::string& worker, const run_outcome& outcome) {
       part_ended(self, worker, outcome);
     },

@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -129,6 +130,11 @@ struct run_state {
   std::set<std::string> parts_ended;
   std::string part_failure;
   bool release_after_parts = false;
+  /// Rank 0's outcome when it only lost the other ranks, held until a part says why (or all have
+  /// ended, or the stop deadline passed): policy::awaits_part_failure. Its worker's report is
+  /// answered (and the worker forgets the run) once the run's end is recorded.
+  std::optional<run_outcome> rank0_outcome;
+  std::optional<caf::response_promise> rank0_answer;
   ~run_state();
   static inline const char* name = "run";
 };

@@ -3,6 +3,7 @@
 // where its store listens, and the first part that fails fails the run. The run's secret, its
 // store's address, the parts that have ended and the first part's failure are kept in ddp.json in
 // its folder (0600), so that a server that restarts sends a part its worker lacks, and only then.
+#include <chrono>
 #include <fstream>
 
 #include <caf/all.hpp>
@@ -230,6 +231,10 @@ void part_ended(self_ptr self, const std::string& worker, const run_outcome& out
   } catch (const std::exception& e) {
     spdlog::error("run {}: cannot note that its part on worker '{}' ended: {}", st.setup.info.id, worker, e.what());
   }
+  if (st.rank0_outcome && (first_failure || st.part_actors.empty())) {
+    finish_held(self);
+    return;
+  }
   // Rank 0 stops at once: its collectives would wait for the failed rank until they time out.
   if (first_failure && st.setup.info.status == run_status::running)
     self->send(st.setup.registry, atoms::stop::value, st.setup.info.id, true);
@@ -237,6 +242,36 @@ void part_ended(self_ptr self, const std::string& worker, const run_outcome& out
 
 run_outcome with_part_failure(const run_state& st, run_outcome outcome) {
   return policy::ddp_run_outcome(std::move(outcome), st.part_failure);
+}
+
+void rank0_ended(self_ptr self, const run_outcome& outcome, caf::response_promise answer) {
+  auto& st = self->state;
+  if (is_final(st.setup.info.status) || st.rank0_outcome
+      || !policy::awaits_part_failure(outcome, !st.part_failure.empty(), !st.part_actors.empty())) {
+    if (!is_final(st.setup.info.status) && !st.rank0_outcome)
+      finish(self, with_part_failure(st, outcome));
+    answer.deliver(caf::unit);
+    return;
+  }
+  spdlog::info("run {}: rank 0 lost the other ranks; its end waits up to {} ms for the part(s) on other "
+               "workers to say why", st.setup.info.id, st.setup.stop_deadline_ms);
+  st.rank0_outcome = outcome;
+  st.rank0_answer = std::move(answer);
+  self->delayed_send(self, std::chrono::milliseconds(st.setup.stop_deadline_ms), atoms::finished::value);
+}
+
+void finish_held(self_ptr self) {
+  auto& st = self->state;
+  if (!st.rank0_outcome)
+    return;
+  auto outcome = std::move(*st.rank0_outcome);
+  st.rank0_outcome.reset();
+  if (!is_final(st.setup.info.status))
+    finish(self, with_part_failure(st, outcome));
+  if (st.rank0_answer) {
+    st.rank0_answer->deliver(caf::unit);
+    st.rank0_answer.reset();
+  }
 }
 
 } // namespace cdui::actors::run_parts

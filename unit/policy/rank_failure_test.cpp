@@ -59,4 +59,29 @@ BOOST_AUTO_TEST_CASE(a_success_or_no_failed_part_keeps_rank_0s_outcome) {
   BOOST_TEST(ddp_run_outcome({run_status::failed, killed, "{}"}, "").error == killed);
 }
 
+BOOST_AUTO_TEST_CASE(a_parts_rank_that_failed_on_its_own_is_its_cause_whichever_its_agent_heard_first) {
+  auto rank2_lost = "DDP rank 2 of 4 (on worker 'w2') failed: " + peer_closed;
+  // Rank 3 failed while rank 2 (the part's process) still ran: rank 3, as before.
+  BOOST_TEST(policy::rank_failure_is_cause(true, "the run's process was killed by signal 9", part_killed, false));
+  BOOST_TEST(policy::rank_failure_is_cause(false, "", part_killed, true));
+  // Rank 2 ended first, having only lost rank 3, which was killed: rank 3.
+  BOOST_TEST(policy::rank_failure_is_cause(true, rank2_lost, part_killed, true));
+  // Rank 2 failed on its own first, and rank 3 only lost it: rank 2.
+  BOOST_TEST(!policy::rank_failure_is_cause(true, part_killed, rank2_lost, true));
+  // Both only lost the others (rank 0 went): the first, the process's.
+  BOOST_TEST(!policy::rank_failure_is_cause(true, rank2_lost, peer_closed, true));
+}
+
+BOOST_AUTO_TEST_CASE(rank_0_that_only_lost_the_others_waits_for_the_parts_still_running_to_say_why) {
+  // w1's report (rank 1 lost rank 3) came before w2's (rank 3 killed): the run waits for w2's.
+  run_outcome lost{run_status::failed, "DDP rank 1 of 4 (on worker 'w1') failed: " + peer_closed, "{}"};
+  BOOST_TEST(policy::awaits_part_failure(lost, false, true));
+  // Not once a part has said why, nor when no part runs any more, nor for a failure of its own or
+  // a success.
+  BOOST_TEST(!policy::awaits_part_failure(lost, true, true));
+  BOOST_TEST(!policy::awaits_part_failure(lost, false, false));
+  BOOST_TEST(!policy::awaits_part_failure({run_status::failed, killed, "{}"}, false, true));
+  BOOST_TEST(!policy::awaits_part_failure({run_status::succeeded, "", "{}"}, false, true));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
