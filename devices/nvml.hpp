@@ -75,6 +75,10 @@ private:
 /// else the driver's soname.
 [[nodiscard]] std::string nvml_library_path();
 
+/// No CUDA context takes less of a card than this (a few hundred MiB on any card CUDA 13 runs): a
+/// smaller figure is none being created (one existed already) or a misreading.
+inline constexpr std::int64_t min_cuda_context_bytes = std::int64_t{64} << 20;
+
 /// The environment variable that names another NVML library.
 inline constexpr const char* nvml_library_env = "CODEFYUI_NVML_LIBRARY";
 

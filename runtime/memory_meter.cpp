@@ -1,5 +1,8 @@
 #include "runtime/memory_meter.hpp"
 
+#include <map>
+#include <mutex>
+
 #include <unistd.h>
 
 #include "devices/memory.hpp"
@@ -14,7 +17,7 @@ public:
   explicit scope_reader(const devices::memory_scope& scope) : scope_(scope) {}
   [[nodiscard]] memory_reading read() const override {
     auto s = scope_.stats();
-    return {s.live, s.peak, std::nullopt, std::nullopt};
+    return {s.live, s.peak, std::nullopt, {}};
   }
 
 private:
@@ -29,13 +32,13 @@ public:
     auto f = sources_.figures(card_);
     if (!f)
       return {};
-    return {f->allocated, f->reserved_peak, f->allocated_peak, std::nullopt};
+    return {f->allocated, f->reserved_peak, f->allocated_peak, {}};
   }
-  [[nodiscard]] std::optional<std::int64_t> context() const override {
+  [[nodiscard]] memory_reading::context_figures context() const override {
     auto f = sources_.figures(card_);
     if (!f)
-      return std::nullopt;
-    return measured_context(sources_.usage(card_).held_here, f->reserved, window_);
+      return {};
+    return {held_context(sources_.usage(card_).held_here, f->reserved), created_context(window_)};
   }
 
 private:
@@ -61,11 +64,15 @@ card_usage nvml_usage(int card) {
 
 } // namespace
 
-std::optional<std::int64_t> measured_context(std::optional<std::int64_t> held, std::int64_t reserved,
-                                             const context_window& window) {
-  if (held && *held >= reserved && *held - reserved >= min_context_bytes)
+std::optional<std::int64_t> held_context(std::optional<std::int64_t> held, std::int64_t reserved) {
+  if (held && *held - reserved >= devices::min_cuda_context_bytes)
     return *held - reserved;
-  if (window.used_before && window.used_after && *window.used_after - *window.used_before >= min_context_bytes)
+  return std::nullopt;
+}
+
+std::optional<std::int64_t> created_context(const context_window& window) {
+  if (window.used_before && window.used_after
+      && *window.used_after - *window.used_before >= devices::min_cuda_context_bytes)
     return *window.used_after - *window.used_before;
   return std::nullopt;
 }
@@ -76,7 +83,8 @@ std::vector<std::pair<std::string, std::int64_t>> memory_figures(const memory_re
                                                             {"activation_bytes", activation_bytes}};
   if (reading.allocated_peak) {
     figures.emplace_back("peak_allocated_bytes", *reading.allocated_peak);
-    figures.emplace_back("cuda_context_bytes", reading.context.value_or(-1));
+    figures.emplace_back("cuda_context_bytes", reading.context.held.value_or(-1));
+    figures.emplace_back("cuda_context_created_bytes", reading.context.created.value_or(-1));
   }
   return figures;
 }
@@ -85,21 +93,40 @@ std::unique_ptr<memory_meter> scope_meter(const devices::memory_scope& scope) {
   return std::make_unique<scope_reader>(scope);
 }
 
-std::unique_ptr<memory_meter> cuda_meter(int card, cuda_sources sources) {
-  if (!sources.figures) {
-    torch_compat::reset_cuda_peaks(card);
-    sources = {[](int index) { return torch_compat::cuda_memory(index); }, nvml_usage,
-               [](int index) { torch_compat::create_cuda_context(index); }};
-  }
-  if (!sources.figures(card))
-    return nullptr;
-  if (!sources.usage)
-    sources.usage = [](int) { return card_usage{}; };
+namespace {
+
+context_window window_around(int card, const cuda_sources& sources) {
   context_window window;
   window.used_before = sources.usage(card).card_used;
   if (sources.create_context)
     sources.create_context(card);
   window.used_after = sources.usage(card).card_used;
+  return window;
+}
+
+} // namespace
+
+context_window process_context_window(int card) {
+  static std::mutex mutex;
+  static std::map<int, context_window> windows;
+  std::lock_guard lock{mutex};
+  if (auto w = windows.find(card); w != windows.end())
+    return w->second;
+  cuda_sources real{{}, nvml_usage, [](int index) { torch_compat::create_cuda_context(index); }};
+  return windows[card] = window_around(card, real);
+}
+
+std::unique_ptr<memory_meter> cuda_meter(int card, cuda_sources sources) {
+  bool real = !sources.figures;
+  if (real) {
+    torch_compat::reset_cuda_peaks(card);
+    sources = {[](int index) { return torch_compat::cuda_memory(index); }, nvml_usage, {}};
+  }
+  if (!sources.figures(card))
+    return nullptr;
+  if (!sources.usage)
+    sources.usage = [](int) { return card_usage{}; };
+  auto window = real ? process_context_window(card) : window_around(card, sources);
   return std::make_unique<cuda_reader>(card, std::move(sources), window);
 }
 

@@ -26,10 +26,16 @@ struct memory_reading {
   std::int64_t peak = 0;
   /// CUDA only: the most its tensors held at once, beside the reserved peak.
   std::optional<std::int64_t> allocated_peak;
-  /// CUDA only: what the run's process holds on the card besides the caching allocator's blocks
-  /// (its CUDA context, the libraries' own memory), when measured (cuda_context_bytes; read with
-  /// memory_meter::context(), which asks the driver, once the loop ends).
-  std::optional<std::int64_t> context;
+  /// CUDA only: the CUDA context the run costs, when measured (read with memory_meter::context(),
+  /// which asks the driver, once the loop ends).
+  struct context_figures {
+    /// What the run's process holds on the card besides the caching allocator's blocks: its
+    /// context, the kernels loaded into it, the libraries' own memory (cuda_context_bytes).
+    std::optional<std::int64_t> held;
+    /// What the card lost when the process created its context: the bare context, a floor of the
+    /// above (cuda_context_created_bytes).
+    std::optional<std::int64_t> created;
+  } context;
 };
 
 /// A card's used figure the moment before and after this process created its CUDA context there
@@ -39,22 +45,19 @@ struct context_window {
   std::optional<std::int64_t> used_after;
 };
 
-/// Less than this is no CUDA context being created (one existed already: an earlier run in the
-/// process made it); a context takes a few hundred MiB on any card CUDA 13 runs.
-inline constexpr std::int64_t min_context_bytes = std::int64_t{64} << 20;
+/// What the process holds on the card besides the allocator (docs/gpu.md, "The CUDA context"):
+/// NVML's figure for the process (`held`; none where NVML does not list it, as in a container's
+/// PID namespace) less what the caching allocator has reserved; none when that is no context's.
+[[nodiscard]] std::optional<std::int64_t> held_context(std::optional<std::int64_t> held, std::int64_t reserved);
 
-/// The CUDA context a run costs on its card (docs/gpu.md, "The CUDA context"): what NVML says its
-/// process holds there (`held`) less what the caching allocator has reserved (`reserved`) — the
-/// context, the kernels loaded into it and the libraries' own memory (cuBLAS, cuDNN, NCCL);
-/// where NVML does not list the process (a container's PID namespace), the card's growth across
-/// creating the context (`window`), when it is a context's; none otherwise.
-[[nodiscard]] std::optional<std::int64_t> measured_context(std::optional<std::int64_t> held,
-                                                           std::int64_t reserved, const context_window& window);
+/// The card's growth across creating the context; none when that is no context's (one existed).
+[[nodiscard]] std::optional<std::int64_t> created_context(const context_window& window);
 
 /// The figures a TrainingLoop reports of its card in its final metrics, by name: peak_memory_bytes
 /// (what the card lost), activation_bytes (the most a forward pass kept for the backward pass), and
-/// on CUDA peak_allocated_bytes (the most its tensors held) and cuda_context_bytes (-1: not
-/// measured; every rank reports the same names, as the gather across ranks needs).
+/// on CUDA peak_allocated_bytes (the most its tensors held), cuda_context_bytes and
+/// cuda_context_created_bytes (-1: not measured; every rank reports the same names, as the gather
+/// across ranks needs).
 [[nodiscard]] std::vector<std::pair<std::string, std::int64_t>> memory_figures(const memory_reading& reading,
                                                                                 std::int64_t activation_bytes);
 
@@ -64,8 +67,9 @@ public:
   virtual ~memory_meter() = default;
   /// The allocator's figures now: cheap, read around every forward pass.
   [[nodiscard]] virtual memory_reading read() const = 0;
-  /// The CUDA context the run costs (measured_context), asking the driver: once, at the end.
-  [[nodiscard]] virtual std::optional<std::int64_t> context() const { return std::nullopt; }
+  /// The CUDA context the run costs (held_context, created_context), asking the driver: once, at
+  /// the end.
+  [[nodiscard]] virtual memory_reading::context_figures context() const { return {}; }
 };
 
 /// The meter of a card that executes on the host (cpu, sim): the run's counting-allocator scope.
@@ -93,8 +97,13 @@ struct cuda_sources {
 
 /// The meter of cuda:`card`: its peaks started again from now (torch_compat::reset_cuda_peaks when
 /// reading the real allocator), and the card's used figure read around creating this process's
-/// CUDA context there, so that the context it costs is measured; none where the source has no
-/// figures (a libtorch without CUDA).
+/// CUDA context there (with the real sources: process_context_window), so that the context it
+/// costs is measured; none where the source has no figures (a libtorch without CUDA).
 [[nodiscard]] std::unique_ptr<memory_meter> cuda_meter(int card, cuda_sources sources = {});
+
+/// This process's CUDA context on cuda:`card`, created now if it has none yet with the card's used
+/// figure read just before and after (NVML); the same window at every later call (the context is
+/// the process's, whichever run made it). Called before anything may create it (a budget's cap).
+context_window process_context_window(int card);
 
 } // namespace cdui::runtime

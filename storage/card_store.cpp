@@ -74,19 +74,21 @@ std::optional<measured_peak_row> run_store::peak(const std::string& memory_key, 
 
 void run_store::put_context(const std::string& card, const measured_context_row& context) {
   std::lock_guard lock{mutex_};
-  statement s{db_, *statements_, "INSERT OR REPLACE INTO measured_contexts (card, bytes, run_id, measured_ms) "
-                   "VALUES (?, ?, ?, ?)"};
-  s.bind(1, card).bind(2, context.bytes).bind(3, context.run_id).bind(4, context.measured_ms);
+  statement s{db_, *statements_, "INSERT OR REPLACE INTO measured_contexts (card, held_bytes, held_run, "
+                   "created_bytes, created_run, measured_ms) VALUES (?, ?, ?, ?, ?, ?)"};
+  s.bind(1, card).bind(2, context.held_bytes).bind(3, context.held_run).bind(4, context.created_bytes)
+    .bind(5, context.created_run).bind(6, context.measured_ms);
   s.step();
 }
 
 std::optional<measured_context_row> run_store::context(const std::string& card) const {
   std::lock_guard lock{mutex_};
-  statement s{db_, *statements_, "SELECT bytes, run_id, measured_ms FROM measured_contexts WHERE card=?"};
+  statement s{db_, *statements_, "SELECT held_bytes, held_run, created_bytes, created_run, measured_ms "
+                   "FROM measured_contexts WHERE card=?"};
   s.bind(1, card);
   if (!s.step())
     return std::nullopt;
-  return measured_context_row{s.integer(0), s.text(1), s.integer(2)};
+  return measured_context_row{s.integer(0), s.text(1), s.integer(2), s.text(3), s.integer(4)};
 }
 
 } // namespace cdui::storage

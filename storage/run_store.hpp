@@ -59,11 +59,13 @@ struct measured_peak_row {
   std::int64_t measured_ms = 0;
 };
 
-/// The CUDA context a card's latest run measured (docs/gpu.md, "The CUDA context"): what each run
-/// on the card counts besides its budget once there is one.
+/// The CUDA context runs on a card measured (docs/gpu.md, "The CUDA context"; policy::card_context):
+/// the largest whole figure and the largest bare context, each with its run (0 bytes: none yet).
 struct measured_context_row {
-  std::int64_t bytes = 0;
-  std::string run_id;
+  std::int64_t held_bytes = 0;
+  std::string held_run;
+  std::int64_t created_bytes = 0;
+  std::string created_run;
   std::int64_t measured_ms = 0;
 };
 
@@ -255,8 +257,8 @@ public:
   void put_peak(const std::string& memory_key, int cards, const measured_peak_row& peak);
   [[nodiscard]] std::optional<measured_peak_row> peak(const std::string& memory_key, int cards) const;
 
-  /// Records the CUDA context a run measured on `card` (policy::card_id: its UUID where known); it
-  /// replaces the one before.
+  /// Records what runs measured of the CUDA context on `card` (policy::card_id: its UUID where
+  /// known), replacing the row before.
   void put_context(const std::string& card, const measured_context_row& context);
   [[nodiscard]] std::optional<measured_context_row> context(const std::string& card) const;
 

@@ -66,8 +66,10 @@ CREATE TABLE IF NOT EXISTS measured_peaks (
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS measured_contexts (
   card TEXT PRIMARY KEY,
-  bytes INTEGER NOT NULL,
-  run_id TEXT NOT NULL,
+  held_bytes INTEGER NOT NULL,
+  held_run TEXT NOT NULL,
+  created_bytes INTEGER NOT NULL,
+  created_run TEXT NOT NULL,
   measured_ms INTEGER NOT NULL
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS sweeps (
@@ -134,7 +136,7 @@ constexpr const char* required_columns[] = {
   "SELECT offerer, device, shared_ms FROM shared_cards LIMIT 0",
   "SELECT run_id, cursor_base FROM worker_starts LIMIT 0",
   "SELECT memory_key, cards, bytes, run_id, measured_ms FROM measured_peaks LIMIT 0",
-  "SELECT card, bytes, run_id, measured_ms FROM measured_contexts LIMIT 0",
+  "SELECT card, held_bytes, held_run, created_bytes, created_run, measured_ms FROM measured_contexts LIMIT 0",
   ("SELECT seq, id, name, graph, spec, objective, options, state, cancel_asked, created_ms, "
    "finished_ms FROM sweeps LIMIT 0"),
   "SELECT sweep_id, idx, run_id, params FROM sweep_runs LIMIT 0",

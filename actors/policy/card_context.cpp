@@ -2,28 +2,102 @@
 
 #include <nlohmann/json.hpp>
 
+#include "devices/nvml.hpp"
+#include "messages/slot_key.hpp"
+
 namespace cdui::policy {
 
-std::map<std::string, std::int64_t> measured_contexts(const std::string& final_metrics) {
-  std::map<std::string, std::int64_t> out;
+namespace {
+
+/// The figure for `device` under `name` in a node's metrics, when it is a context's.
+std::optional<std::int64_t> figure(const nlohmann::json& values, const char* name, const std::string& device) {
+  auto figures = values.find(name);
+  if (figures == values.end() || !figures->is_object())
+    return std::nullopt;
+  auto bytes = figures->find(device);
+  if (bytes == figures->end() || !bytes->is_number_integer())
+    return std::nullopt;
+  auto n = bytes->get<std::int64_t>();
+  if (n < devices::min_cuda_context_bytes || n > max_context_bytes)
+    return std::nullopt;
+  return n;
+}
+
+} // namespace
+
+std::map<std::string, context_figures> measured_contexts(const std::string& final_metrics) {
+  std::map<std::string, context_figures> out;
   auto metrics = nlohmann::json::parse(final_metrics, nullptr, false);
   if (!metrics.is_object())
     return out;
   for (const auto& [node, values] : metrics.items()) {
     if (!values.is_object())
       continue;
-    auto figures = values.find("cuda_context_bytes");
-    if (figures == values.end() || !figures->is_object())
-      continue;
-    for (const auto& [device, bytes] : figures->items())
-      if (bytes.is_number_integer() && bytes.get<std::int64_t>() > 0 && bytes.get<std::int64_t>() <= max_context_bytes)
-        out[device] = bytes.get<std::int64_t>();
+    for (const char* name : {"cuda_context_bytes", "cuda_context_created_bytes"}) {
+      auto figures = values.find(name);
+      if (figures == values.end() || !figures->is_object())
+        continue;
+      for (const auto& [device, unused] : figures->items()) {
+        context_figures f{figure(values, "cuda_context_bytes", device),
+                          figure(values, "cuda_context_created_bytes", device)};
+        if (f.held || f.created)
+          out[device] = f;
+      }
+    }
   }
   return out;
 }
 
-std::string measured_context_name(const std::string& allowance_name, const std::string& run_id) {
-  return allowance_name + ", measured by run " + run_id;
+std::optional<std::string> key_of_run_device(const std::vector<std::string>& keys, const std::string& device) {
+  if (keys.empty())
+    return std::nullopt;
+  auto first = slot_key::parse(keys.front());
+  for (const auto& k : keys)
+    if (slot_key::parse(k).offerer != first.offerer)
+      return std::nullopt;
+  if (first.local()) {
+    for (const auto& k : keys)
+      if (k == device)
+        return k;
+    return std::nullopt;
+  }
+  // On a worker: "kind:k" is the run's k-th card.
+  auto colon = device.find(':');
+  if (colon == std::string::npos || colon + 1 == device.size() || device.size() - colon > 7)
+    return std::nullopt;
+  std::size_t k = 0;
+  for (auto i = colon + 1; i < device.size(); ++i) {
+    if (device[i] < '0' || device[i] > '9')
+      return std::nullopt;
+    k = k * 10 + static_cast<std::size_t>(device[i] - '0');
+  }
+  if (k >= keys.size() || slot_key::parse(keys[k]).device.compare(0, colon + 1, device, 0, colon + 1) != 0)
+    return std::nullopt;
+  return keys[k];
+}
+
+bool take_in(card_context& card, const context_figures& figures, const std::string& run_id) {
+  bool changed = false;
+  if (figures.held && *figures.held > card.held) {
+    card.held = *figures.held;
+    card.held_run = run_id;
+    changed = true;
+  }
+  if (figures.created && *figures.created > card.created) {
+    card.created = *figures.created;
+    card.created_run = run_id;
+    changed = true;
+  }
+  return changed;
+}
+
+counted_context context_to_count(const card_context& card, std::int64_t allowance, const std::string& allowance_name) {
+  counted_context out{allowance, allowance_name};
+  if (card.held > 0)
+    out = {card.held, allowance_name + ", measured by run " + card.held_run};
+  if (card.created > out.bytes)
+    out = {card.created, allowance_name + ", measured by run " + card.created_run};
+  return out;
 }
 
 } // namespace cdui::policy

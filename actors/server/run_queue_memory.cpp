@@ -42,21 +42,27 @@ std::string card_of(const run_queue_state& st, const std::string& key) {
   return policy::card_id(at, uuid);
 }
 
-/// What each run on the card holds besides its budget, and how texts call it (empty: the ledger's
-/// default name): on CUDA the context a run on the card measured, else the allowance; elsewhere
-/// the sim allowance.
-std::pair<std::int64_t, std::string> context_of(const run_queue_state& st, const std::string& key) {
-  auto device = slot_key::parse(key).device;
-  if (devices::kind_of(device) != "cuda")
-    return {st.cfg.sim_context_bytes, ""};
-  if (auto measured = st.cfg.store->context(card_of(st, key)))
-    return {measured->bytes, policy::measured_context_name(policy::context_name(device), measured->run_id)};
-  return {st.cfg.cuda_context_bytes, ""};
+/// What the runs on the card have measured of its CUDA context (the store's row).
+policy::card_context measured_context_of(const run_queue_state& st, const std::string& card) {
+  policy::card_context c;
+  if (auto row = st.cfg.store->context(card))
+    c = {row->held_bytes, row->held_run, row->created_bytes, row->created_run};
+  return c;
 }
 
-/// The CUDA context the ended run measured on each of its cards: kept for the card, and counted
-/// by its ledger from now on. A device name two of its cards share (a set across workers) names
-/// no card for sure: left out.
+/// What each run on the card holds besides its budget, and how texts call it: on CUDA the context
+/// runs on the card measured, else the allowance (policy::context_to_count); elsewhere the sim
+/// allowance.
+policy::counted_context context_of(const run_queue_state& st, const std::string& key) {
+  auto device = slot_key::parse(key).device;
+  if (devices::kind_of(device) != "cuda")
+    return {st.cfg.sim_context_bytes, policy::context_name(device)};
+  return policy::context_to_count(measured_context_of(st, card_of(st, key)), st.cfg.cuda_context_bytes,
+                                  policy::context_name(device));
+}
+
+/// The CUDA context the ended run measured on each of its cards: kept for the card (the largest
+/// of each kind), and what its ledger counts from now on.
 void record_context(self_ptr self, const std::string& id) {
   auto& st = self->state;
   const auto* run = find_run(st, id);
@@ -65,19 +71,22 @@ void record_context(self_ptr self, const std::string& id) {
   auto stored = st.cfg.store->find(id);
   if (!stored)
     return;
-  for (const auto& [device, bytes] : policy::measured_contexts(stored->info.final_metrics)) {
-    std::vector<std::string> keys;
-    for (const auto& k : run->keys)
-      if (slot_key::parse(k).device == device)
-        keys.push_back(k);
-    if (keys.size() != 1)
+  for (const auto& [device, figures] : policy::measured_contexts(stored->info.final_metrics)) {
+    auto key = policy::key_of_run_device(run->keys, device);
+    if (!key)
       continue;
-    auto card = card_of(st, keys.front());
-    st.cfg.store->put_context(card, {bytes, id, now_ms()});
-    spdlog::info("run {} measured the CUDA context on {}: {}", id, card_name(keys.front()), policy::gib_text(bytes));
+    auto card = card_of(st, *key);
+    auto measured = measured_context_of(st, card);
+    if (!policy::take_in(measured, figures, id))
+      continue;
+    st.cfg.store->put_context(card, {measured.held, measured.held_run, measured.created, measured.created_run,
+                                     now_ms()});
+    auto counted = context_of(st, *key);
+    spdlog::info("run {} measured the CUDA context on {}: {} held besides its allocator, {} when created; "
+                 "each run there counts {}", id, card_name(*key), figures.held ? policy::gib_text(*figures.held) : "-",
+                 figures.created ? policy::gib_text(*figures.created) : "-", policy::gib_text(counted.bytes));
     if (st.ledger)
-      caf::anon_send(st.ledger, atoms::context::value, card, bytes,
-                     policy::measured_context_name(policy::context_name(device), id));
+      caf::anon_send(st.ledger, atoms::context::value, card, counted.bytes, counted.name);
   }
 }
 
@@ -109,9 +118,9 @@ void apply_share(self_ptr self, const std::string& key, bool shared) {
     const auto* run = find_run(st, id);
     budgets.push_back(run && run->budget ? run->budget->bytes : 0);
   }
-  auto [context, context_name] = context_of(st, key);
+  auto context = context_of(st, key);
   caf::anon_send(st.ledger, atoms::share::value,
-                 card_share{key, card_of(st, key), card_name(key), context, context_name, holders, budgets, shared});
+                 card_share{key, card_of(st, key), card_name(key), context.bytes, context.name, holders, budgets, shared});
   // A card other offerers offer too admits many runs only while every online one shares it: its
   // budget is the smallest limit among them (64 shared, else the limit by count).
   regroup(self, "");

@@ -3,7 +3,6 @@
 // their raising.
 #include <boost/test/unit_test.hpp>
 
-#include "actors/policy/card_context.hpp"
 #include "actors/policy/card_ledger.hpp"
 #include "actors/policy/memory_budget.hpp"
 
@@ -64,27 +63,13 @@ BOOST_AUTO_TEST_CASE(a_measured_context_replaces_the_allowance_for_every_run_on_
   BOOST_TEST((v.answer == card_ledger::fit::waits));
   BOOST_TEST(v.reason.find("(+0.8 GiB CUDA context)") != std::string::npos, v.reason);
   // ...and fits once a run measured the context at 512 MiB: the running run counts it too.
-  c.set_context(512 * mib, measured_context_name("CUDA context", "e5f6a7b8"));
+  c.set_context(512 * mib, "CUDA context, measured by run e5f6a7b8");
   BOOST_TEST(c.running() == 7 * gib + 512 * mib);
   BOOST_TEST(c.may_take() == 16 * gib - (7 * gib + 512 * mib) - 512 * mib);
   BOOST_TEST((c.judge(7 * gib + 768 * mib).answer == card_ledger::fit::fits));
   auto big = c.judge(9 * gib);
   BOOST_TEST((big.answer == card_ledger::fit::waits));
   BOOST_TEST(big.reason.find("needs 9.0 GiB (+0.5 GiB CUDA context, measured by run e5f6a7b8)") == 0u, big.reason);
-}
-
-BOOST_AUTO_TEST_CASE(a_runs_measured_contexts_are_read_from_its_final_metrics) {
-  auto got = measured_contexts(R"({"loop": {"peak_memory_bytes": {"cuda:0": 2000000000},
-                                            "cuda_context_bytes": {"cuda:0": 536870912, "cuda:1": 545259520}},
-                                   "other": {"cuda_context_bytes": 5}, "x": 3})");
-  BOOST_TEST((got == std::map<std::string, std::int64_t>{{"cuda:0", 536870912}, {"cuda:1", 545259520}}));
-  // What is not a context's figure is left out; what is not such JSON gives none.
-  BOOST_TEST(measured_contexts(R"({"loop": {"cuda_context_bytes": {"cuda:0": -1, "cuda:1": 0, "cuda:2": 1.5,
-                                            "cuda:3": "512", "cuda:4": 99999999999999}}})").empty());
-  BOOST_TEST(measured_contexts(R"({"loop": {"cuda_context_bytes": [536870912]}})").empty());
-  BOOST_TEST(measured_contexts("").empty());
-  BOOST_TEST(measured_contexts("[1, 2]").empty());
-  BOOST_TEST(measured_contexts(std::string{"{\"\xff\xfe\": {\"cuda_context_bytes\": {\"\x00\": 1}"}).empty());
 }
 
 BOOST_AUTO_TEST_CASE(without_a_context_allowance_the_budget_alone_counts_and_the_text_has_no_context) {

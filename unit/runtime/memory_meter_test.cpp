@@ -51,11 +51,13 @@ BOOST_AUTO_TEST_CASE(on_a_cuda_card_the_peak_is_what_the_caching_allocator_reser
   BOOST_TEST(*reading.allocated_peak == 900 * mib);
   BOOST_TEST((asked == std::vector<int>{2, 2}));  // the meter's card, each time
   // NVML said nothing (this source has none): the context is not measured, and said so as -1.
-  BOOST_TEST(!reading.context.has_value());
-  BOOST_TEST(!meter->context().has_value());
+  BOOST_TEST(!reading.context.held.has_value());
+  BOOST_TEST(!meter->context().held.has_value());
+  BOOST_TEST(!meter->context().created.has_value());
   BOOST_TEST((memory_figures(reading, 64 * mib)
               == figures{{"peak_memory_bytes", 1280 * mib}, {"activation_bytes", 64 * mib},
-                         {"peak_allocated_bytes", 900 * mib}, {"cuda_context_bytes", -1}}));
+                         {"peak_allocated_bytes", 900 * mib}, {"cuda_context_bytes", -1},
+                         {"cuda_context_created_bytes", -1}}));
   // Figures read later are the allocator's then.
   now.reserved_peak = 2048 * mib;
   BOOST_TEST(meter->read().peak == 2048 * mib);
@@ -85,30 +87,35 @@ BOOST_AUTO_TEST_CASE(the_cuda_context_is_what_the_process_holds_on_the_card_besi
   // The card's figure is read just before and just after the context is created; reading the
   // allocator (around every forward pass) does not ask the driver.
   BOOST_TEST((calls == std::vector<std::string>{"usage 1", "create 1", "usage 1"}));
-  BOOST_TEST(!meter->read().context.has_value());
+  BOOST_TEST(!meter->read().context.held.has_value());
   BOOST_TEST(calls.size() == 3u);
   // Where NVML lists the process (not in a container's PID namespace): all it holds but the blocks.
   held = 500 * mib + 14 * mib + 1024 * mib;
   card_used += 14 * mib + 1024 * mib + 4096 * mib;  // and the other user's job grew meanwhile
-  BOOST_TEST(*meter->context() == 514 * mib);
-  // Where it does not: the card's growth while the context was created.
+  BOOST_TEST(*meter->context().held == 514 * mib);
+  // Besides: the card's growth while the context was created, which does not need the process listed.
+  BOOST_TEST(*meter->context().created == 500 * mib);
   held.reset();
-  BOOST_TEST(*meter->context() == 500 * mib);
+  BOOST_TEST(!meter->context().held.has_value());
+  BOOST_TEST(*meter->context().created == 500 * mib);
   auto reading = meter->read();
   reading.context = meter->context();
-  BOOST_TEST(memory_figures(reading, 0).back() == (std::pair<std::string, std::int64_t>{"cuda_context_bytes", 500 * mib}));
+  auto figures = memory_figures(reading, 0);
+  BOOST_TEST(figures[figures.size() - 2] == (std::pair<std::string, std::int64_t>{"cuda_context_bytes", -1}));
+  BOOST_TEST(figures.back() == (std::pair<std::string, std::int64_t>{"cuda_context_created_bytes", 500 * mib}));
 }
 
 BOOST_AUTO_TEST_CASE(a_context_that_existed_already_is_not_measured) {
   // An earlier run in the process created it: the card does not grow, and NVML does not list the
   // process. A growth of less than a context's (another process's small allocation) is none either.
-  BOOST_TEST(!measured_context(std::nullopt, 0, {8192 * mib, 8192 * mib}).has_value());
-  BOOST_TEST(!measured_context(std::nullopt, 0, {8192 * mib, 8192 * mib + 2 * mib}).has_value());
-  BOOST_TEST(!measured_context(std::nullopt, 0, {std::nullopt, 8192 * mib}).has_value());
-  BOOST_TEST(*measured_context(std::nullopt, 0, {8192 * mib, 8704 * mib}) == 512 * mib);
+  BOOST_TEST(!created_context({8192 * mib, 8192 * mib}).has_value());
+  BOOST_TEST(!created_context({8192 * mib, 8192 * mib + 2 * mib}).has_value());
+  BOOST_TEST(!created_context({std::nullopt, 8192 * mib}).has_value());
+  BOOST_TEST(*created_context({8192 * mib, 8704 * mib}) == 512 * mib);
   // NVML's figure for the process below the allocator's (read at different moments): not a context.
-  BOOST_TEST(!measured_context(1000 * mib, 1024 * mib, {}).has_value());
-  BOOST_TEST(*measured_context(1600 * mib, 1024 * mib, {}) == 576 * mib);
+  BOOST_TEST(!held_context(1000 * mib, 1024 * mib).has_value());
+  BOOST_TEST(!held_context(std::nullopt, 0).has_value());
+  BOOST_TEST(*held_context(1600 * mib, 1024 * mib) == 576 * mib);
 }
 
 BOOST_AUTO_TEST_CASE(a_card_without_figures_has_no_meter) {

@@ -45,23 +45,26 @@ BOOST_AUTO_TEST_CASE(a_graphs_last_measured_peak_is_kept_per_number_of_cards) {
   BOOST_TEST(!store.peak("key-b", 1).has_value());
 }
 
-BOOST_AUTO_TEST_CASE(a_cards_measured_context_is_the_latest_and_survives_the_store) {
+BOOST_AUTO_TEST_CASE(a_cards_measured_context_survives_the_store) {
   cdui::test::temp_home home;
   const std::string h100 = "GPU-1a2b3c4d-0000-1111-2222-333344445555";
   {
     cdui::storage::run_store store{home.path() / "cdui.db"};
     BOOST_TEST(!store.context(h100).has_value());
-    store.put_context(h100, {540LL << 20, "run00001", 10});
-    store.put_context("gpu-box/cuda:1", {600LL << 20, "run00002", 20});
-    store.put_context(h100, {520LL << 20, "run00003", 30});  // the latest run's, even if smaller
+    store.put_context(h100, {540LL << 20, "run00001", 0, "", 10});
+    store.put_context("gpu-box/cuda:1", {0, "", 600LL << 20, "run00002", 20});
+    store.put_context(h100, {560LL << 20, "run00003", 500LL << 20, "run00001", 30});  // replaces the row
   }
   cdui::storage::run_store store{home.path() / "cdui.db"};
   auto measured = store.context(h100);
   BOOST_REQUIRE(measured.has_value());
-  BOOST_TEST(measured->bytes == 520LL << 20);
-  BOOST_TEST(measured->run_id == "run00003");
+  BOOST_TEST(measured->held_bytes == 560LL << 20);
+  BOOST_TEST(measured->held_run == "run00003");
+  BOOST_TEST(measured->created_bytes == 500LL << 20);
+  BOOST_TEST(measured->created_run == "run00001");
   BOOST_TEST(measured->measured_ms == 30);
-  BOOST_TEST(store.context("gpu-box/cuda:1")->bytes == 600LL << 20);
+  BOOST_TEST(store.context("gpu-box/cuda:1")->created_bytes == 600LL << 20);
+  BOOST_TEST(store.context("gpu-box/cuda:1")->held_bytes == 0);
   BOOST_TEST(!store.context("GPU-other").has_value());
 }
 
