@@ -28,14 +28,14 @@ public:
   struct config {
     /// The card as sentences name it: "cuda:1 on gpu-box", "sim:0 on this server".
     std::string name;
-    /// What each run holds besides its budget (CUDA: its context, as a run on the card measured it,
-    /// else CODEFYUI_EXECUTION_CUDA_CONTEXT_MIB).
+    /// What each run holds besides its budget (CUDA: its context, as runs on the card measured it,
+    /// else CODEFYUI_EXECUTION_CUDA_CONTEXT_MIB: policy::context_to_count).
     std::int64_t context_bytes = 0;
     /// How the allowance is called: "CUDA context" on CUDA, "context" elsewhere.
     std::string context_name = "context";
     /// Why the card can never admit a run by its budget (policy::budget_refusal: an MPS card reports
     /// no memory total); empty: it can. Every budget is then refused with it.
-    std::string cannot_budget;
+    std::string cannot_budget{};
   };
 
   explicit card_ledger(config cfg) : cfg_(std::move(cfg)) {}

@@ -49,7 +49,7 @@ struct floating_run {
   /// A device set (target.devices, by a worker's own names, all of `kind`): the run takes the
   /// whole set on one worker, whose run renumbers it from :0; on this server only a set of its
   /// one first card. Empty: one device of `kind`.
-  std::vector<std::string> devices;
+  std::vector<std::string> devices{};
 
   /// Whether the run may take `device`: one of its kind, or any accelerator when it names none.
   [[nodiscard]] bool fits(const std::string& device) const;
