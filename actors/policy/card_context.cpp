@@ -38,10 +38,13 @@ std::map<std::string, context_figures> measured_contexts(const std::string& fina
       if (figures == values.end() || !figures->is_object())
         continue;
       for (const auto& [device, unused] : figures->items()) {
-        context_figures f{figure(values, "cuda_context_bytes", device),
-                          figure(values, "cuda_context_created_bytes", device)};
-        if (f.held || f.created)
-          out[device] = f;
+        auto& f = out[device];
+        for (auto [kept, found] : {std::pair{&f.held, figure(values, "cuda_context_bytes", device)},
+                                   std::pair{&f.created, figure(values, "cuda_context_created_bytes", device)}})
+          if (found && (!*kept || **kept < *found))
+            *kept = found;
+        if (!f.held && !f.created)
+          out.erase(device);
       }
     }
   }
@@ -92,12 +95,9 @@ bool take_in(card_context& card, const context_figures& figures, const std::stri
 }
 
 counted_context context_to_count(const card_context& card, std::int64_t allowance, const std::string& allowance_name) {
-  counted_context out{allowance, allowance_name};
   if (card.held > 0)
-    out = {card.held, allowance_name + ", measured by run " + card.held_run};
-  if (card.created > out.bytes)
-    out = {card.created, allowance_name + ", measured by run " + card.created_run};
-  return out;
+    return {card.held, allowance_name + ", measured by run " + card.held_run};
+  return {allowance, allowance_name};
 }
 
 } // namespace cdui::policy

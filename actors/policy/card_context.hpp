@@ -17,7 +17,8 @@ inline constexpr std::int64_t max_context_bytes = std::int64_t{16} << 30;
 
 /// What a run measured of its CUDA context on one card: what its process held besides the caching
 /// allocator (the context, its kernels, the libraries: the whole cost), and what the card lost when
-/// the context was created (the bare context: a floor of the whole).
+/// the context was created (the bare context, kept to be shown: the card's figure around it also
+/// counts what other processes took meanwhile, so it is not counted).
 struct context_figures {
   std::optional<std::int64_t> held;
   std::optional<std::int64_t> created;
@@ -25,9 +26,9 @@ struct context_figures {
 
 /// Each card's figures in a run's final metrics as the store keeps them (a JSON object of nodes, a
 /// TrainingLoop's with "cuda_context_bytes" and "cuda_context_created_bytes": {device: bytes}), by
-/// the device name the run used. A figure that is not a whole number from
-/// devices::min_cuda_context_bytes to max_context_bytes is left out; text that is not such JSON
-/// gives none.
+/// the device name the run used; the largest of each where several loops give one. A figure that
+/// is not a whole number from devices::min_cuda_context_bytes to max_context_bytes is left out;
+/// text that is not such JSON gives none.
 [[nodiscard]] std::map<std::string, context_figures> measured_contexts(const std::string& final_metrics);
 
 /// The slot key a device name of a run's metrics stands for, from the run's keys in order: on this
@@ -50,8 +51,8 @@ struct card_context {
 bool take_in(card_context& card, const context_figures& figures, const std::string& run_id);
 
 /// What each run on the card counts besides its budget, and what texts call it: the largest whole
-/// figure a run measured, else the allowance (`allowance`, called `allowance_name`) — never below
-/// the largest bare context a run measured ("CUDA context, measured by run a1b2c3d4").
+/// figure a run measured ("CUDA context, measured by run a1b2c3d4"), else the allowance
+/// (`allowance`, called `allowance_name`).
 struct counted_context {
   std::int64_t bytes = 0;
   std::string name;

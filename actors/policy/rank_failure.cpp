@@ -7,9 +7,11 @@ namespace cdui::policy {
 bool lost_the_other_ranks(std::string_view error) {
   // Gloo's and c10d's words (torch 1.13 and 2.x) when a peer or the store went away, and ours
   // when a rank could not reach the others (runtime/nodes/ddp.cpp).
-  static constexpr std::array<std::string_view, 7> words{
+  static constexpr std::array<std::string_view, 9> words{
     "Connection closed by peer", "Connection reset by peer", "Broken pipe", "Connection refused",
-    "Timed out", "timed out", "could not join the other ranks"};
+    "Timed out", "timed out", "could not join the other ranks",
+    "remote process exited",  // NCCL's ncclRemoteError
+    "got 0 bytes"};           // c10d's store client when its server went
   for (auto w : words)
     if (error.find(w) != std::string_view::npos)
       return true;

@@ -152,6 +152,7 @@ void end_unstarted(self_ptr self, run_status status, const std::string& message)
 /// reason a study's prune. False when it had ended or a cancel is already on its way.
 bool cancel(self_ptr self, bool dequeued, const std::string& prune_reason) {
   auto& st = self->state;
+  finish_held(self);  // rank 0 has ended already: the run ends as it stands
   if (is_final(st.setup.info.status) || st.stop->load())
     return false;
   st.prune_reason = prune_reason;
@@ -259,6 +260,7 @@ caf::behavior run_actor(run_parts::self_ptr self, run_setup setup, run_queue_act
         end_unstarted(self, run_status::failed, reason);
     },
     [=](atoms::interrupt) {
+      finish_held(self);
       if (is_final(self->state.setup.info.status))
         return false;
       ask_to_stop(self, true);

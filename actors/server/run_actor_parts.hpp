@@ -97,8 +97,12 @@ void release_when_parts_end(self_ptr self);
 void part_ended(self_ptr self, const std::string& worker, const run_outcome& outcome);
 /// The run's outcome from rank 0's and a part's failure (policy::ddp_run_outcome).
 [[nodiscard]] run_outcome with_part_failure(const run_state& st, run_outcome outcome);
+/// The longest rank 0's outcome is held for the parts' reports (rank0_ended).
+inline constexpr std::int64_t max_part_report_wait_ms = 10'000;
+
 /// Rank 0's outcome arrived: the run's end, with a part's failure when one is its cause, or held
-/// for the parts still running when it only lost the other ranks (at most the stop deadline).
+/// for the parts still running when it only lost the other ranks (at most the stop deadline, and
+/// max_part_report_wait_ms).
 /// `answer` is delivered once the end is recorded.
 void rank0_ended(self_ptr self, const run_outcome& outcome, caf::response_promise answer);
 /// The run ends with rank 0's held outcome, if it still holds one.

@@ -253,11 +253,13 @@ void rank0_ended(self_ptr self, const run_outcome& outcome, caf::response_promis
     answer.deliver(caf::unit);
     return;
   }
+  // At most the stop deadline, and never past 10 s: its worker waits for the answer meanwhile.
+  auto wait_ms = std::min<std::int64_t>(st.setup.stop_deadline_ms, max_part_report_wait_ms);
   spdlog::info("run {}: rank 0 lost the other ranks; its end waits up to {} ms for the part(s) on other "
-               "workers to say why", st.setup.info.id, st.setup.stop_deadline_ms);
+               "workers to say why", st.setup.info.id, wait_ms);
   st.rank0_outcome = outcome;
   st.rank0_answer = std::move(answer);
-  self->delayed_send(self, std::chrono::milliseconds(st.setup.stop_deadline_ms), atoms::finished::value);
+  self->delayed_send(self, std::chrono::milliseconds(wait_ms), atoms::finished::value);
 }
 
 void finish_held(self_ptr self) {

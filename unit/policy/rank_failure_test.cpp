@@ -24,6 +24,10 @@ BOOST_AUTO_TEST_CASE(what_the_ranks_left_say_when_one_dies_is_told_from_a_failur
                                   "write: Broken pipe"));
   BOOST_TEST(lost_the_other_ranks("DDP rank 2 of 4 could not join the other ranks: connect [127.0.0.1]:4535: "
                                   "Connection refused"));
+  // NCCL's words between CUDA cards, and the store client's when rank 0's store went.
+  BOOST_TEST(lost_the_other_ranks("NCCL error in: ProcessGroupNCCL.cpp:1970, remote process exited or there was "
+                                  "a network error, NCCL version 2.27.5"));
+  BOOST_TEST(lost_the_other_ranks("[../torch/csrc/distributed/c10d/TCPStore.cpp] failed to recv, got 0 bytes"));
   BOOST_TEST(!lost_the_other_ranks(killed));
   BOOST_TEST(!lost_the_other_ranks("node 'loop' (TrainingLoop): out of memory on sim:0"));
 }
