@@ -62,6 +62,16 @@ card_usage nvml_usage(int card) {
   return out;
 }
 
+/// The card's used figure just before and after the context is created.
+context_window window_around(int card, const cuda_sources& sources) {
+  context_window window;
+  window.used_before = sources.usage(card).card_used;
+  if (sources.create_context)
+    sources.create_context(card);
+  window.used_after = sources.usage(card).card_used;
+  return window;
+}
+
 } // namespace
 
 std::optional<std::int64_t> held_context(std::optional<std::int64_t> held, std::int64_t reserved) {
@@ -92,19 +102,6 @@ std::vector<std::pair<std::string, std::int64_t>> memory_figures(const memory_re
 std::unique_ptr<memory_meter> scope_meter(const devices::memory_scope& scope) {
   return std::make_unique<scope_reader>(scope);
 }
-
-namespace {
-
-context_window window_around(int card, const cuda_sources& sources) {
-  context_window window;
-  window.used_before = sources.usage(card).card_used;
-  if (sources.create_context)
-    sources.create_context(card);
-  window.used_after = sources.usage(card).card_used;
-  return window;
-}
-
-} // namespace
 
 context_window process_context_window(int card) {
   static std::mutex mutex;

@@ -9,15 +9,11 @@ namespace cdui::policy {
 
 namespace {
 
-/// The figure for `device` under `name` in a node's metrics, when it is a context's.
-std::optional<std::int64_t> figure(const nlohmann::json& values, const char* name, const std::string& device) {
-  auto figures = values.find(name);
-  if (figures == values.end() || !figures->is_object())
+/// `bytes` when it is a context's figure.
+std::optional<std::int64_t> context_bytes(const nlohmann::json& bytes) {
+  if (!bytes.is_number_integer())
     return std::nullopt;
-  auto bytes = figures->find(device);
-  if (bytes == figures->end() || !bytes->is_number_integer())
-    return std::nullopt;
-  auto n = bytes->get<std::int64_t>();
+  auto n = bytes.get<std::int64_t>();
   if (n < devices::min_cuda_context_bytes || n > max_context_bytes)
     return std::nullopt;
   return n;
@@ -33,19 +29,17 @@ std::map<std::string, context_figures> measured_contexts(const std::string& fina
   for (const auto& [node, values] : metrics.items()) {
     if (!values.is_object())
       continue;
-    for (const char* name : {"cuda_context_bytes", "cuda_context_created_bytes"}) {
+    for (auto [name, field] : {std::pair{"cuda_context_bytes", &context_figures::held},
+                               std::pair{"cuda_context_created_bytes", &context_figures::created}}) {
       auto figures = values.find(name);
       if (figures == values.end() || !figures->is_object())
         continue;
-      for (const auto& [device, unused] : figures->items()) {
-        auto& f = out[device];
-        for (auto [kept, found] : {std::pair{&f.held, figure(values, "cuda_context_bytes", device)},
-                                   std::pair{&f.created, figure(values, "cuda_context_created_bytes", device)}})
-          if (found && (!*kept || **kept < *found))
-            *kept = found;
-        if (!f.held && !f.created)
-          out.erase(device);
-      }
+      for (const auto& [device, bytes] : figures->items())
+        if (auto n = context_bytes(bytes)) {
+          auto& kept = out[device].*field;
+          if (!kept || *kept < *n)
+            kept = n;
+        }
     }
   }
   return out;

@@ -246,10 +246,12 @@ run_outcome with_part_failure(const run_state& st, run_outcome outcome) {
 
 void rank0_ended(self_ptr self, const run_outcome& outcome, caf::response_promise answer) {
   auto& st = self->state;
-  if (is_final(st.setup.info.status) || st.rank0_outcome
-      || !policy::awaits_part_failure(outcome, !st.part_failure.empty(), !st.part_actors.empty())) {
-    if (!is_final(st.setup.info.status) && !st.rank0_outcome)
-      finish(self, with_part_failure(st, outcome));
+  if (is_final(st.setup.info.status) || st.rank0_outcome) {  // ended already, or held: a report again
+    answer.deliver(caf::unit);
+    return;
+  }
+  if (!policy::awaits_part_failure(outcome, !st.part_failure.empty(), !st.part_actors.empty())) {
+    finish(self, with_part_failure(st, outcome));
     answer.deliver(caf::unit);
     return;
   }

@@ -81,7 +81,8 @@ void record_context(self_ptr self, const std::string& id) {
       continue;
     st.cfg.store->put_context(card, {measured.held, measured.held_run, measured.created, measured.created_run,
                                      now_ms()});
-    auto counted = context_of(st, *key);
+    auto counted = policy::context_to_count(measured, st.cfg.cuda_context_bytes,
+                                            policy::context_name(slot_key::parse(*key).device));
     spdlog::info("run {} measured the CUDA context on {}: {} held besides its allocator, {} when created; "
                  "each run there counts {}", id, card_name(*key), figures.held ? policy::gib_text(*figures.held) : "-",
                  figures.created ? policy::gib_text(*figures.created) : "-", policy::gib_text(counted.bytes));

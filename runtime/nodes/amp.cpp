@@ -6,6 +6,7 @@
 
 #include <torch/torch.h>
 
+#include "runtime/memory_meter.hpp"
 #include "torch_compat/autocast.hpp"
 #include "torch_compat/cuda.hpp"
 
@@ -25,9 +26,14 @@ bool cuda_has_bf16(c10::Device device) {
 
 accelerator_cap::accelerator_cap(const std::string& device, std::int64_t budget) {
   auto d = c10::Device{device};
-  if (!d.is_cuda() || budget <= 0)
+  if (!d.is_cuda())
     return;
   auto index = d.index() < 0 ? 0 : d.index();
+  // The first to touch the card (setting the fraction may create the context): the process's CUDA
+  // context is created here, and what it costs read around it (docs/gpu.md, "The CUDA context").
+  static_cast<void>(process_context_window(index));
+  if (budget <= 0)
+    return;
   auto figures = torch_compat::cuda_memory(index);
   if (!figures || figures->total <= 0)
     return;

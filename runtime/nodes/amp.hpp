@@ -52,7 +52,8 @@ private:
 /// 001, "Sharing a card": the caching allocator's memory fraction, budget / the card's total), so a
 /// run that outgrows its budget runs out of memory alone; then the card is whole again. Nothing on
 /// other devices (a sim card or the CPU is capped by the run's counting-allocator scope; MPS cards
-/// are never shared by memory), nor with a budget of 0.
+/// are never shared by memory), nor with a budget of 0. On a CUDA card it first creates the
+/// process's CUDA context and reads what that costs (process_context_window).
 class accelerator_cap {
 public:
   accelerator_cap(const std::string& device, std::int64_t budget);

@@ -349,9 +349,6 @@ port_values run_training_loop(node_call& call) {
   // Under DDP rank k trains on the run's card k, whatever card the loop's device param names.
   auto device_name = ranked(call) ? call.run().ddp.device : call.resolve_device();
   if (torch_device(device_name).type() != c10::DeviceType::CPU) {
-    // The CUDA context is created, and what it costs read, before the cap (which may create it).
-    if (auto d = torch_device(device_name); d.is_cuda())
-      static_cast<void>(process_context_window(d.index() < 0 ? 0 : d.index()));
     try {
       // A run held to a memory budget outgrows it alone: the card's allocator is capped
       // (docs/training-memory.md, "A run held to its memory budget").
