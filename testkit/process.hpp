@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
@@ -23,6 +24,8 @@ namespace cdui::test {
 /// A child process with this process's environment and `env` over it; its stdout and stderr are
 /// captured (out(), err()), or both written to `log` when one is given. The destructor kills
 /// (SIGKILL) and reaps it if it is still running, so a failing test never leaves a process behind.
+/// Once it has exited, what it wrote is read until the pipes fall silent: a process it left behind
+/// that holds them (an agent's run, stopped before its exec) does not keep the test waiting.
 class process {
 public:
   process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
@@ -99,6 +102,7 @@ public:
       auto r = ::waitpid(pid_, &status, WNOHANG);
       if (r == pid_) {
         exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        reaped_ = true;
         break;
       }
       if (std::chrono::steady_clock::now() > deadline)
@@ -159,7 +163,8 @@ private:
     int open = 2;
     char buf[4096];
     while (open > 0) {
-      if (::poll(fds, 2, -1) < 0)
+      auto ready = ::poll(fds, 2, silence_ms);
+      if (ready < 0 || (ready == 0 && reaped_))
         break;
       for (auto& f : fds) {
         if (f.fd < 0 || !(f.revents & (POLLIN | POLLHUP)))
@@ -175,9 +180,15 @@ private:
         (f.fd == out_fd_ ? out_ : err_).append(buf, static_cast<std::size_t>(n));
       }
     }
+    for (auto& f : fds)
+      if (f.fd >= 0)
+        ::close(f.fd);
     std::lock_guard<std::mutex> lock{mutex_};
     closed_ = true;
   }
+
+  /// After the exit, this long without output ends the reading.
+  static constexpr int silence_ms = 200;
 
   pid_t pid_ = -1;
   int out_fd_ = -1;
@@ -188,6 +199,7 @@ private:
   std::string err_;
   bool closed_ = false;
   std::optional<int> exit_code_;
+  std::atomic<bool> reaped_{false};
 };
 
 /// A command that has exited: its exit code, stdout and stderr.
