@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "apps/text_table.hpp"
+#include "devices/cuda_cards.hpp"
 
 namespace cdui::apps {
 
@@ -15,7 +16,9 @@ std::string devices_table(const std::vector<devices::offered_device>& offered,
   bool current_listed = false;
   for (const auto& d : offered) {
     auto kind = devices::kind_of(d.name);
-    auto bf16 = kind == "cpu" || kind == "sim" ? cpu.text() : std::string{"-"};
+    auto bf16 = kind == "cpu" || kind == "sim" ? cpu.text()
+                : kind == "cuda"                 ? devices::cuda_bf16_text(d.compute_major, d.compute_minor)
+                                                 : std::string{"-"};
     auto description = d.label + (d.simulated ? " [simulated]" : "");
     if (kind == "cuda" && cuda_cards == 1) {
       rows.push_back({"cuda", std::to_string(d.slot_limit), bf16, d.label + ", " + d.name + ", the only card"});

@@ -81,9 +81,18 @@ std::vector<offered_device> cuda_offers(int count, const std::vector<std::string
                         accelerator_slot_limit, false, 0, uuid});
       continue;
     }
-    offers.push_back({name, card_label(*card), accelerator_slot_limit, false, card->memory.total_bytes, card->uuid});
+    offers.push_back({name, card_label(*card), accelerator_slot_limit, false, card->memory.total_bytes, card->uuid,
+                      card->compute_major, card->compute_minor});
   }
   return offers;
+}
+
+std::string cuda_bf16_text(int compute_major, int compute_minor) {
+  if (compute_major <= 0)
+    return "-";
+  auto capability = std::to_string(compute_major) + "." + std::to_string(compute_minor);
+  return compute_major >= cuda_bf16_major ? "native (compute " + capability + ")"
+                                          : "not native (compute " + capability + ", below 8.0)";
 }
 
 std::string short_uuid(std::string_view uuid) {

@@ -22,6 +22,14 @@ namespace cdui::devices {
                                                       const std::vector<gpu_card>& visible,
                                                       const std::string& nvml_problem);
 
+/// The compute capability from which a CUDA card computes bf16 natively (Ampere's 8.0); below it,
+/// a bf16 run trains in fp32 with a `precision_fallback` warning (runtime/precision.cpp).
+inline constexpr int cuda_bf16_major = 8;
+
+/// What `cdui devices` says of a CUDA card's bf16: "native (compute 9.0)", "not native (compute
+/// 7.5, below 8.0)", or "-" when the driver did not say (capability 0).
+[[nodiscard]] std::string cuda_bf16_text(int compute_major, int compute_minor);
+
 /// "GPU-1a2b3c4d" of "GPU-1a2b3c4d-...": enough to tell a lab's cards apart in a listing.
 [[nodiscard]] std::string short_uuid(std::string_view uuid);
 

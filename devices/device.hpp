@@ -81,6 +81,9 @@ struct offered_device {
   /// The card's memory in bytes; 0 when not known (the CPU).
   std::int64_t total_bytes = 0;
   std::string uuid;
+  /// A CUDA card's compute capability, from the driver; 0.0 when not known (not a CUDA card).
+  int compute_major = 0;
+  int compute_minor = 0;
 };
 
 /// The CPU admits two runs at a time (docs/http-api.md, "One FIFO per device").

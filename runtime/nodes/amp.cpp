@@ -6,6 +6,7 @@
 
 #include <torch/torch.h>
 
+#include "devices/cuda_cards.hpp"
 #include "runtime/memory_meter.hpp"
 #include "torch_compat/autocast.hpp"
 #include "torch_compat/cuda.hpp"
@@ -21,7 +22,8 @@ c10::ScalarType dtype_of(precision p) {
 } // namespace
 
 bool cuda_has_bf16(c10::Device device) {
-  return device.is_cuda() && torch_compat::cuda_compute_major(device.index() < 0 ? 0 : device.index()) >= 8;
+  return device.is_cuda() && torch_compat::cuda_compute_major(device.index() < 0 ? 0 : device.index())
+                                 >= devices::cuda_bf16_major;
 }
 
 accelerator_cap::accelerator_cap(const std::string& device, std::int64_t budget) {

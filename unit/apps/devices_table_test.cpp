@@ -48,12 +48,27 @@ BOOST_AUTO_TEST_CASE(one_cuda_card_is_listed_once_as_cuda_and_several_after_the_
 
 BOOST_AUTO_TEST_CASE(a_cuda_card_shows_what_the_driver_says_of_it) {
   offered_device h100{"cuda:0", "NVIDIA H100 80GB HBM3 (GPU-1a2b3c4d, 79.65 GiB, compute 9.0)", 1, false,
-                      85520809984, "GPU-1a2b3c4d-0011-2233-4455-66778899aaff"};
-  BOOST_TEST(devices_table({cpu, h100}, native)
-             == "DEVICE  SLOTS  BF16                               DESCRIPTION\n"
-                "cpu     2      native (avx512_bf16 and amx_bf16)  CPU (2 cores)\n"
-                "cuda    1      -                                  NVIDIA H100 80GB HBM3 (GPU-1a2b3c4d, 79.65 GiB, "
-                "compute 9.0), cuda:0, the only card\n");
+                      85520809984, "GPU-1a2b3c4d-0011-2233-4455-66778899aaff", 9, 0};
+  BOOST_TEST(devices_table({cpu, h100}, emulated)
+             == "DEVICE  SLOTS  BF16                                     DESCRIPTION\n"
+                "cpu     2      not native (no avx512_bf16 or amx_bf16)  CPU (2 cores)\n"
+                "cuda    1      native (compute 9.0)                     NVIDIA H100 80GB HBM3 (GPU-1a2b3c4d, "
+                "79.65 GiB, compute 9.0), cuda:0, the only card\n");
+}
+
+BOOST_AUTO_TEST_CASE(a_cuda_card_s_bf16_is_native_from_compute_capability_8_0) {
+  auto t4 = cuda(1);
+  t4.compute_major = 7;
+  t4.compute_minor = 5;
+  auto a100 = cuda(0);
+  a100.compute_major = 8;
+  BOOST_TEST(devices_table({cpu, a100, t4}, native)
+             == "DEVICE  SLOTS  BF16                                 DESCRIPTION\n"
+                "cpu     2      native (avx512_bf16 and amx_bf16)    CPU (2 cores)\n"
+                "cuda    -      -                                    NVIDIA CUDA (whichever card torch is currently "
+                "pointed at)\n"
+                "cuda:0  1      native (compute 8.0)                 NVIDIA CUDA #0\n"
+                "cuda:1  1      not native (compute 7.5, below 8.0)  NVIDIA CUDA #1\n");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

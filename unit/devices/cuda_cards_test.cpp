@@ -65,6 +65,8 @@ BOOST_AUTO_TEST_CASE(each_cuda_device_is_offered_as_the_card_with_its_uuid) {
   BOOST_TEST(offers[0].label == "NVIDIA H100 80GB HBM3 (GPU-bbbb2222, 40.00 GiB, compute 9.0)");
   BOOST_TEST(offers[0].slot_limit == accelerator_slot_limit);
   BOOST_TEST(!offers[0].simulated);
+  BOOST_TEST(offers[0].compute_major == 9);
+  BOOST_TEST(cuda_bf16_text(offers[0].compute_major, offers[0].compute_minor) == "native (compute 9.0)");
   BOOST_TEST(offers[1].name == "cuda:1");
   BOOST_TEST(offers[1].uuid == uuid_a);
   BOOST_TEST(offers[1].total_bytes == 80 * gib);
@@ -78,6 +80,7 @@ BOOST_AUTO_TEST_CASE(a_cuda_device_nvml_does_not_describe_is_offered_with_its_me
   BOOST_REQUIRE(offers.size() == 1u);
   BOOST_TEST(offers[0].total_bytes == 0);
   BOOST_TEST(offers[0].uuid == uuid_a);
+  BOOST_TEST(cuda_bf16_text(offers[0].compute_major, offers[0].compute_minor) == "-");
   BOOST_TEST(offers[0].label
              == "NVIDIA CUDA #0 (memory unknown: no NVIDIA driver: libnvidia-ml.so.1 cannot be loaded)");
 }
