@@ -92,7 +92,8 @@ std::string cuda_bf16_text(int compute_major, int compute_minor) {
     return "-";
   auto capability = std::to_string(compute_major) + "." + std::to_string(compute_minor);
   return compute_major >= cuda_bf16_major ? "native (compute " + capability + ")"
-                                          : "not native (compute " + capability + ", below 8.0)";
+                                          : "not native (compute " + capability + ", below "
+                                              + std::to_string(cuda_bf16_major) + ".0)";
 }
 
 std::string short_uuid(std::string_view uuid) {
