@@ -10,8 +10,11 @@
 #include <string>
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/TensorOperators.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/isfinite.h>
+#include <ATen/ops/randn.h>
 #include <nlohmann/json.hpp>
-#include <torch/torch.h>
 
 #include "unit/runtime/saved_weights.hpp"
 
@@ -29,9 +32,9 @@ struct regression_rows {
 inline regression_rows make_rows(std::int64_t n, std::int64_t f, std::uint64_t seed,
                                  double scale = 1.0, std::int64_t overflowing = 0) {
   auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
-  auto x = torch::randn({n, f}, gen, torch::kFloat32);
-  auto w = torch::randn({f, 1}, gen, torch::kFloat32);
-  auto y = (x.matmul(w) + 0.5 + 0.1 * torch::randn({n, 1}, gen, torch::kFloat32)) * scale;
+  auto x = at::randn({n, f}, gen, at::kFloat);
+  auto w = at::randn({f, 1}, gen, at::kFloat);
+  auto y = (x.matmul(w) + 0.5 + 0.1 * at::randn({n, 1}, gen, at::kFloat)) * scale;
   if (overflowing > 0)
     x.narrow(0, 0, overflowing).select(1, 0).fill_(1e38);
   return {x, y};
@@ -112,13 +115,13 @@ struct linear_params {
 inline linear_params linear_from(const named_tensors& saved) {
   BOOST_TEST_REQUIRE(saved.count("Linear1.weight") == 1u);
   BOOST_TEST_REQUIRE(saved.count("Linear1.bias") == 1u);
-  return {saved.at("Linear1.weight").to(torch::kFloat64), saved.at("Linear1.bias").to(torch::kFloat64)};
+  return {saved.at("Linear1.weight").to(at::kDouble), saved.at("Linear1.bias").to(at::kDouble)};
 }
 
 /// The gradient of mean((x.w^T + b - y)^2) over `rows`: what mse over one batch of them gives.
 inline linear_params mse_gradient(const linear_params& p, const regression_rows& rows) {
-  auto x = rows.x.to(torch::kFloat64);
-  auto y = rows.y.to(torch::kFloat64);
+  auto x = rows.x.to(at::kDouble);
+  auto y = rows.y.to(at::kDouble);
   auto residual = x.matmul(p.w.t()) + p.b - y;  // [n, 1]
   auto n = static_cast<double>(x.size(0));
   return {2.0 / n * residual.t().matmul(x), 2.0 / n * residual.sum(0)};
@@ -149,7 +152,7 @@ inline double max_difference(const named_tensors& a, const named_tensors& b) {
     auto other = b.find(name);
     if (other == b.end() || other->second.sizes() != t.sizes())
       return INFINITY;
-    worst = std::max(worst, (t.to(torch::kFloat64) - other->second.to(torch::kFloat64))
+    worst = std::max(worst, (t.to(at::kDouble) - other->second.to(at::kDouble))
                               .abs().max().item<double>());
   }
   return worst;
@@ -158,7 +161,7 @@ inline double max_difference(const named_tensors& a, const named_tensors& b) {
 /// True when every tensor holds only finite values.
 inline bool all_finite(const named_tensors& weights) {
   for (const auto& [name, t] : weights)
-    if (!torch::isfinite(t).all().item<bool>())
+    if (!at::isfinite(t).all().item<bool>())
       return false;
   return true;
 }

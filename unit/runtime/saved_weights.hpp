@@ -7,7 +7,11 @@
 #include <string>
 
 #include <boost/test/unit_test.hpp>
-#include <torch/torch.h>
+#include <ATen/TensorOperators.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/allclose.h>
+#include <ATen/ops/equal.h>
+#include <torch/serialize/input-archive.h>
 
 namespace cdui::test {
 
@@ -57,7 +61,7 @@ inline void check_close_weights(const std::filesystem::path& a, const std::files
   auto reference = load_weights(b);
   BOOST_REQUIRE(trained.size() == reference.size());
   for (const auto& [name, t] : reference)
-    BOOST_TEST(torch::allclose(trained.at(name), t, /*rtol=*/0, atol),
+    BOOST_TEST(at::allclose(trained.at(name), t, /*rtol=*/0, atol),
                name << ": max difference " << (trained.at(name) - t).abs().max().item<double>());
 }
 
@@ -67,7 +71,7 @@ inline bool same_weights(const named_tensors& a, const named_tensors& b) {
     return false;
   for (const auto& [name, t] : a) {
     auto other = b.find(name);
-    if (other == b.end() || !torch::equal(t, other->second))
+    if (other == b.end() || !at::equal(t, other->second))
       return false;
   }
   return true;
